@@ -1,0 +1,59 @@
+# One obvious way to do each chore. `make help` lists them.
+VENV    ?= .venv
+PY      := $(VENV)/bin/python
+PYTHON  ?= python3
+
+.DEFAULT_GOAL := help
+.PHONY: help setup run test check pytest lint typecheck layers buf-lint proto proto-check clean
+
+help: ## list the chores
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
+
+setup: $(VENV)/.installed node_modules/.installed ## install everything into .venv and node_modules
+
+$(VENV)/.installed: pyproject.toml clients/python/pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e clients/python -e '.[dev]'
+	touch $@
+
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+run: setup ## run inboxd on an embedded PostgreSQL (data in .inboxd/)
+	$(VENV)/bin/inboxd serve
+
+test: setup ## the whole test command: stub drift, lint, types, layers, buf lint, then pytest
+	$(MAKE) --no-print-directory check
+	$(MAKE) --no-print-directory pytest
+
+check: proto-check lint typecheck layers buf-lint ## static checks only
+
+pytest: setup ## the test suite (starts its own PostgreSQL unless DATABASE_URL is set)
+	$(PY) -m pytest
+
+lint: setup ## ruff
+	$(VENV)/bin/ruff check server tests clients/python
+	$(VENV)/bin/ruff format --check server tests clients/python
+
+typecheck: setup ## mypy --strict over the code and the tests
+	$(VENV)/bin/mypy server/inboxd tests clients/python/src/inboxd_client
+
+layers: setup ## import-linter: api -> inbox -> store -> domain, psycopg only in the store
+	$(VENV)/bin/lint-imports
+
+buf-lint: setup ## buf lint on protos/
+	npx --no-install buf lint
+
+proto: setup ## regenerate the Python stubs from protos/
+	scripts/gen_proto.sh
+
+proto-check: setup ## fail if regenerating the stubs would change them
+	@tmp=$$(mktemp -d) && scripts/gen_proto.sh $$tmp && \
+	  diff -r -x __pycache__ $$tmp clients/python/src/inboxd_client/v1 >/dev/null || \
+	  { echo "generated stubs are stale: run 'make proto' and commit"; rm -rf $$tmp; exit 1; }; \
+	  rm -rf $$tmp; echo "stubs are current"
+
+clean: ## remove .venv, node_modules and the embedded database
+	rm -rf $(VENV) node_modules .inboxd

@@ -1,0 +1,1 @@
+"""gRPC servicers: protobuf in, domain calls, protobuf or a status code out. No SQL."""

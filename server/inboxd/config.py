@@ -1,0 +1,141 @@
+"""Settings from the environment, overridden by command-line flags of the same meaning."""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, replace
+from datetime import timedelta
+from pathlib import Path
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, None: 1.0}
+
+
+class ConfigError(ValueError):
+    """A setting has a value inboxd cannot use; the message names the setting."""
+
+
+def parse_duration(name: str, text: str) -> timedelta:
+    """'30s', '500ms', '15m', '2h', '7d'; a bare number is seconds."""
+    match = _DURATION.match(text)
+    if not match:
+        raise ConfigError(f"{name}={text!r} is not a duration such as 500ms, 30s, 15m, 2h or 7d")
+    return timedelta(seconds=float(match.group(1)) * _UNIT_SECONDS[match.group(2)])
+
+
+def parse_size(name: str, text: str) -> int:
+    match = re.match(r"^\s*(\d+)\s*(B|KiB|MiB|GiB)?\s*$", text)
+    if not match:
+        raise ConfigError(f"{name}={text!r} is not a size such as 1048576, 512KiB or 1MiB")
+    scale = {"B": 1, "KiB": 1024, "MiB": 1024**2, "GiB": 1024**3, None: 1}[match.group(2)]
+    return int(match.group(1)) * scale
+
+
+@dataclass(frozen=True)
+class Settings:
+    database_url: str | None = None
+    data_dir: Path = Path(".inboxd")
+    listen: str = "127.0.0.1:50051"
+    metrics_listen: str | None = None
+    tokens_file: Path | None = None
+    tls_cert: Path | None = None
+    tls_key: Path | None = None
+    tls_client_ca: Path | None = None
+    max_payload_bytes: int = 1024 * 1024
+    max_attempts: int = 10
+    retention: timedelta = timedelta(days=7)
+    # None: payloads are kept as long as their rows.
+    payload_retention: timedelta | None = None
+    backoff_base: timedelta = timedelta(seconds=1)
+    backoff_factor: float = 2.0
+    backoff_cap: timedelta = timedelta(hours=1)
+    shutdown_grace: timedelta = timedelta(seconds=10)
+    pool_size: int = 20
+
+    @property
+    def listen_host(self) -> str:
+        host, _, _ = self.listen.rpartition(":")
+        return host.strip("[]")
+
+    def listens_beyond_loopback(self) -> bool:
+        host = self.listen_host
+        if host == "localhost":
+            return False
+        try:
+            return not ipaddress.ip_address(host).is_loopback
+        except ValueError:
+            return True  # a name or a wildcard such as 0.0.0.0 / [::]: assume it reaches out
+
+
+# Environment variable -> (field, parser). Flags use the same fields.
+_ENV: dict[str, tuple[str, object]] = {
+    "DATABASE_URL": ("database_url", str),
+    "INBOXD_DATA_DIR": ("data_dir", Path),
+    "INBOXD_LISTEN": ("listen", str),
+    "INBOXD_METRICS_LISTEN": ("metrics_listen", str),
+    "INBOXD_TOKENS_FILE": ("tokens_file", Path),
+    "INBOXD_TLS_CERT": ("tls_cert", Path),
+    "INBOXD_TLS_KEY": ("tls_key", Path),
+    "INBOXD_TLS_CLIENT_CA": ("tls_client_ca", Path),
+    "INBOXD_MAX_PAYLOAD_BYTES": ("max_payload_bytes", parse_size),
+    "INBOXD_MAX_ATTEMPTS": ("max_attempts", int),
+    "INBOXD_RETENTION": ("retention", parse_duration),
+    "INBOXD_PAYLOAD_RETENTION": ("payload_retention", parse_duration),
+    "INBOXD_BACKOFF_BASE": ("backoff_base", parse_duration),
+    "INBOXD_BACKOFF_FACTOR": ("backoff_factor", float),
+    "INBOXD_BACKOFF_CAP": ("backoff_cap", parse_duration),
+    "INBOXD_SHUTDOWN_GRACE": ("shutdown_grace", parse_duration),
+    "INBOXD_POOL_SIZE": ("pool_size", int),
+}
+
+
+def env_names() -> dict[str, str]:
+    """Field name -> environment variable, for flags' help texts."""
+    return {field_name: env for env, (field_name, _) in _ENV.items()}
+
+
+def load_settings(env: Mapping[str, str], overrides: Mapping[str, str | None] | None = None) -> Settings:
+    """Settings from `env`, then from `overrides` (raw flag values by field name)."""
+    raw: dict[str, str] = {}
+    for env_name, (field_name, _) in _ENV.items():
+        if env.get(env_name):
+            raw[field_name] = env[env_name]
+    for field_name, value in (overrides or {}).items():
+        if value is not None:
+            raw[field_name] = value
+    parsers = {field_name: parser for field_name, parser in _ENV.values()}
+    known = {f.name for f in fields(Settings)}
+    values: dict[str, object] = {}
+    for field_name, text in raw.items():
+        if field_name not in known:
+            raise ConfigError(f"unknown setting {field_name!r}")
+        parser = parsers[field_name]
+        env_name = env_names()[field_name]
+        try:
+            values[field_name] = parser(env_name, text) if parser in (parse_duration, parse_size) else parser(text)  # type: ignore[operator]
+        except ValueError as exc:
+            raise ConfigError(f"{env_name}={text!r}: {exc}") from None
+    settings = replace(Settings(), **values)  # type: ignore[arg-type]
+    _check(settings)
+    return settings
+
+
+def _check(settings: Settings) -> None:
+    if settings.max_attempts < 1:
+        raise ConfigError(f"INBOXD_MAX_ATTEMPTS must be at least 1, not {settings.max_attempts}")
+    if settings.max_payload_bytes < 1:
+        raise ConfigError("INBOXD_MAX_PAYLOAD_BYTES must be positive")
+    if settings.max_payload_bytes > 64 * 1024 * 1024:
+        raise ConfigError("INBOXD_MAX_PAYLOAD_BYTES is capped at 64MiB: an inbox is no blob store")
+    if settings.backoff_factor < 1:
+        raise ConfigError("INBOXD_BACKOFF_FACTOR must be at least 1")
+    if settings.pool_size < 2:
+        raise ConfigError("INBOXD_POOL_SIZE must be at least 2")
+    if ":" not in settings.listen:
+        raise ConfigError(f"INBOXD_LISTEN={settings.listen!r} needs a host and a port, e.g. 127.0.0.1:50051")
+    if (settings.tls_cert is None) != (settings.tls_key is None):
+        raise ConfigError("INBOXD_TLS_CERT and INBOXD_TLS_KEY go together")
+    if settings.tls_client_ca is not None and settings.tls_cert is None:
+        raise ConfigError("INBOXD_TLS_CLIENT_CA needs INBOXD_TLS_CERT and INBOXD_TLS_KEY")

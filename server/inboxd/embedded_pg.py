@@ -1,0 +1,197 @@
+"""An embedded PostgreSQL, run from the machine's own server binaries.
+
+`inboxd serve` without DATABASE_URL uses it with a data directory that
+survives restarts; the test harness uses it with a throwaway one. initdb and
+pg_ctl refuse to run as root, so as root the cluster belongs to the
+`postgres` user and every command runs as that user.
+"""
+
+from __future__ import annotations
+
+import glob
+import logging
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from inboxd.store.bootstrap import create_database_if_absent
+
+log = logging.getLogger(__name__)
+
+_REQUIRED = ("initdb", "pg_ctl", "postgres")
+_INSTALL_HINT = (
+    "PostgreSQL server binaries (initdb, pg_ctl, postgres) were not found. Install them "
+    "(Debian/Ubuntu: apt-get install postgresql; Fedora: dnf install postgresql-server; "
+    "macOS: brew install postgresql), set INBOXD_PG_BIN to the folder that holds them, "
+    "or set DATABASE_URL to a PostgreSQL server you run yourself."
+)
+
+
+class EmbeddedPostgresError(RuntimeError):
+    """The embedded PostgreSQL could not be set up; the message says what to do."""
+
+
+def find_binaries() -> Path:
+    """The folder holding initdb, pg_ctl and postgres, newest version first."""
+    candidates: list[str] = []
+    if os.environ.get("INBOXD_PG_BIN"):
+        candidates.append(os.environ["INBOXD_PG_BIN"])
+    candidates += sorted(glob.glob("/usr/lib/postgresql/*/bin"), key=_version_key, reverse=True)
+    candidates += sorted(glob.glob("/usr/pgsql-*/bin"), key=_version_key, reverse=True)
+    candidates += ["/opt/homebrew/bin", "/usr/local/bin"]
+    on_path = shutil.which("initdb")
+    if on_path:
+        candidates.append(str(Path(on_path).parent))
+    for folder in candidates:
+        if all((Path(folder) / name).exists() for name in _REQUIRED):
+            return Path(folder)
+    raise EmbeddedPostgresError(_INSTALL_HINT)
+
+
+def _version_key(path: str) -> tuple[int, ...]:
+    digits = "".join(ch if ch.isdigit() else " " for ch in path).split()
+    return tuple(int(d) for d in digits)
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class EmbeddedPostgres:
+    """One PostgreSQL cluster in `data_dir`, listening on loopback only.
+
+    `durable=False` turns off fsync for throwaway test clusters; never for
+    data anyone keeps, benchmarks or reliability tests.
+    """
+
+    data_dir: Path
+    durable: bool = True
+    database: str = "inboxd"
+    port: int = 0
+    bin_dir: Path = field(default_factory=find_binaries)
+    _started_here: bool = False
+
+    @property
+    def conninfo(self) -> str:
+        return f"postgresql://postgres@127.0.0.1:{self.port}/{self.database}"
+
+    def start(self) -> str:
+        """Creates the cluster if needed, starts it, creates the database; returns the URL."""
+        self.data_dir = self.data_dir.resolve()
+        self._ensure_runnable_dir()
+        if not (self.data_dir / "PG_VERSION").exists():
+            self._initdb()
+        running = self._running_port()
+        if running is not None:
+            # A server left running on this directory (say, after a SIGKILL): reuse it.
+            log.info("embedded PostgreSQL already running on port %d; reusing it", running)
+            self.port = running
+        else:
+            self._start_server()
+        self._create_database()
+        return self.conninfo
+
+    def stop(self) -> None:
+        """Stops the server cleanly (fast mode: sessions are ended, nothing is lost)."""
+        if self._running_port() is None:
+            return
+        self._run([str(self.bin_dir / "pg_ctl"), "-D", str(self.data_dir), "-m", "fast", "-w", "stop"])
+
+    def kill(self) -> None:
+        """Stops the server abruptly (immediate mode), as a crash would; for tests."""
+        self._run([str(self.bin_dir / "pg_ctl"), "-D", str(self.data_dir), "-m", "immediate", "-w", "stop"])
+
+    def restart_stopped(self) -> None:
+        """Starts a stopped server again on the same port."""
+        self._start_server(keep_port=True)
+
+    # -- internals --
+
+    def _as_postgres(self) -> bool:
+        return os.geteuid() == 0
+
+    def _ensure_runnable_dir(self) -> None:
+        self.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if not self._as_postgres():
+            return
+        try:
+            owner = pwd.getpwnam("postgres")
+        except KeyError:
+            raise EmbeddedPostgresError(
+                "running as root, but there is no 'postgres' user to run PostgreSQL as "
+                "(initdb refuses root). Create one (useradd --system postgres) or run inboxd "
+                "as an ordinary user."
+            ) from None
+        os.chown(self.data_dir, owner.pw_uid, owner.pw_gid)
+        os.chmod(self.data_dir, 0o700)
+        for parent in self.data_dir.parents:
+            mode = parent.stat().st_mode
+            if not mode & 0o001:
+                raise EmbeddedPostgresError(
+                    f"the 'postgres' user cannot reach {self.data_dir}: {parent} is not "
+                    "searchable by others. Choose a data directory elsewhere (--data-dir or "
+                    "INBOXD_DATA_DIR), for example under /var/lib/inboxd."
+                )
+
+    def _run(self, argv: list[str], *, check: bool = True) -> subprocess.CompletedProcess[str]:
+        user = "postgres" if self._as_postgres() else None
+        proc = subprocess.run(argv, user=user, capture_output=True, text=True, cwd="/", check=False)
+        if check and proc.returncode != 0:
+            raise EmbeddedPostgresError(
+                f"{Path(argv[0]).name} failed (exit {proc.returncode}): {(proc.stderr or proc.stdout).strip()}"
+            )
+        return proc
+
+    def _initdb(self) -> None:
+        log.info("creating embedded PostgreSQL cluster in %s", self.data_dir)
+        self._run([
+            str(self.bin_dir / "initdb"), "-D", str(self.data_dir), "-U", "postgres",
+            "--auth=trust", "-E", "UTF8", "--locale=C.UTF-8",
+        ])
+
+    def _running_port(self) -> int | None:
+        status = self._run([str(self.bin_dir / "pg_ctl"), "-D", str(self.data_dir), "status"], check=False)
+        if status.returncode != 0:
+            return None
+        pid_file = self.data_dir / "postmaster.pid"
+        try:
+            lines = pid_file.read_text().splitlines()
+            return int(lines[3])
+        except (OSError, IndexError, ValueError):
+            return None
+
+    def _start_server(self, *, keep_port: bool = False) -> None:
+        settings = [
+            "-h", "127.0.0.1",
+            "-c", "unix_socket_directories=",
+            "-c", "max_connections=400",
+            "-c", "shared_buffers=256MB",
+        ]
+        if not self.durable:
+            settings += ["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"]
+        last_error: EmbeddedPostgresError | None = None
+        for _ in range(1 if keep_port else 5):
+            if not keep_port or not self.port:
+                self.port = free_port()
+            options = " ".join(settings + ["-p", str(self.port)])
+            try:
+                self._run([
+                    str(self.bin_dir / "pg_ctl"), "-D", str(self.data_dir), "-w", "-t", "60",
+                    "-l", str(self.data_dir / "server.log"), "-o", options, "start",
+                ])
+                return
+            except EmbeddedPostgresError as exc:  # most often: the port was taken meanwhile
+                last_error = exc
+        assert last_error is not None
+        raise last_error
+
+    def _create_database(self) -> None:
+        admin = f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+        create_database_if_absent(admin, self.database)

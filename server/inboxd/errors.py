@@ -1,0 +1,32 @@
+"""Domain errors. `api/status.py` maps each to one gRPC status code."""
+
+from __future__ import annotations
+
+
+class InboxError(Exception):
+    """Base of every error inboxd answers deliberately."""
+
+
+class InvalidArgument(InboxError):
+    """The caller sent something inboxd cannot take. Nothing was stored."""
+
+    def __init__(self, field: str, problem: str) -> None:
+        super().__init__(f"{field}: {problem}")
+        self.field = field
+        self.problem = problem
+
+
+class NotFound(InboxError):
+    """No event has that (namespace, event_key)."""
+
+
+class ClaimSuperseded(InboxError):
+    """The claim token is not the event's current one: its lease was taken over."""
+
+
+class TransitionNotAllowed(InboxError):
+    """The event's state does not allow this transition."""
+
+
+class Unavailable(InboxError):
+    """The database cannot be reached; nothing was acknowledged."""

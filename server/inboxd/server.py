@@ -1,0 +1,110 @@
+"""Assembles the gRPC server: servicers, health, reflection, and a clean shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass, field
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+from inboxd_client.v1 import admin_pb2, inbox_pb2
+
+from inboxd.api.handlers import generic_handler
+from inboxd.api.inbox_servicer import MAX_BATCH_EVENTS, InboxServicer
+from inboxd.config import Settings
+from inboxd.errors import Unavailable
+from inboxd.inbox import Clock, Inbox, database_clock
+from inboxd.store.database import Database
+from inboxd.validation import MAX_METADATA_BYTES
+
+log = logging.getLogger(__name__)
+
+INBOX_SERVICE = inbox_pb2.DESCRIPTOR.services_by_name["InboxService"]
+ADMIN_SERVICE = admin_pb2.DESCRIPTOR.services_by_name["InboxAdminService"]
+SERVICE_NAMES = (INBOX_SERVICE.full_name, ADMIN_SERVICE.full_name)
+HEALTH_PROBE_INTERVAL = 5.0
+
+
+def max_message_bytes(settings: Settings) -> int:
+    """Just above the largest legal AcceptBatch, so no legal request is refused by size."""
+    per_event = settings.max_payload_bytes + MAX_METADATA_BYTES + 8 * 1024
+    return MAX_BATCH_EVENTS * per_event + 64 * 1024
+
+
+def server_options(settings: Settings) -> list[tuple[str, int]]:
+    size = max_message_bytes(settings)
+    return [
+        # Bursts of thousands of concurrent calls (and thousands of waiting
+        # long-polls) would otherwise be cancelled by grpc's default limits.
+        ("grpc.server.max_pending_requests", 100_000),
+        ("grpc.server.max_pending_requests_hard_limit", 200_000),
+        ("grpc.max_receive_message_length", size),
+        ("grpc.max_send_message_length", size),
+        ("grpc.so_reuseport", 0),
+    ]
+
+
+@dataclass
+class RunningServer:
+    """A started server; `port` is the one actually bound (listen may say :0)."""
+
+    server: grpc.aio.Server
+    port: int
+    inbox: Inbox
+    health: health.aio.HealthServicer
+    _tasks: list[asyncio.Task[None]] = field(default_factory=list)
+
+    async def stop(self, grace: float) -> None:
+        """Stops taking calls, lets in-flight ones finish within `grace` seconds."""
+        for service in ("", *SERVICE_NAMES):
+            await self.health.set(service, health_pb2.HealthCheckResponse.NOT_SERVING)
+        for task in self._tasks:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        await self.server.stop(grace)
+
+
+async def start_server(settings: Settings, db: Database, *, clock: Clock = database_clock) -> RunningServer:
+    server = grpc.aio.server(options=server_options(settings))
+    inbox = Inbox(db, settings, clock)
+    server.add_generic_rpc_handlers(
+        (
+            generic_handler(INBOX_SERVICE, InboxServicer(inbox)),
+            generic_handler(ADMIN_SERVICE, object()),
+        )
+    )
+    health_servicer = health.aio.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    reflection.enable_server_reflection((*SERVICE_NAMES, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
+    port = server.add_insecure_port(settings.listen)
+    if port == 0:
+        raise RuntimeError(f"could not listen on {settings.listen}")
+    await server.start()
+    running = RunningServer(server, port, inbox, health_servicer)
+    await _report_health(running, db)
+    running._tasks.append(asyncio.create_task(_watch_health(running, db)))
+    return running
+
+
+async def _report_health(running: RunningServer, db: Database) -> None:
+    """SERVING while the database answers (the schema is migrated before start)."""
+    try:
+        await db.ping()
+        status = health_pb2.HealthCheckResponse.SERVING
+    except Unavailable:
+        status = health_pb2.HealthCheckResponse.NOT_SERVING
+    for service in ("", *SERVICE_NAMES):
+        await running.health.set(service, status)
+
+
+async def _watch_health(running: RunningServer, db: Database) -> None:
+    while True:
+        await asyncio.sleep(HEALTH_PROBE_INTERVAL)
+        try:
+            await _report_health(running, db)
+        except Exception:  # noqa: BLE001 - the probe must outlive any single failure
+            log.exception("health probe failed")

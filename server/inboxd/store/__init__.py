@@ -1,0 +1,1 @@
+"""Every SQL statement inboxd runs, and the only package that imports psycopg."""

@@ -1,0 +1,13 @@
+"""Creating the database itself, before there is a pool or a schema."""
+
+from __future__ import annotations
+
+import psycopg
+from psycopg import sql
+
+
+def create_database_if_absent(admin_conninfo: str, name: str) -> None:
+    with psycopg.connect(admin_conninfo, autocommit=True) as conn:
+        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone()
+        if not exists:
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))

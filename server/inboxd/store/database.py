@@ -1,0 +1,109 @@
+"""The connection pool, and the one place database failures become domain errors."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+import psycopg
+import psycopg.errors
+from psycopg.rows import TupleRow
+from psycopg_pool import AsyncConnectionPool, PoolClosed, PoolTimeout
+
+from inboxd.errors import InvalidArgument, Unavailable
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+Connection = psycopg.AsyncConnection[TupleRow]
+Work = Callable[[Connection], Awaitable[T]]
+
+# A transaction that lost a deadlock or serialization race did nothing; it is
+# safe to run again. Beyond this many tries the caller gets UNAVAILABLE.
+_ROLLBACK_RETRIES = 5
+
+
+class Database:
+    """A pool of connections; `run` executes one unit of work in one transaction."""
+
+    def __init__(
+        self,
+        conninfo: str,
+        *,
+        min_size: int = 2,
+        max_size: int = 20,
+        acquire_timeout: float = 5.0,
+    ) -> None:
+        self.conninfo = conninfo
+        self._acquire_timeout = acquire_timeout
+        self._pool: AsyncConnectionPool[Connection] = AsyncConnectionPool(
+            conninfo,
+            min_size=min_size,
+            max_size=max_size,
+            open=False,
+            kwargs={"autocommit": True},
+            timeout=acquire_timeout,
+            name="inboxd",
+        )
+        self._check_task: asyncio.Task[None] | None = None
+
+    async def open(self, *, wait_timeout: float = 30.0) -> None:
+        await self._pool.open(wait=True, timeout=wait_timeout)
+
+    async def close(self) -> None:
+        await self._pool.close()
+
+    async def run(self, work: Work[T]) -> T:
+        """Runs `work` in a transaction and commits; answers only after the commit.
+
+        Raises Unavailable when the database cannot be reached or the commit's
+        fate is unknown: the caller must not take anything as acknowledged.
+        """
+        for attempt in range(1, _ROLLBACK_RETRIES + 1):
+            try:
+                async with self._pool.connection() as conn:
+                    async with conn.transaction():
+                        return await work(conn)
+            except psycopg.errors.TransactionRollbackError:
+                if attempt == _ROLLBACK_RETRIES:
+                    raise Unavailable(
+                        f"transaction lost {_ROLLBACK_RETRIES} deadlock or serialization races; retry"
+                    ) from None
+            except (PoolTimeout, PoolClosed) as exc:
+                self._check_soon()
+                raise Unavailable(
+                    f"no database connection within {self._acquire_timeout:.2f} s: {exc}"
+                ) from None
+            except psycopg.DataError as exc:
+                # Validation should have caught it; never let a caller's bytes become INTERNAL.
+                raise InvalidArgument("request", f"PostgreSQL refused a value: {exc.diag.message_primary}") from None
+            except psycopg.OperationalError as exc:
+                self._check_soon()
+                raise Unavailable(f"database unavailable: {_first_line(exc)}") from None
+        raise AssertionError("unreachable")
+
+    async def ping(self) -> None:
+        """Raises Unavailable unless the database answers a trivial query."""
+        await self.run(_select_one)
+
+    def _check_soon(self) -> None:
+        """Drops broken idle connections in the background, so recovery needs no restart."""
+        if self._check_task is None or self._check_task.done():
+            self._check_task = asyncio.create_task(self._check())
+
+    async def _check(self) -> None:
+        try:
+            await self._pool.check()
+        except Exception:  # noqa: BLE001 - best effort; the next failure schedules another check
+            log.debug("pool check failed", exc_info=True)
+
+
+async def _select_one(conn: Connection) -> None:
+    await conn.execute("SELECT 1")
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

@@ -1,0 +1,88 @@
+"""Versioned schema migrations, applied in order under an advisory lock.
+
+Every replica runs this at start-up; the lock makes them take turns, and the
+version table makes the second one find nothing to do.
+"""
+
+from __future__ import annotations
+
+import logging
+from importlib import resources
+from typing import LiteralString, cast
+
+import psycopg
+from psycopg.rows import TupleRow
+
+from inboxd.errors import Unavailable
+
+log = logging.getLogger(__name__)
+
+# Any fixed number; it names "inboxd migrations" among the cluster's advisory locks.
+_MIGRATION_LOCK = 7_311_001
+
+_VERSION_TABLE: LiteralString = """
+CREATE TABLE IF NOT EXISTS inboxd_schema_migrations (
+    version    integer     PRIMARY KEY,
+    name       text        NOT NULL,
+    applied_at timestamptz NOT NULL DEFAULT now()
+)
+"""
+
+
+def available_migrations() -> list[tuple[int, str, LiteralString]]:
+    """(version, file name, SQL) for every file in migrations/, in order."""
+    folder = resources.files("inboxd.store").joinpath("migrations")
+    found = []
+    for entry in folder.iterdir():
+        if entry.name.endswith(".sql"):
+            version = int(entry.name.split("_", 1)[0])
+            found.append((version, entry.name, cast(LiteralString, entry.read_text(encoding="utf-8"))))
+    found.sort()
+    return found
+
+
+async def migrate(conninfo: str) -> list[str]:
+    """Applies what is missing; returns the names of the migrations applied.
+
+    Raises Unavailable when the database cannot be reached.
+    """
+    try:
+        return await _migrate(conninfo)
+    except psycopg.OperationalError as exc:
+        raise Unavailable(f"database unavailable: {str(exc).strip().splitlines()[0] if str(exc).strip() else exc!r}") from None
+
+
+async def _migrate(conninfo: str) -> list[str]:
+    applied: list[str] = []
+    async with await psycopg.AsyncConnection.connect(conninfo, autocommit=True, connect_timeout=10) as conn:
+        await conn.execute("SELECT pg_advisory_lock(%s)", (_MIGRATION_LOCK,))
+        try:
+            await conn.execute(_VERSION_TABLE)
+            cur = await conn.execute("SELECT version FROM inboxd_schema_migrations")
+            done = {row[0] for row in await cur.fetchall()}
+            for version, name, sql in available_migrations():
+                if version in done:
+                    continue
+                async with conn.transaction():
+                    await conn.execute(sql)
+                    await conn.execute(
+                        "INSERT INTO inboxd_schema_migrations (version, name) VALUES (%s, %s)",
+                        (version, name),
+                    )
+                log.info("applied migration %s", name)
+                applied.append(name)
+        finally:
+            await conn.execute("SELECT pg_advisory_unlock(%s)", (_MIGRATION_LOCK,))
+    return applied
+
+
+async def is_migrated(conn: psycopg.AsyncConnection[TupleRow]) -> bool:
+    """True when every known migration is recorded as applied."""
+    cur = await conn.execute("SELECT to_regclass('inboxd_schema_migrations') IS NOT NULL")
+    row = await cur.fetchone()
+    if not row or not row[0]:
+        return False
+    cur = await conn.execute("SELECT coalesce(max(version), 0) FROM inboxd_schema_migrations")
+    row = await cur.fetchone()
+    latest = available_migrations()[-1][0]
+    return bool(row) and int(str(row[0])) >= latest

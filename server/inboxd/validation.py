@@ -1,0 +1,140 @@
+"""Checks on what callers send, before anything touches the database.
+
+Every check raises `InvalidArgument` naming the field, so no caller mistake
+can surface later as a database error (and so as INTERNAL), and so one bad
+event never fails the transaction it would have shared with good ones.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from inboxd.errors import InvalidArgument
+
+MAX_IDENTITY_BYTES = 512
+MAX_METADATA_BYTES = 64 * 1024
+MAX_TEXT_BYTES = 4 * 1024
+MAX_JSON_DEPTH = 256
+
+# PostgreSQL's numeric (which jsonb uses for every number) holds up to 131072
+# digits before the decimal point and 16383 after it.
+_NUMERIC_MAX_INTEGER_DIGITS = 131072
+_NUMERIC_MAX_FRACTION_DIGITS = 16383
+
+
+def check_identity(field: str, value: str) -> str:
+    """A required name: non-empty, at most 512 bytes of UTF-8, no NUL."""
+    if not value:
+        raise InvalidArgument(field, "is required")
+    return check_text(field, value, MAX_IDENTITY_BYTES)
+
+
+def check_text(field: str, value: str, max_bytes: int) -> str:
+    """Optional text PostgreSQL can store: no NUL, no lone surrogate, bounded."""
+    try:
+        size = len(value.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise InvalidArgument(field, "is not valid UTF-8") from None
+    if size > max_bytes:
+        raise InvalidArgument(field, f"is {size} bytes; the limit is {max_bytes}")
+    if "\x00" in value:
+        raise InvalidArgument(field, "contains a NUL byte")
+    return value
+
+
+def check_metadata(field: str, metadata: Mapping[str, str]) -> dict[str, str]:
+    total = 0
+    for key, value in metadata.items():
+        check_text(f"{field} key", key, MAX_METADATA_BYTES)
+        check_text(f"{field}[{key!r}]", value, MAX_METADATA_BYTES)
+        total += len(key.encode("utf-8")) + len(value.encode("utf-8"))
+    if total > MAX_METADATA_BYTES:
+        raise InvalidArgument(field, f"is {total} bytes; the limit is {MAX_METADATA_BYTES}")
+    return dict(metadata)
+
+
+def check_payload(field: str, payload: bytes, max_bytes: int) -> str:
+    """Returns the payload as JSON text that PostgreSQL's jsonb is sure to accept."""
+    if len(payload) > max_bytes:
+        raise InvalidArgument(field, f"is {len(payload)} bytes; the limit is {max_bytes}")
+    try:
+        text = payload.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidArgument(field, f"is not UTF-8 (byte {exc.start})") from None
+    try:
+        value = json.loads(
+            text,
+            parse_constant=_reject_constant,
+            parse_float=_check_number,
+            parse_int=_check_number,
+        )
+    except _NotStorable as exc:
+        raise InvalidArgument(field, str(exc)) from None
+    except json.JSONDecodeError as exc:
+        raise InvalidArgument(field, f"is not JSON: {exc.msg} at position {exc.pos}") from None
+    except RecursionError:
+        raise InvalidArgument(field, f"nests deeper than {MAX_JSON_DEPTH} levels") from None
+    problem = _unstorable_part(value)
+    if problem:
+        raise InvalidArgument(field, problem)
+    return text
+
+
+class _NotStorable(ValueError):
+    pass
+
+
+def _reject_constant(name: str) -> Any:
+    # Python's json accepts NaN and Infinity; JSON and jsonb do not.
+    raise _NotStorable(f"is not JSON: {name} is not a JSON number")
+
+
+def _check_number(text: str) -> int:
+    try:
+        number = Decimal(text)
+    except InvalidOperation:  # an exponent beyond what Decimal (and so numeric) can hold
+        raise _NotStorable(f"has a number PostgreSQL cannot store: {text[:40]}") from None
+    _, digits, exponent = number.as_tuple()
+    assert isinstance(exponent, int)
+    # numeric keeps the literal's scale (0.10 has two fraction digits), and a
+    # zero has no integer digits however large its exponent.
+    integer_digits = 0 if number.is_zero() else len(digits) + exponent
+    fraction_digits = max(0, -exponent)
+    if integer_digits > _NUMERIC_MAX_INTEGER_DIGITS or fraction_digits > _NUMERIC_MAX_FRACTION_DIGITS:
+        raise _NotStorable(f"has a number beyond PostgreSQL's numeric range: {text[:40]}")
+    return 0  # the value itself is never used: PostgreSQL parses the original text
+
+
+def _unstorable_part(value: Any) -> str | None:
+    """Walks the parsed JSON iteratively, looking for what jsonb refuses."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_JSON_DEPTH:
+            return f"nests deeper than {MAX_JSON_DEPTH} levels"
+        if isinstance(item, str):
+            problem = _string_problem(item)
+            if problem:
+                return problem
+        elif isinstance(item, dict):
+            for key, child in item.items():
+                problem = _string_problem(key)
+                if problem:
+                    return problem
+                stack.append((child, depth + 1))
+        elif isinstance(item, list):
+            stack.extend((child, depth + 1) for child in item)
+    return None
+
+
+def _string_problem(text: str) -> str | None:
+    if "\x00" in text:
+        return "holds \\u0000, which PostgreSQL's jsonb cannot store"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "holds a lone surrogate escape (\\ud800-\\udfff), which is not valid Unicode"
+    return None

@@ -1,0 +1,81 @@
+"""Fixtures: one real PostgreSQL per test run and a real grpc.aio server on port 0.
+
+Set DATABASE_URL to use a PostgreSQL you run; otherwise a throwaway cluster
+is started (as the `postgres` user when running as root) and removed after.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterator
+
+import grpc
+import pytest
+from inboxd_client.v1 import admin_pb2_grpc, inbox_pb2_grpc
+
+from inboxd.config import Settings
+from inboxd.server import RunningServer, start_server
+from inboxd.store.database import Database
+from inboxd.store.migrate import migrate
+from tests.harness import discard_postgres, throwaway_postgres
+
+
+@pytest.fixture(scope="session")
+def database_url() -> Iterator[str]:
+    if os.environ.get("DATABASE_URL"):
+        yield os.environ["DATABASE_URL"]
+        return
+    pg = throwaway_postgres()
+    try:
+        yield pg.conninfo
+    finally:
+        discard_postgres(pg)
+
+
+@pytest.fixture(scope="session")
+async def migrated_url(database_url: str) -> str:
+    await migrate(database_url)
+    return database_url
+
+
+@pytest.fixture(scope="session")
+async def db(migrated_url: str) -> AsyncIterator[Database]:
+    database = Database(migrated_url, max_size=30)
+    await database.open()
+    yield database
+    await database.close()
+
+
+@pytest.fixture(scope="session")
+def settings() -> Settings:
+    return Settings(listen="127.0.0.1:0")
+
+
+@pytest.fixture(scope="session")
+async def server(settings: Settings, db: Database) -> AsyncIterator[RunningServer]:
+    running = await start_server(settings, db)
+    yield running
+    await running.stop(1.0)
+
+
+@pytest.fixture(scope="session")
+async def channel(server: RunningServer) -> AsyncIterator[grpc.aio.Channel]:
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{server.port}") as chan:
+        yield chan
+
+
+@pytest.fixture(scope="session")
+def inbox(channel: grpc.aio.Channel) -> inbox_pb2_grpc.InboxServiceStub:
+    return inbox_pb2_grpc.InboxServiceStub(channel)
+
+
+@pytest.fixture(scope="session")
+def admin(channel: grpc.aio.Channel) -> admin_pb2_grpc.InboxAdminServiceStub:
+    return admin_pb2_grpc.InboxAdminServiceStub(channel)
+
+
+@pytest.fixture
+def ns() -> str:
+    """A namespace of this test's own, so tests never see each other's events."""
+    return f"test/{uuid.uuid4().hex[:12]}"

@@ -1,0 +1,77 @@
+"""The test harness's real parts: a throwaway PostgreSQL and inboxd server processes."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from inboxd.embedded_pg import EmbeddedPostgres
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def throwaway_postgres(*, durable: bool = False) -> EmbeddedPostgres:
+    """A started cluster in a fresh folder under the system temp dir (reachable as `postgres`)."""
+    folder = Path(tempfile.mkdtemp(prefix="inboxd-test-pg-"))
+    os.chmod(folder, 0o755)
+    pg = EmbeddedPostgres(data_dir=folder / "data", durable=durable)
+    pg.start()
+    return pg
+
+
+def discard_postgres(pg: EmbeddedPostgres) -> None:
+    try:
+        pg.stop()
+    finally:
+        shutil.rmtree(pg.data_dir.parent, ignore_errors=True)
+
+
+@dataclass
+class ServerProcess:
+    """`inboxd serve` in its own process, for tests that kill it or run several replicas."""
+
+    database_url: str
+    env: Mapping[str, str] = field(default_factory=dict)
+    proc: subprocess.Popen[str] | None = None
+    port: int = 0
+
+    def start(self, timeout: float = 30.0) -> ServerProcess:
+        env = {**os.environ, "DATABASE_URL": self.database_url, "INBOXD_LISTEN": "127.0.0.1:0", **self.env}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "inboxd", "serve"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        assert self.proc.stdout is not None
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            line = self.proc.stdout.readline()
+            if not line:
+                raise RuntimeError(f"inboxd exited with {self.proc.wait()} before serving")
+            if line.startswith("inboxd serving on "):
+                self.port = int(line.rsplit(":", 1)[1])
+                return self
+        raise RuntimeError("inboxd did not start serving in time")
+
+    @property
+    def target(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def terminate(self, timeout: float = 30.0) -> int:
+        assert self.proc is not None
+        self.proc.terminate()
+        return self.proc.wait(timeout)

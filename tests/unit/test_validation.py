@@ -1,0 +1,84 @@
+"""Input checks, with no database: each refusal names the field and says why."""
+
+from __future__ import annotations
+
+import pytest
+
+from inboxd.errors import InvalidArgument
+from inboxd.validation import MAX_JSON_DEPTH, check_identity, check_metadata, check_payload, check_text
+
+LIMIT = 1024 * 1024
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        ("", "is required"),
+        ("x" * 513, "is 513 bytes; the limit is 512"),
+        ("é" * 257, "is 514 bytes; the limit is 512"),
+        ("a\x00b", "contains a NUL byte"),
+        ("\ud800", "is not valid UTF-8"),
+    ],
+)
+def test_identity_refusals_name_the_field(value: str, problem: str) -> None:
+    with pytest.raises(InvalidArgument) as caught:
+        check_identity("event_key", value)
+    assert caught.value.field == "event_key"
+    assert caught.value.problem == problem
+
+
+def test_identity_at_the_limit_is_accepted() -> None:
+    assert check_identity("namespace", "n" * 512) == "n" * 512
+
+
+def test_optional_text_may_be_empty() -> None:
+    assert check_text("message_id", "", 512) == ""
+
+
+@pytest.mark.parametrize(
+    ("payload", "fragment"),
+    [
+        (b"", "is not JSON"),
+        (b"{", "is not JSON"),
+        (b"\xff\xfe{}", "is not UTF-8"),
+        (b'{"a": NaN}', "NaN is not a JSON number"),
+        (b"Infinity", "Infinity is not a JSON number"),
+        (b'{"a": "\\u0000"}', "\\u0000"),
+        (b'{"\\u0000": 1}', "\\u0000"),
+        (b'["\\ud800"]', "lone surrogate"),
+        (b'"\\udc00\\ud800"', "lone surrogate"),
+        (b"1e131072", "beyond PostgreSQL's numeric range"),
+        (b"9" * 131073, "beyond PostgreSQL's numeric range"),
+        (b"1e-16384", "beyond PostgreSQL's numeric range"),
+        (b"0e-20000", "beyond PostgreSQL's numeric range"),
+        (b"1e999999999999999999999", "cannot store"),
+        (b"[" * (MAX_JSON_DEPTH + 1) + b"]" * (MAX_JSON_DEPTH + 1), "nests deeper"),
+        (b"[" * 100_000 + b"]" * 100_000, "nests deeper"),
+    ],
+)
+def test_payloads_jsonb_cannot_hold_are_refused(payload: bytes, fragment: str) -> None:
+    with pytest.raises(InvalidArgument) as caught:
+        check_payload("payload", payload, LIMIT)
+    assert caught.value.field == "payload"
+    assert fragment in caught.value.problem
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [b"{}", b"[]", b"1", b'"text"', b"null", b"1e131071", b"0e99999999", b'"\\ud83d\\ude00"', "{\"é\": 1}".encode()],
+)
+def test_payloads_jsonb_can_hold_are_kept_verbatim(payload: bytes) -> None:
+    assert check_payload("payload", payload, LIMIT) == payload.decode()
+
+
+def test_payload_over_the_limit_is_refused_with_both_sizes() -> None:
+    with pytest.raises(InvalidArgument, match="is 11 bytes; the limit is 10"):
+        check_payload("payload", b'"123456789"', 10)
+
+
+def test_metadata_refuses_nul_and_excess() -> None:
+    with pytest.raises(InvalidArgument, match="NUL"):
+        check_metadata("metadata", {"k": "v\x00"})
+    with pytest.raises(InvalidArgument, match="limit"):
+        check_metadata("metadata", {"k": "v" * 70_000})
+    assert check_metadata("metadata", {"delivery": "d1"}) == {"delivery": "d1"}
