@@ -9,15 +9,16 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime, timedelta
 
 import grpc
 import pytest
-from inboxd_client.v1 import admin_pb2_grpc, inbox_pb2_grpc
 
 from inboxd.config import Settings
 from inboxd.server import RunningServer, start_server
 from inboxd.store.database import Database
 from inboxd.store.migrate import migrate
+from inboxd_client.v1 import admin_pb2_grpc, inbox_pb2_grpc
 from tests.harness import discard_postgres, throwaway_postgres
 
 
@@ -79,3 +80,45 @@ def admin(channel: grpc.aio.Channel) -> admin_pb2_grpc.InboxAdminServiceStub:
 def ns() -> str:
     """A namespace of this test's own, so tests never see each other's events."""
     return f"test/{uuid.uuid4().hex[:12]}"
+
+
+class FakeClock:
+    """The clock a test moves by hand: leases expire and backoffs pass without sleeping."""
+
+    def __init__(self) -> None:
+        self.now = datetime.now(UTC).replace(microsecond=0)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, seconds: float) -> datetime:
+        self.now += timedelta(seconds=seconds)
+        return self.now
+
+
+CLOCKED_SETTINGS = Settings(
+    listen="127.0.0.1:0",
+    max_attempts=3,
+    backoff_base=timedelta(seconds=1),
+    backoff_factor=2.0,
+    backoff_cap=timedelta(seconds=60),
+)
+
+
+@pytest.fixture(scope="session")
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture(scope="session")
+async def clocked_server(db: Database, clock: FakeClock) -> AsyncIterator[RunningServer]:
+    """A server whose time is `clock`; only ever moved forward, by tests in their own namespaces."""
+    running = await start_server(CLOCKED_SETTINGS, db, clock=clock)
+    yield running
+    await running.stop(1.0)
+
+
+@pytest.fixture(scope="session")
+async def work(clocked_server: RunningServer) -> AsyncIterator[inbox_pb2_grpc.InboxServiceStub]:
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{clocked_server.port}") as chan:
+        yield inbox_pb2_grpc.InboxServiceStub(chan)

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from inboxd.config import ConfigError, Settings, env_names, load_settings
-from inboxd.errors import Unavailable
 from inboxd.embedded_pg import EmbeddedPostgres, EmbeddedPostgresError
+from inboxd.errors import Unavailable
 from inboxd.server import start_server
 from inboxd.store.database import Database
 from inboxd.store.migrate import migrate

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import NewType
 
 Namespace = NewType("Namespace", str)
@@ -67,3 +67,74 @@ class AcceptResult:
     # The stored event's state and acceptance time (the original's on a repeat).
     state: EventState
     accepted_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class ActionRecord:
+    """One entry of an event's ledger of external actions."""
+
+    action: str
+    state: ActionState
+    idempotency_key: str
+    external_ref: str
+    detail: str
+    fencing_token: FencingToken
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimRequest:
+    """What a worker asks for; already validated and defaulted."""
+
+    namespaces: tuple[str, ...]
+    event_types: tuple[str, ...]
+    max_events: int
+    lease: timedelta
+    wait: timedelta
+    worker_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimedEvent:
+    namespace: Namespace
+    event_key: EventKey
+    event_type: str
+    payload_json: str
+    metadata: dict[str, str]
+    message_id: str
+    ordering_key: str
+    revision: int
+    attempt: int
+    claim_token: ClaimToken
+    fencing_token: FencingToken
+    lease_expires_at: datetime
+    accepted_at: datetime
+    last_error: str
+    actions: tuple[ActionRecord, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimBatch:
+    """A Claim's result, with what it found on the way for metrics."""
+
+    events: list[ClaimedEvent]
+    # Expired leases taken over (the old claim is dead) and events dead-lettered
+    # because their attempts ran out.
+    leases_expired: int = 0
+    dead_lettered: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Fence:
+    """Names the claim a fenced call speaks for."""
+
+    namespace: Namespace
+    event_key: EventKey
+    claim_token: ClaimToken
+
+
+@dataclass(frozen=True, slots=True)
+class FailResult:
+    state: EventState
+    # When the retry becomes claimable; None when dead-lettered.
+    next_attempt_at: datetime | None

@@ -151,10 +151,19 @@ class EmbeddedPostgres:
 
     def _initdb(self) -> None:
         log.info("creating embedded PostgreSQL cluster in %s", self.data_dir)
-        self._run([
-            str(self.bin_dir / "initdb"), "-D", str(self.data_dir), "-U", "postgres",
-            "--auth=trust", "-E", "UTF8", "--locale=C.UTF-8",
-        ])
+        self._run(
+            [
+                str(self.bin_dir / "initdb"),
+                "-D",
+                str(self.data_dir),
+                "-U",
+                "postgres",
+                "--auth=trust",
+                "-E",
+                "UTF8",
+                "--locale=C.UTF-8",
+            ]
+        )
 
     def _running_port(self) -> int | None:
         status = self._run([str(self.bin_dir / "pg_ctl"), "-D", str(self.data_dir), "status"], check=False)
@@ -169,10 +178,14 @@ class EmbeddedPostgres:
 
     def _start_server(self, *, keep_port: bool = False) -> None:
         settings = [
-            "-h", "127.0.0.1",
-            "-c", "unix_socket_directories=",
-            "-c", "max_connections=400",
-            "-c", "shared_buffers=256MB",
+            "-h",
+            "127.0.0.1",
+            "-c",
+            "unix_socket_directories=",
+            "-c",
+            "max_connections=400",
+            "-c",
+            "shared_buffers=256MB",
         ]
         if not self.durable:
             settings += ["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"]
@@ -180,12 +193,23 @@ class EmbeddedPostgres:
         for _ in range(1 if keep_port else 5):
             if not keep_port or not self.port:
                 self.port = free_port()
-            options = " ".join(settings + ["-p", str(self.port)])
+            options = " ".join([*settings, "-p", str(self.port)])
             try:
-                self._run([
-                    str(self.bin_dir / "pg_ctl"), "-D", str(self.data_dir), "-w", "-t", "60",
-                    "-l", str(self.data_dir / "server.log"), "-o", options, "start",
-                ])
+                self._run(
+                    [
+                        str(self.bin_dir / "pg_ctl"),
+                        "-D",
+                        str(self.data_dir),
+                        "-w",
+                        "-t",
+                        "60",
+                        "-l",
+                        str(self.data_dir / "server.log"),
+                        "-o",
+                        options,
+                        "start",
+                    ]
+                )
                 return
             except EmbeddedPostgresError as exc:  # most often: the port was taken meanwhile
                 last_error = exc

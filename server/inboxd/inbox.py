@@ -1,22 +1,45 @@
 """The inbox's use cases, between the gRPC servicers and the store.
 
-It validates nothing itself (the api layer hands over domain types) and
-writes no SQL (the store does); it decides what happens in one transaction.
+It takes validated domain values from the api layer and writes no SQL; it
+decides what runs in one transaction, and who is woken afterwards.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from datetime import datetime
+import asyncio
+import logging
+from collections.abc import Callable, Coroutine, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
+from inboxd.backoff import BackoffPolicy, decide_failure
 from inboxd.config import Settings
-from inboxd.domain import AcceptResult, NewEvent
+from inboxd.domain import (
+    AcceptOutcome,
+    AcceptResult,
+    ClaimBatch,
+    ClaimRequest,
+    Disposition,
+    FailResult,
+    Fence,
+    NewEvent,
+)
+from inboxd.store import claims
 from inboxd.store.accepts import accept_events
-from inboxd.store.database import Database
+from inboxd.store.database import Connection, Database
+from inboxd.store.notifications import ReplicaSignals
+from inboxd.wakeups import WakeBus
+
+log = logging.getLogger(__name__)
 
 # The clock: None means "the database's now()", so replicas agree on time.
 Clock = Callable[[], datetime | None]
+
+# A waiting Claim looks at the database at least this often, to cover a lost
+# wake-up, a delayed event coming due, or a lease expiring.
+FALLBACK_POLL_SECONDS = 1.0
+MAX_ERROR_BYTES = 4096
 
 
 def database_clock() -> datetime | None:
@@ -28,8 +51,140 @@ class Inbox:
     db: Database
     settings: Settings
     clock: Clock = database_clock
+    bus: WakeBus = field(default_factory=WakeBus)
+    signals: ReplicaSignals | None = None
+    fallback_poll_seconds: float = FALLBACK_POLL_SECONDS
+    _background: set[asyncio.Task[object]] = field(default_factory=set)
+
+    @property
+    def backoff(self) -> BackoffPolicy:
+        s = self.settings
+        return BackoffPolicy(base=s.backoff_base, factor=s.backoff_factor, cap=s.backoff_cap)
+
+    # -- accepting --
 
     async def accept(self, events: Sequence[NewEvent]) -> list[AcceptResult]:
         """Accepts events in one transaction; answers only after it commits."""
         now = self.clock()
-        return await self.db.run(lambda conn: accept_events(conn, events, now))
+        results = await self.db.run(lambda conn: accept_events(conn, events, now))
+        self._wake(
+            (e.namespace, e.event_type)
+            for e, r in zip(events, results, strict=True)
+            if r.outcome is AcceptOutcome.ACCEPTED and self._claimable_now(e.available_at)
+        )
+        return results
+
+    def _claimable_now(self, available_at: datetime | None) -> bool:
+        if available_at is None:
+            return True
+        now = self.clock() or datetime.now(UTC)
+        return available_at <= now
+
+    def _wake(self, events: Iterable[tuple[str, str]]) -> None:
+        woken = list(events)
+        for namespace, event_type in woken:
+            self.bus.notify(namespace, event_type)
+        if woken and self.signals is not None:
+            self.signals.publish(woken)
+
+    def on_replica_signal(self, events: list[tuple[str, str, int]] | None) -> None:
+        """Another replica made events claimable (None: it may have, look again)."""
+        if events is None:
+            self.bus.notify_all()
+            return
+        for namespace, event_type, count in events:
+            self.bus.notify(namespace, event_type, count)
+
+    # -- claiming --
+
+    async def claim(self, request: ClaimRequest) -> ClaimBatch:
+        """Claims up to max_events, waiting up to request.wait for the first to arrive."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + request.wait.total_seconds()
+        while True:
+            waiter = self.bus.register(request.namespaces, request.event_types) if request.wait else None
+            try:
+                batch = await self._claim_once(request)
+                remaining = deadline - loop.time()
+                if batch.events or remaining <= 0 or waiter is None:
+                    return batch
+                try:
+                    await asyncio.wait_for(waiter.woken.wait(), min(remaining, self.fallback_poll_seconds))
+                except TimeoutError:
+                    pass
+            finally:
+                if waiter is not None:
+                    self.bus.unregister(waiter)
+
+    async def _claim_once(self, request: ClaimRequest) -> ClaimBatch:
+        now = self.clock()
+        max_attempts = self.settings.max_attempts
+        task = asyncio.ensure_future(
+            self.db.run(lambda conn: claims.claim_events(conn, request, max_attempts=max_attempts, now=now))
+        )
+        try:
+            # Shielded: a caller who goes away mid-claim must not leave events
+            # claimed by nobody until their leases expire.
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            task.add_done_callback(self._release_orphaned_claim)
+            raise
+
+    def _release_orphaned_claim(self, task: asyncio.Future[ClaimBatch]) -> None:
+        if task.cancelled() or task.exception() is not None or not task.result().events:
+            return
+        fences = [Fence(e.namespace, e.event_key, e.claim_token) for e in task.result().events]
+        log.info("claim cancelled by its caller after commit; releasing %d events", len(fences))
+        self._spawn(self.release_many(fences))
+
+    def _spawn(self, coro: Coroutine[Any, Any, object]) -> None:
+        background = asyncio.ensure_future(coro)
+        self._background.add(background)
+        background.add_done_callback(self._background.discard)
+
+    # -- fenced transitions --
+
+    async def renew_lease(self, fence: Fence, lease: timedelta) -> datetime:
+        now = self.clock()
+        return await self.db.run(lambda conn: claims.renew_lease(conn, fence, lease, now))
+
+    async def complete(self, fence: Fence, disposition: Disposition, reason: str) -> None:
+        now = self.clock()
+        await self.db.run(lambda conn: claims.complete_event(conn, fence, disposition.value, reason, now))
+
+    async def fail(self, fence: Fence, error: str, *, permanent: bool, retry_after: timedelta | None) -> FailResult:
+        now = self.clock()
+        stored_error = truncate_error(error)
+
+        async def work(conn: Connection) -> FailResult:
+            attempt = await claims.lock_for_failure(conn, fence)
+            decision = decide_failure(
+                attempt=attempt,
+                max_attempts=self.settings.max_attempts,
+                permanent=permanent,
+                retry_after=retry_after,
+                policy=self.backoff,
+            )
+            next_at = await claims.fail_event(conn, fence, decision, stored_error, now)
+            return FailResult(decision.state, next_at)
+
+        return await self.db.run(work)
+
+    async def release(self, fence: Fence) -> None:
+        now = self.clock()
+        namespace, _, event_type = await self.db.run(lambda conn: claims.release_event(conn, fence, now))
+        self._wake([(namespace, event_type)])
+
+    async def release_many(self, fences: Sequence[Fence]) -> None:
+        now = self.clock()
+        released = await self.db.run(lambda conn: claims.release_events(conn, fences, now))
+        self._wake((ns, t) for ns, _, t in released)
+
+
+def truncate_error(error: str) -> str:
+    """At most 4 KiB of UTF-8, cut on a character boundary, NUL made visible."""
+    text = error.replace("\x00", "\\0")
+    data = text.encode("utf-8", errors="replace")
+    if len(data) <= MAX_ERROR_BYTES:
+        return data.decode("utf-8")
+    return data[: MAX_ERROR_BYTES - 3].decode("utf-8", errors="ignore") + "..."

@@ -5,12 +5,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
-from inboxd_client.v1 import admin_pb2, inbox_pb2
 
 from inboxd.api.handlers import generic_handler
 from inboxd.api.inbox_servicer import MAX_BATCH_EVENTS, InboxServicer
@@ -18,7 +19,9 @@ from inboxd.config import Settings
 from inboxd.errors import Unavailable
 from inboxd.inbox import Clock, Inbox, database_clock
 from inboxd.store.database import Database
+from inboxd.store.notifications import ReplicaSignals
 from inboxd.validation import MAX_METADATA_BYTES
+from inboxd_client.v1 import admin_pb2, inbox_pb2
 
 log = logging.getLogger(__name__)
 
@@ -54,8 +57,9 @@ class RunningServer:
     server: grpc.aio.Server
     port: int
     inbox: Inbox
-    health: health.aio.HealthServicer
+    health: Any  # grpc_health.v1.health.aio.HealthServicer, untyped upstream
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
+    _closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
 
     async def stop(self, grace: float) -> None:
         """Stops taking calls, lets in-flight ones finish within `grace` seconds."""
@@ -66,18 +70,22 @@ class RunningServer:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         await self.server.stop(grace)
+        for close in self._closers:
+            await close()
 
 
 async def start_server(settings: Settings, db: Database, *, clock: Clock = database_clock) -> RunningServer:
     server = grpc.aio.server(options=server_options(settings))
     inbox = Inbox(db, settings, clock)
+    inbox.signals = ReplicaSignals(db.conninfo, inbox.on_replica_signal)
+    inbox.signals.start()
     server.add_generic_rpc_handlers(
         (
             generic_handler(INBOX_SERVICE, InboxServicer(inbox)),
             generic_handler(ADMIN_SERVICE, object()),
         )
     )
-    health_servicer = health.aio.HealthServicer()
+    health_servicer = health.aio.HealthServicer()  # type: ignore[attr-defined]
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection((*SERVICE_NAMES, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
     port = server.add_insecure_port(settings.listen)
@@ -85,6 +93,7 @@ async def start_server(settings: Settings, db: Database, *, clock: Clock = datab
         raise RuntimeError(f"could not listen on {settings.listen}")
     await server.start()
     running = RunningServer(server, port, inbox, health_servicer)
+    running._closers.append(inbox.signals.stop)
     await _report_health(running, db)
     running._tasks.append(asyncio.create_task(_watch_health(running, db)))
     return running
@@ -106,5 +115,5 @@ async def _watch_health(running: RunningServer, db: Database) -> None:
         await asyncio.sleep(HEALTH_PROBE_INTERVAL)
         try:
             await _report_health(running, db)
-        except Exception:  # noqa: BLE001 - the probe must outlive any single failure
+        except Exception:
             log.exception("health probe failed")

@@ -7,6 +7,7 @@ from typing import Any
 
 import grpc
 import pytest
+
 from inboxd_client.v1 import inbox_pb2
 
 
@@ -22,3 +23,29 @@ async def expect_status(call: Any, code: grpc.StatusCode) -> grpc.aio.AioRpcErro
         await call
     assert caught.value.code() == code, f"{caught.value.code()}: {caught.value.details()}"
     return caught.value
+
+
+async def read_event(db: Any, ns: str, key: str) -> dict[str, Any]:
+    """The stored row of one event, as a dict (through the real database)."""
+
+    async def work(conn: Any) -> dict[str, Any]:
+        cur = await conn.execute(
+            "SELECT state, attempt, claim_token, fencing_token, last_error, disposition, disposition_reason,"
+            " available_at, lease_expires_at FROM inbox_events WHERE namespace = %s AND event_key = %s",
+            (ns, key),
+        )
+        row = await cur.fetchone()
+        assert row is not None, f"no event {key!r} in {ns!r}"
+        names = [c.name for c in cur.description]
+        return dict(zip(names, row, strict=True))
+
+    result: dict[str, Any] = await db.run(work)
+    return result
+
+
+def seconds(value: float) -> Any:
+    from google.protobuf.duration_pb2 import Duration
+
+    d = Duration()
+    d.FromNanoseconds(int(value * 1e9))
+    return d

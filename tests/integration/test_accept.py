@@ -6,10 +6,10 @@ import asyncio
 import json
 
 import grpc
-from inboxd_client.v1 import inbox_pb2, types_pb2
-from inboxd_client.v1.inbox_pb2_grpc import InboxServiceStub
 
 from inboxd.store.database import Database
+from inboxd_client.v1 import inbox_pb2, types_pb2
+from inboxd_client.v1.inbox_pb2_grpc import InboxServiceStub
 from tests.integration.helpers import accept_request
 
 ACCEPTED = inbox_pb2.ACCEPT_OUTCOME_ACCEPTED
@@ -23,7 +23,7 @@ async def count_rows(db: Database, ns: str, table: str = "inbox_events") -> int:
         row = await cur.fetchone()
         return int(row[0])
 
-    return await db.run(work)  # type: ignore[arg-type]
+    return await db.run(work)
 
 
 async def test_first_accept_is_accepted_and_a_repeat_is_duplicate(inbox: InboxServiceStub, ns: str) -> None:
@@ -35,9 +35,7 @@ async def test_first_accept_is_accepted_and_a_repeat_is_duplicate(inbox: InboxSe
     assert again.accepted_at == first.accepted_at
 
 
-async def test_200_concurrent_accepts_of_one_key_store_one_row(
-    inbox: InboxServiceStub, db: Database, ns: str
-) -> None:
+async def test_200_concurrent_accepts_of_one_key_store_one_row(inbox: InboxServiceStub, db: Database, ns: str) -> None:
     calls = [inbox.Accept(accept_request(ns, "storm", {"n": 1})) for _ in range(200)]
     outcomes = [r.outcome for r in await asyncio.gather(*calls)]
     assert outcomes.count(ACCEPTED) == 1
@@ -72,7 +70,7 @@ async def test_another_payload_is_a_conflict_that_keeps_the_original_and_records
         )
         return tuple(await cur.fetchone())
 
-    original, copy, copy_metadata, has_time = await db.run(stored)  # type: ignore[arg-type]
+    original, copy, copy_metadata, has_time = await db.run(stored)
     assert original == {"amount": 10}
     assert copy == {"amount": 99}
     assert copy_metadata == {"delivery_id": "d9"}
@@ -100,7 +98,7 @@ async def test_available_at_delays_the_event(inbox: InboxServiceStub, db: Databa
         )
         return tuple(await cur.fetchone())
 
-    assert (await db.run(read))[0] == 4_000_000_000  # type: ignore[arg-type]
+    assert (await db.run(read))[0] == 4_000_000_000
 
 
 async def test_accept_batch_answers_in_order_and_classifies_repeats_within_the_batch(
@@ -151,10 +149,14 @@ async def test_a_failed_batch_transaction_leaves_none_of_its_events(
     async def remove(conn: object) -> None:
         await conn.execute("DROP TRIGGER test_explode ON inbox_events")  # type: ignore[attr-defined]
 
-    await db.run(install)  # type: ignore[arg-type]
+    await db.run(install)
     try:
         batch = inbox_pb2.AcceptBatchRequest(
-            events=[accept_request(ns, "a"), accept_request(ns, "b"), accept_request(ns, "c", event_type="test.explode")]
+            events=[
+                accept_request(ns, "a"),
+                accept_request(ns, "b"),
+                accept_request(ns, "c", event_type="test.explode"),
+            ]
         )
         try:
             await inbox.AcceptBatch(batch)
@@ -162,7 +164,7 @@ async def test_a_failed_batch_transaction_leaves_none_of_its_events(
         except grpc.aio.AioRpcError as exc:
             assert exc.code() != grpc.StatusCode.OK
     finally:
-        await db.run(remove)  # type: ignore[arg-type]
+        await db.run(remove)
     assert await count_rows(db, ns) == 0
 
 
@@ -174,4 +176,4 @@ async def test_payload_is_stored_as_given_json(inbox: InboxServiceStub, db: Data
         cur = await conn.execute("SELECT payload FROM inbox_events WHERE namespace = %s", (ns,))  # type: ignore[attr-defined]
         return (await cur.fetchone())[0]
 
-    assert await db.run(read) == body  # type: ignore[arg-type]
+    assert await db.run(read) == body

@@ -3,14 +3,38 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Protocol
 
 from google.protobuf.duration_pb2 import Duration
 from google.protobuf.timestamp_pb2 import Timestamp
-from inboxd_client.v1 import inbox_pb2, types_pb2
 
 from inboxd import validation
-from inboxd.domain import AcceptOutcome, AcceptResult, EventKey, EventState, Namespace, NewEvent
+from inboxd.domain import (
+    AcceptOutcome,
+    AcceptResult,
+    ActionRecord,
+    ActionState,
+    ClaimedEvent,
+    ClaimRequest,
+    ClaimToken,
+    Disposition,
+    EventKey,
+    EventState,
+    Fence,
+    Namespace,
+    NewEvent,
+)
 from inboxd.errors import InvalidArgument
+from inboxd_client.v1 import inbox_pb2, types_pb2
+
+
+class FencedRequest(Protocol):
+    """RenewLease, Complete, Fail, Release and RecordActionOutcome requests all carry these."""
+
+    namespace: str
+    event_key: str
+    claim_token: str
+
 
 # google.protobuf.Timestamp's documented range: 0001-01-01 to 9999-12-31.
 _MIN_SECONDS = -62135596800
@@ -79,4 +103,110 @@ def accept_response(result: AcceptResult) -> inbox_pb2.AcceptResponse:
         outcome=ACCEPT_OUTCOME_TO_PROTO[result.outcome],
         state=EVENT_STATE_TO_PROTO[result.state],
         accepted_at=instant_to_proto(result.accepted_at),
+    )
+
+
+DEFAULT_LEASE = timedelta(seconds=30)
+MIN_LEASE = timedelta(seconds=1)
+MAX_LEASE = timedelta(hours=1)
+MAX_WAIT = timedelta(seconds=60)
+MAX_CLAIM_EVENTS = 100
+MAX_RETRY_AFTER = timedelta(days=30)
+
+ACTION_STATE_TO_PROTO = {
+    ActionState.INTENDED: types_pb2.ACTION_STATE_INTENDED,
+    ActionState.SUCCEEDED: types_pb2.ACTION_STATE_SUCCEEDED,
+    ActionState.FAILED: types_pb2.ACTION_STATE_FAILED,
+    ActionState.UNKNOWN: types_pb2.ACTION_STATE_UNKNOWN,
+}
+DISPOSITION_FROM_PROTO = {
+    types_pb2.DISPOSITION_UNSPECIFIED: Disposition.APPLIED,
+    types_pb2.DISPOSITION_APPLIED: Disposition.APPLIED,
+    types_pb2.DISPOSITION_IGNORED: Disposition.IGNORED,
+}
+
+
+def lease_from_proto(field: str, present: bool, value: Duration) -> timedelta:
+    """Absent or zero: the 30 s default; otherwise 1 s..1 h."""
+    lease = duration_from_proto(field, value) if present else timedelta(0)
+    if lease == timedelta(0):
+        return DEFAULT_LEASE
+    if not MIN_LEASE <= lease <= MAX_LEASE:
+        raise InvalidArgument(field, f"is {lease.total_seconds():g} s; use 1 s to 3600 s (0 means 30 s)")
+    return lease
+
+
+def claim_request(request: inbox_pb2.ClaimRequest) -> ClaimRequest:
+    max_events = request.max_events or 1
+    if not 1 <= max_events <= MAX_CLAIM_EVENTS:
+        raise InvalidArgument("max_events", f"is {request.max_events}; use 1 to {MAX_CLAIM_EVENTS} (0 means 1)")
+    wait = duration_from_proto("wait", request.wait) if request.HasField("wait") else timedelta(0)
+    if not timedelta(0) <= wait <= MAX_WAIT:
+        raise InvalidArgument("wait", f"is {wait.total_seconds():g} s; use 0 s to {MAX_WAIT.total_seconds():g} s")
+    return ClaimRequest(
+        namespaces=tuple(validation.check_identity(f"namespaces[{i}]", ns) for i, ns in enumerate(request.namespaces)),
+        event_types=tuple(validation.check_identity(f"event_types[{i}]", t) for i, t in enumerate(request.event_types)),
+        max_events=max_events,
+        lease=lease_from_proto("lease", request.HasField("lease"), request.lease),
+        wait=wait,
+        worker_id=validation.check_text("worker_id", request.worker_id, validation.MAX_IDENTITY_BYTES),
+    )
+
+
+def fence(request: FencedRequest) -> Fence:
+    return Fence(
+        namespace=Namespace(validation.check_identity("namespace", request.namespace)),
+        event_key=EventKey(validation.check_identity("event_key", request.event_key)),
+        claim_token=ClaimToken(validation.check_identity("claim_token", request.claim_token)),
+    )
+
+
+def disposition(request: inbox_pb2.CompleteRequest) -> tuple[Disposition, str]:
+    chosen = DISPOSITION_FROM_PROTO.get(request.disposition)
+    if chosen is None:
+        raise InvalidArgument("disposition", f"{request.disposition} is not a known Disposition")
+    reason = validation.check_text("reason", request.reason, validation.MAX_TEXT_BYTES)
+    if chosen is Disposition.IGNORED and not reason.strip():
+        raise InvalidArgument("reason", "is required when the disposition is IGNORED")
+    return chosen, reason
+
+
+def retry_after(request: inbox_pb2.FailRequest) -> timedelta | None:
+    if not request.HasField("retry_after"):
+        return None
+    delay = duration_from_proto("retry_after", request.retry_after)
+    if not timedelta(0) <= delay <= MAX_RETRY_AFTER:
+        raise InvalidArgument("retry_after", f"is {delay.total_seconds():g} s; use 0 s to 30 days")
+    return delay
+
+
+def action_record_to_proto(record: ActionRecord) -> types_pb2.ActionRecord:
+    return types_pb2.ActionRecord(
+        action=record.action,
+        state=ACTION_STATE_TO_PROTO[record.state],
+        idempotency_key=record.idempotency_key,
+        external_ref=record.external_ref,
+        detail=record.detail,
+        fencing_token=record.fencing_token,
+        updated_at=instant_to_proto(record.updated_at),
+    )
+
+
+def claimed_event_to_proto(event: ClaimedEvent) -> inbox_pb2.ClaimedEvent:
+    return inbox_pb2.ClaimedEvent(
+        namespace=event.namespace,
+        event_key=event.event_key,
+        event_type=event.event_type,
+        payload=event.payload_json.encode("utf-8"),
+        metadata=event.metadata,
+        message_id=event.message_id,
+        ordering_key=event.ordering_key,
+        revision=event.revision,
+        attempt=event.attempt,
+        claim_token=event.claim_token,
+        fencing_token=event.fencing_token,
+        lease_expires_at=instant_to_proto(event.lease_expires_at),
+        accepted_at=instant_to_proto(event.accepted_at),
+        last_error=event.last_error,
+        actions=[action_record_to_proto(a) for a in event.actions],
     )

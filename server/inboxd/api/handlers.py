@@ -61,7 +61,7 @@ def _wrap(method_name: str, behaviour: Behaviour | None) -> Behaviour:
     return handle
 
 
-def generic_handler(service: ServiceDescriptor, servicer: object) -> grpc.GenericRpcHandler:
+def generic_handler(service: ServiceDescriptor, servicer: object) -> grpc.GenericRpcHandler[Any, Any]:
     """One handler for every RPC of `service`; methods the servicer lacks are UNIMPLEMENTED."""
     handlers = {}
     for method in service.methods:

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+from datetime import timedelta
 from typing import Any
 
 import grpc
-from inboxd_client.v1 import inbox_pb2
 
 from inboxd.api import convert
 from inboxd.errors import InvalidArgument
 from inboxd.inbox import Inbox
+from inboxd_client.v1 import inbox_pb2
 
 MAX_BATCH_EVENTS = 500
+# A waiting Claim answers this long before the caller's deadline.
+DEADLINE_MARGIN_SECONDS = 0.2
 
 Context = grpc.aio.ServicerContext[Any, Any]
 
@@ -41,3 +45,37 @@ class InboxServicer:
                 raise InvalidArgument(f"events[{index}].{exc.field}", exc.problem) from None
         results = await self.inbox.accept(events)
         return inbox_pb2.AcceptBatchResponse(results=[convert.accept_response(r) for r in results])
+
+    async def Claim(self, request: inbox_pb2.ClaimRequest, context: Context) -> inbox_pb2.ClaimResponse:
+        claim = convert.claim_request(request)
+        remaining = context.time_remaining()
+        if remaining is not None and claim.wait.total_seconds() > remaining - DEADLINE_MARGIN_SECONDS:
+            # Answer (empty-handed) before the caller's deadline rather than be cut off mid-claim.
+            claim = replace(claim, wait=timedelta(seconds=max(0.0, remaining - DEADLINE_MARGIN_SECONDS)))
+        batch = await self.inbox.claim(claim)
+        return inbox_pb2.ClaimResponse(events=[convert.claimed_event_to_proto(e) for e in batch.events])
+
+    async def RenewLease(self, request: inbox_pb2.RenewLeaseRequest, context: Context) -> inbox_pb2.RenewLeaseResponse:
+        fence = convert.fence(request)
+        lease = convert.lease_from_proto("lease", request.HasField("lease"), request.lease)
+        expires = await self.inbox.renew_lease(fence, lease)
+        return inbox_pb2.RenewLeaseResponse(lease_expires_at=convert.instant_to_proto(expires))
+
+    async def Complete(self, request: inbox_pb2.CompleteRequest, context: Context) -> inbox_pb2.CompleteResponse:
+        fence = convert.fence(request)
+        disposition, reason = convert.disposition(request)
+        await self.inbox.complete(fence, disposition, reason)
+        return inbox_pb2.CompleteResponse()
+
+    async def Fail(self, request: inbox_pb2.FailRequest, context: Context) -> inbox_pb2.FailResponse:
+        fence = convert.fence(request)
+        retry_after = convert.retry_after(request)
+        result = await self.inbox.fail(fence, request.error, permanent=request.permanent, retry_after=retry_after)
+        response = inbox_pb2.FailResponse(state=convert.EVENT_STATE_TO_PROTO[result.state])
+        if result.next_attempt_at is not None:
+            response.next_attempt_at.CopyFrom(convert.instant_to_proto(result.next_attempt_at))
+        return response
+
+    async def Release(self, request: inbox_pb2.ReleaseRequest, context: Context) -> inbox_pb2.ReleaseResponse:
+        await self.inbox.release(convert.fence(request))
+        return inbox_pb2.ReleaseResponse()

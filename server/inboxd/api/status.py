@@ -17,7 +17,7 @@ STATUS_BY_ERROR: dict[type[errors.InboxError], grpc.StatusCode] = {
 
 def status_for(exc: errors.InboxError) -> grpc.StatusCode:
     for cls in type(exc).__mro__:
-        code = STATUS_BY_ERROR.get(cls)  # type: ignore[call-overload]
+        code = STATUS_BY_ERROR.get(cls)
         if code is not None:
             return code
     return grpc.StatusCode.INTERNAL

@@ -66,16 +66,14 @@ class Database:
                 async with self._pool.connection() as conn:
                     async with conn.transaction():
                         return await work(conn)
-            except psycopg.errors.TransactionRollbackError:
+            except psycopg.errors.TransactionRollback:
                 if attempt == _ROLLBACK_RETRIES:
                     raise Unavailable(
                         f"transaction lost {_ROLLBACK_RETRIES} deadlock or serialization races; retry"
                     ) from None
             except (PoolTimeout, PoolClosed) as exc:
                 self._check_soon()
-                raise Unavailable(
-                    f"no database connection within {self._acquire_timeout:.2f} s: {exc}"
-                ) from None
+                raise Unavailable(f"no database connection within {self._acquire_timeout:.2f} s: {exc}") from None
             except psycopg.DataError as exc:
                 # Validation should have caught it; never let a caller's bytes become INTERNAL.
                 raise InvalidArgument("request", f"PostgreSQL refused a value: {exc.diag.message_primary}") from None
@@ -96,7 +94,7 @@ class Database:
     async def _check(self) -> None:
         try:
             await self._pool.check()
-        except Exception:  # noqa: BLE001 - best effort; the next failure schedules another check
+        except Exception:
             log.debug("pool check failed", exc_info=True)
 
 

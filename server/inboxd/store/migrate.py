@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import logging
 from importlib import resources
-from typing import LiteralString, cast
+from typing import LiteralString
 
 import psycopg
-from psycopg.rows import TupleRow
 
 from inboxd.errors import Unavailable
 
@@ -32,11 +31,11 @@ CREATE TABLE IF NOT EXISTS inboxd_schema_migrations (
 def available_migrations() -> list[tuple[int, str, LiteralString]]:
     """(version, file name, SQL) for every file in migrations/, in order."""
     folder = resources.files("inboxd.store").joinpath("migrations")
-    found = []
+    found: list[tuple[int, str, LiteralString]] = []
     for entry in folder.iterdir():
         if entry.name.endswith(".sql"):
             version = int(entry.name.split("_", 1)[0])
-            found.append((version, entry.name, cast(LiteralString, entry.read_text(encoding="utf-8"))))
+            found.append((version, entry.name, entry.read_text(encoding="utf-8")))
     found.sort()
     return found
 
@@ -49,7 +48,9 @@ async def migrate(conninfo: str) -> list[str]:
     try:
         return await _migrate(conninfo)
     except psycopg.OperationalError as exc:
-        raise Unavailable(f"database unavailable: {str(exc).strip().splitlines()[0] if str(exc).strip() else exc!r}") from None
+        raise Unavailable(
+            f"database unavailable: {str(exc).strip().splitlines()[0] if str(exc).strip() else exc!r}"
+        ) from None
 
 
 async def _migrate(conninfo: str) -> list[str]:
@@ -74,15 +75,3 @@ async def _migrate(conninfo: str) -> list[str]:
         finally:
             await conn.execute("SELECT pg_advisory_unlock(%s)", (_MIGRATION_LOCK,))
     return applied
-
-
-async def is_migrated(conn: psycopg.AsyncConnection[TupleRow]) -> bool:
-    """True when every known migration is recorded as applied."""
-    cur = await conn.execute("SELECT to_regclass('inboxd_schema_migrations') IS NOT NULL")
-    row = await cur.fetchone()
-    if not row or not row[0]:
-        return False
-    cur = await conn.execute("SELECT coalesce(max(version), 0) FROM inboxd_schema_migrations")
-    row = await cur.fetchone()
-    latest = available_migrations()[-1][0]
-    return bool(row) and int(str(row[0])) >= latest

@@ -1,0 +1,198 @@
+"""Claims and the fenced transitions after them: one function per transition.
+
+Each write names the claim token in its WHERE clause. When it matches no
+row, `_refusal` says why, in the design's order: the event's identity
+(NotFound), then the token (ClaimSuperseded).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from inboxd.backoff import FailureDecision
+from inboxd.domain import (
+    ActionRecord,
+    ActionState,
+    ClaimBatch,
+    ClaimedEvent,
+    ClaimRequest,
+    ClaimToken,
+    EventKey,
+    EventState,
+    Fence,
+    FencingToken,
+    Namespace,
+)
+from inboxd.errors import ClaimSuperseded, InboxError, NotFound
+from inboxd.store.database import Connection
+from inboxd.store.queries import QUERIES
+
+
+async def claim_events(
+    conn: Connection, request: ClaimRequest, *, max_attempts: int, now: datetime | None = None
+) -> ClaimBatch:
+    cur = await conn.execute(
+        QUERIES["claim_events"],
+        {
+            "namespaces": list(request.namespaces),
+            "event_types": list(request.event_types),
+            "max_events": request.max_events,
+            "lease": request.lease,
+            "worker_id": request.worker_id,
+            "max_attempts": max_attempts,
+            "now": now,
+        },
+    )
+    rows = await cur.fetchall()
+    dead_lettered = int(rows[0][-2]) if rows else 0
+    leases_expired = int(rows[0][-1]) if rows else 0
+    claimed = [row for row in rows if row[0] is not None]
+    actions = await _actions_for(conn, [(row[0], row[1]) for row in claimed])
+    events = [_claimed_event(row, actions.get((row[0], row[1]), ())) for row in claimed]
+    return ClaimBatch(events, leases_expired=leases_expired, dead_lettered=dead_lettered)
+
+
+def _claimed_event(row: Sequence[Any], actions: Sequence[ActionRecord]) -> ClaimedEvent:
+    (namespace, event_key, event_type, payload, metadata, message_id, ordering_key, revision,
+     attempt, claim_token, fencing_token, lease_expires_at, accepted_at, last_error) = row[:14]  # fmt: skip
+    return ClaimedEvent(
+        namespace=Namespace(namespace),
+        event_key=EventKey(event_key),
+        event_type=event_type,
+        payload_json=payload,
+        metadata=dict(metadata or {}),
+        message_id=message_id,
+        ordering_key=ordering_key,
+        revision=revision,
+        attempt=attempt,
+        claim_token=ClaimToken(claim_token),
+        fencing_token=FencingToken(fencing_token),
+        lease_expires_at=lease_expires_at,
+        accepted_at=accepted_at,
+        last_error=last_error,
+        actions=tuple(actions),
+    )
+
+
+async def _actions_for(conn: Connection, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], list[ActionRecord]]:
+    if not keys:
+        return {}
+    cur = await conn.execute(
+        QUERIES["actions_for_events"],
+        {"namespaces": [k[0] for k in keys], "event_keys": [k[1] for k in keys]},
+    )
+    found: dict[tuple[str, str], list[ActionRecord]] = {}
+    for namespace, event_key, *rest in await cur.fetchall():
+        found.setdefault((namespace, event_key), []).append(action_record(rest))
+    return found
+
+
+def action_record(row: Sequence[Any]) -> ActionRecord:
+    action, state, idempotency_key, external_ref, detail, fencing_token, updated_at = row
+    return ActionRecord(
+        action=action,
+        state=ActionState(state),
+        idempotency_key=idempotency_key,
+        external_ref=external_ref,
+        detail=detail,
+        fencing_token=FencingToken(fencing_token),
+        updated_at=updated_at,
+    )
+
+
+async def _refusal(conn: Connection, fence: Fence) -> InboxError:
+    """Why a fenced write matched nothing: no such event, or a claim that is not current."""
+    cur = await conn.execute(QUERIES["fence_diagnose"], {"namespace": fence.namespace, "event_key": fence.event_key})
+    row = await cur.fetchone()
+    if row is None:
+        return NotFound(f"no event {fence.event_key!r} in namespace {fence.namespace!r}")
+    return ClaimSuperseded(
+        f"claim superseded: this claim token is not the current claim of the event (now {EventState(row[0]).name})"
+    )
+
+
+def _fence_params(fence: Fence, now: datetime | None) -> dict[str, Any]:
+    return {
+        "namespace": fence.namespace,
+        "event_key": fence.event_key,
+        "claim_token": fence.claim_token,
+        "now": now,
+    }
+
+
+async def renew_lease(conn: Connection, fence: Fence, lease: timedelta, now: datetime | None = None) -> datetime:
+    cur = await conn.execute(QUERIES["renew_lease"], {**_fence_params(fence, now), "lease": lease})
+    row = await cur.fetchone()
+    if row is None:
+        raise await _refusal(conn, fence)
+    expires: datetime = row[0]
+    return expires
+
+
+async def complete_event(
+    conn: Connection, fence: Fence, disposition: str, reason: str, now: datetime | None = None
+) -> bool:
+    """Completes the event; False when it was already completed by this very claim (idempotent)."""
+    cur = await conn.execute(
+        QUERIES["complete_event"], {**_fence_params(fence, now), "disposition": disposition, "reason": reason}
+    )
+    if await cur.fetchone() is not None:
+        return True
+    cur = await conn.execute(QUERIES["fence_diagnose"], {"namespace": fence.namespace, "event_key": fence.event_key})
+    row = await cur.fetchone()
+    if row is not None and row[0] == EventState.COMPLETED and row[1] == fence.claim_token:
+        return False
+    raise await _refusal(conn, fence)
+
+
+async def lock_for_failure(conn: Connection, fence: Fence) -> int:
+    """Locks the current claim's row and returns its attempt number."""
+    cur = await conn.execute(QUERIES["fail_lock"], _fence_params(fence, None))
+    row = await cur.fetchone()
+    if row is None:
+        raise await _refusal(conn, fence)
+    attempt: int = row[0]
+    return attempt
+
+
+async def fail_event(
+    conn: Connection, fence: Fence, decision: FailureDecision, error: str, now: datetime | None = None
+) -> datetime | None:
+    """Applies a failure decision; returns when the retry is due, or None when dead-lettered."""
+    params = {**_fence_params(fence, now), "error": error}
+    if decision.state is EventState.DEAD_LETTERED:
+        cur = await conn.execute(QUERIES["fail_dead_letter"], params)
+        if await cur.fetchone() is None:
+            raise await _refusal(conn, fence)
+        return None
+    cur = await conn.execute(QUERIES["fail_retry"], {**params, "delay": decision.delay})
+    row = await cur.fetchone()
+    if row is None:
+        raise await _refusal(conn, fence)
+    due: datetime = row[0]
+    return due
+
+
+async def release_events(
+    conn: Connection, fences: Sequence[Fence], now: datetime | None = None
+) -> list[tuple[str, str, str]]:
+    """Hands claims back without counting their attempts; returns (namespace, key, type) released."""
+    cur = await conn.execute(
+        QUERIES["release_events"],
+        {
+            "namespaces": [f.namespace for f in fences],
+            "event_keys": [f.event_key for f in fences],
+            "claim_tokens": [f.claim_token for f in fences],
+            "now": now,
+        },
+    )
+    return [(row[0], row[1], row[2]) for row in await cur.fetchall()]
+
+
+async def release_event(conn: Connection, fence: Fence, now: datetime | None = None) -> tuple[str, str, str]:
+    released = await release_events(conn, [fence], now)
+    if not released:
+        raise await _refusal(conn, fence)
+    return released[0]

@@ -1,0 +1,159 @@
+-- Claims and the fenced transitions after them. Every write after a claim
+-- names the claim token in its WHERE clause: zero rows means the claim is not
+-- current, and nothing changed.
+
+-- name: claim_events
+-- Leases up to max_events due events: PENDING ones whose available_at has
+-- come and PROCESSING ones whose lease expired (the old claim dies). Oldest
+-- due first; SKIP LOCKED lets concurrent claimers pass each other. Due events
+-- with no attempts left are dead-lettered instead of handed out.
+WITH clock AS (
+    SELECT coalesce(%(now)s::timestamptz, now()) AS now
+), due AS (
+    SELECT e.namespace, e.event_key, e.state AS state_before, e.fencing_token AS old_fencing_token,
+           e.attempt >= %(max_attempts)s AS exhausted, e.due_at
+    FROM inbox_events AS e, clock
+    WHERE e.due_at <= clock.now
+      AND (cardinality(%(namespaces)s::text[]) = 0 OR e.namespace = ANY(%(namespaces)s::text[]))
+      AND (cardinality(%(event_types)s::text[]) = 0 OR e.event_type = ANY(%(event_types)s::text[]))
+    ORDER BY e.due_at
+    LIMIT %(max_events)s
+    FOR UPDATE OF e SKIP LOCKED
+), ended_claims AS (
+    UPDATE inbox_claims AS c
+    SET ended_at = clock.now, outcome = 'expired'
+    FROM due, clock
+    WHERE due.state_before = 'processing' AND c.fencing_token = due.old_fencing_token AND c.ended_at IS NULL
+    RETURNING c.fencing_token
+), dead AS (
+    UPDATE inbox_events AS e
+    SET state = 'dead_lettered', due_at = NULL, claim_token = NULL, lease_expires_at = NULL,
+        worker_id = NULL, updated_at = clock.now,
+        last_error = CASE WHEN due.state_before = 'processing'
+                          THEN format('lease expired on attempt %%s of %%s; attempts exhausted', e.attempt, %(max_attempts)s::int)
+                          ELSE format('attempts exhausted (%%s of %%s)', e.attempt, %(max_attempts)s::int) END
+    FROM due, clock
+    WHERE due.exhausted AND e.namespace = due.namespace AND e.event_key = due.event_key
+    RETURNING e.namespace
+), claimed AS (
+    UPDATE inbox_events AS e
+    SET state = 'processing', attempt = e.attempt + 1,
+        claim_token = gen_random_uuid()::text, fencing_token = nextval('inbox_fencing_tokens'),
+        worker_id = %(worker_id)s, lease_expires_at = clock.now + %(lease)s::interval,
+        due_at = clock.now + %(lease)s::interval, updated_at = clock.now
+    FROM due, clock
+    WHERE NOT due.exhausted AND e.namespace = due.namespace AND e.event_key = due.event_key
+    RETURNING e.namespace, e.event_key, e.event_type, e.payload::text, e.metadata, e.message_id,
+              e.ordering_key, e.revision, e.attempt, e.claim_token, e.fencing_token,
+              e.lease_expires_at, e.accepted_at, coalesce(e.last_error, ''), due.due_at, due.state_before,
+              e.worker_id, clock.now
+), history AS (
+    INSERT INTO inbox_claims (fencing_token, namespace, event_key, claim_token, worker_id, attempt, claimed_at)
+    SELECT fencing_token, namespace, event_key, claim_token, worker_id, attempt, now FROM claimed
+)
+-- One row per claimed event; when none was claimed, one row of NULLs that
+-- still carries the counts.
+SELECT claimed.*, counts.dead_lettered, counts.leases_expired
+FROM (SELECT (SELECT count(*) FROM dead) AS dead_lettered,
+             (SELECT count(*) FROM ended_claims) AS leases_expired) AS counts
+LEFT JOIN claimed ON true
+ORDER BY claimed.due_at
+
+-- name: actions_for_events
+-- The action ledgers of the given events, for ClaimedEvent.actions.
+SELECT a.namespace, a.event_key, a.action, a.state, a.idempotency_key, a.external_ref, a.detail,
+       a.fencing_token, a.updated_at
+FROM inbox_actions AS a
+JOIN unnest(%(namespaces)s::text[], %(event_keys)s::text[]) AS k(namespace, event_key)
+  ON a.namespace = k.namespace AND a.event_key = k.event_key
+ORDER BY a.created_at, a.action
+
+-- name: fence_diagnose
+-- Why a fenced write matched no row: which event, in which state, under which claim.
+SELECT state, claim_token FROM inbox_events WHERE namespace = %(namespace)s AND event_key = %(event_key)s
+
+-- name: renew_lease
+-- Moves the lease's end; an expired lease that nobody reclaimed is still current.
+UPDATE inbox_events
+SET lease_expires_at = coalesce(%(now)s::timestamptz, now()) + %(lease)s::interval,
+    due_at = coalesce(%(now)s::timestamptz, now()) + %(lease)s::interval,
+    updated_at = coalesce(%(now)s::timestamptz, now())
+WHERE namespace = %(namespace)s AND event_key = %(event_key)s
+  AND claim_token = %(claim_token)s AND state = 'processing'
+RETURNING lease_expires_at
+
+-- name: complete_event
+-- PROCESSING -> COMPLETED. The completing token stays on the row, so a
+-- repeated Complete with it can be recognised and answered OK.
+WITH done AS (
+    UPDATE inbox_events
+    SET state = 'completed', completed_at = coalesce(%(now)s::timestamptz, now()),
+        disposition = %(disposition)s, disposition_reason = %(reason)s,
+        due_at = NULL, lease_expires_at = NULL, updated_at = coalesce(%(now)s::timestamptz, now())
+    WHERE namespace = %(namespace)s AND event_key = %(event_key)s
+      AND claim_token = %(claim_token)s AND state = 'processing'
+    RETURNING fencing_token, completed_at
+), ended AS (
+    UPDATE inbox_claims AS c SET ended_at = done.completed_at, outcome = 'completed'
+    FROM done WHERE c.fencing_token = done.fencing_token
+)
+SELECT fencing_token FROM done
+
+-- name: fail_lock
+-- Locks the current claim's row to decide what its failure leads to.
+SELECT attempt FROM inbox_events
+WHERE namespace = %(namespace)s AND event_key = %(event_key)s
+  AND claim_token = %(claim_token)s AND state = 'processing'
+FOR UPDATE
+
+-- name: fail_retry
+-- PROCESSING -> PENDING after a retryable failure; claimable again after the delay.
+WITH failed AS (
+    UPDATE inbox_events
+    SET state = 'pending', claim_token = NULL, lease_expires_at = NULL, worker_id = NULL,
+        available_at = coalesce(%(now)s::timestamptz, now()) + %(delay)s::interval,
+        due_at = coalesce(%(now)s::timestamptz, now()) + %(delay)s::interval,
+        last_error = %(error)s, updated_at = coalesce(%(now)s::timestamptz, now())
+    WHERE namespace = %(namespace)s AND event_key = %(event_key)s
+      AND claim_token = %(claim_token)s AND state = 'processing'
+    RETURNING fencing_token, available_at
+), ended AS (
+    UPDATE inbox_claims AS c SET ended_at = coalesce(%(now)s::timestamptz, now()), outcome = 'failed'
+    FROM failed WHERE c.fencing_token = failed.fencing_token
+)
+SELECT available_at FROM failed
+
+-- name: fail_dead_letter
+-- PROCESSING -> DEAD_LETTERED after a permanent failure or the last attempt.
+WITH failed AS (
+    UPDATE inbox_events
+    SET state = 'dead_lettered', claim_token = NULL, lease_expires_at = NULL, worker_id = NULL,
+        due_at = NULL, last_error = %(error)s, updated_at = coalesce(%(now)s::timestamptz, now())
+    WHERE namespace = %(namespace)s AND event_key = %(event_key)s
+      AND claim_token = %(claim_token)s AND state = 'processing'
+    RETURNING fencing_token
+), ended AS (
+    UPDATE inbox_claims AS c SET ended_at = coalesce(%(now)s::timestamptz, now()), outcome = 'dead_lettered'
+    FROM failed WHERE c.fencing_token = failed.fencing_token
+)
+SELECT fencing_token FROM failed
+
+-- name: release_events
+-- PROCESSING -> PENDING, claimable at once, the attempt given back. Takes
+-- parallel arrays so a cancelled Claim can hand back everything it took.
+WITH released AS (
+    UPDATE inbox_events AS e
+    SET state = 'pending', attempt = greatest(e.attempt - 1, 0), claim_token = NULL,
+        lease_expires_at = NULL, worker_id = NULL,
+        available_at = coalesce(%(now)s::timestamptz, now()), due_at = coalesce(%(now)s::timestamptz, now()),
+        updated_at = coalesce(%(now)s::timestamptz, now())
+    FROM unnest(%(namespaces)s::text[], %(event_keys)s::text[], %(claim_tokens)s::text[])
+         AS r(namespace, event_key, claim_token)
+    WHERE e.namespace = r.namespace AND e.event_key = r.event_key
+      AND e.claim_token = r.claim_token AND e.state = 'processing'
+    RETURNING e.fencing_token, e.namespace, e.event_key, e.event_type
+), ended AS (
+    UPDATE inbox_claims AS c SET ended_at = coalesce(%(now)s::timestamptz, now()), outcome = 'released'
+    FROM released WHERE c.fencing_token = released.fencing_token
+)
+SELECT namespace, event_key, event_type FROM released
