@@ -24,7 +24,8 @@ class BackoffPolicy:
         """The longest delay after failed attempt number `attempt` (1-based)."""
         exponent = min(max(attempt - 1, 0), _MAX_EXPONENT)
         seconds = self.base.total_seconds() * self.factor**exponent
-        return min(self.cap, timedelta(seconds=seconds))
+        # Compared as floats: 2**64 seconds does not fit a timedelta.
+        return timedelta(seconds=min(self.cap.total_seconds(), seconds))
 
     def delay(self, attempt: int, rng: random.Random | None = None) -> timedelta:
         # Full jitter spreads a burst of failures out instead of retrying them in lockstep.

@@ -52,6 +52,8 @@ class Settings:
     backoff_factor: float = 2.0
     backoff_cap: timedelta = timedelta(hours=1)
     shutdown_grace: timedelta = timedelta(seconds=10)
+    # An action INTENDED for longer than this counts as unresolved.
+    action_stale_after: timedelta = timedelta(minutes=15)
     pool_size: int = 20
 
     @property
@@ -88,6 +90,7 @@ _ENV: dict[str, tuple[str, object]] = {
     "INBOXD_BACKOFF_CAP": ("backoff_cap", parse_duration),
     "INBOXD_SHUTDOWN_GRACE": ("shutdown_grace", parse_duration),
     "INBOXD_POOL_SIZE": ("pool_size", int),
+    "INBOXD_ACTION_STALE_AFTER": ("action_stale_after", parse_duration),
 }
 
 

@@ -18,6 +18,8 @@ from inboxd.config import Settings
 from inboxd.domain import (
     AcceptOutcome,
     AcceptResult,
+    ActionRecord,
+    ActionState,
     ClaimBatch,
     ClaimRequest,
     Disposition,
@@ -25,7 +27,7 @@ from inboxd.domain import (
     Fence,
     NewEvent,
 )
-from inboxd.store import claims
+from inboxd.store import actions, claims
 from inboxd.store.accepts import accept_events
 from inboxd.store.database import Connection, Database
 from inboxd.store.notifications import ReplicaSignals
@@ -169,6 +171,16 @@ class Inbox:
             return FailResult(decision.state, next_at)
 
         return await self.db.run(work)
+
+    async def record_action(
+        self, fence: Fence, action: str, state: ActionState, *, external_ref: str, detail: str
+    ) -> ActionRecord:
+        now = self.clock()
+        return await self.db.run(
+            lambda conn: actions.record_action(
+                conn, fence, action, state, external_ref=external_ref, detail=detail, now=now
+            )
+        )
 
     async def release(self, fence: Fence) -> None:
         now = self.clock()

@@ -119,6 +119,7 @@ ACTION_STATE_TO_PROTO = {
     ActionState.FAILED: types_pb2.ACTION_STATE_FAILED,
     ActionState.UNKNOWN: types_pb2.ACTION_STATE_UNKNOWN,
 }
+ACTION_STATE_FROM_PROTO = {proto: state for state, proto in ACTION_STATE_TO_PROTO.items()}
 DISPOSITION_FROM_PROTO = {
     types_pb2.DISPOSITION_UNSPECIFIED: Disposition.APPLIED,
     types_pb2.DISPOSITION_APPLIED: Disposition.APPLIED,
@@ -169,6 +170,19 @@ def disposition(request: inbox_pb2.CompleteRequest) -> tuple[Disposition, str]:
     if chosen is Disposition.IGNORED and not reason.strip():
         raise InvalidArgument("reason", "is required when the disposition is IGNORED")
     return chosen, reason
+
+
+def action_outcome(request: inbox_pb2.RecordActionOutcomeRequest) -> tuple[str, ActionState, str, str]:
+    """(action, state, external_ref, detail), checked."""
+    state = ACTION_STATE_FROM_PROTO.get(request.state)
+    if state is None:
+        raise InvalidArgument("state", "must be INTENDED, SUCCEEDED, FAILED or UNKNOWN")
+    return (
+        validation.check_identity("action", request.action),
+        state,
+        validation.check_text("external_ref", request.external_ref, validation.MAX_IDENTITY_BYTES),
+        validation.check_text("detail", request.detail, validation.MAX_TEXT_BYTES),
+    )
 
 
 def retry_after(request: inbox_pb2.FailRequest) -> timedelta | None:

@@ -79,3 +79,11 @@ class InboxServicer:
     async def Release(self, request: inbox_pb2.ReleaseRequest, context: Context) -> inbox_pb2.ReleaseResponse:
         await self.inbox.release(convert.fence(request))
         return inbox_pb2.ReleaseResponse()
+
+    async def RecordActionOutcome(
+        self, request: inbox_pb2.RecordActionOutcomeRequest, context: Context
+    ) -> inbox_pb2.RecordActionOutcomeResponse:
+        fence = convert.fence(request)
+        action, state, external_ref, detail = convert.action_outcome(request)
+        record = await self.inbox.record_action(fence, action, state, external_ref=external_ref, detail=detail)
+        return inbox_pb2.RecordActionOutcomeResponse(action=convert.action_record_to_proto(record))

@@ -138,11 +138,11 @@ async def complete_event(
     cur = await conn.execute(
         QUERIES["complete_event"], {**_fence_params(fence, now), "disposition": disposition, "reason": reason}
     )
-    if await cur.fetchone() is not None:
-        return True
-    cur = await conn.execute(QUERIES["fence_diagnose"], {"namespace": fence.namespace, "event_key": fence.event_key})
     row = await cur.fetchone()
-    if row is not None and row[0] == EventState.COMPLETED and row[1] == fence.claim_token:
+    answer = row[0] if row else None
+    if answer == "completed":
+        return True
+    if answer == "already_completed":
         return False
     raise await _refusal(conn, fence)
 

@@ -83,21 +83,10 @@ WHERE namespace = %(namespace)s AND event_key = %(event_key)s
 RETURNING lease_expires_at
 
 -- name: complete_event
--- PROCESSING -> COMPLETED. The completing token stays on the row, so a
--- repeated Complete with it can be recognised and answered OK.
-WITH done AS (
-    UPDATE inbox_events
-    SET state = 'completed', completed_at = coalesce(%(now)s::timestamptz, now()),
-        disposition = %(disposition)s, disposition_reason = %(reason)s,
-        due_at = NULL, lease_expires_at = NULL, updated_at = coalesce(%(now)s::timestamptz, now())
-    WHERE namespace = %(namespace)s AND event_key = %(event_key)s
-      AND claim_token = %(claim_token)s AND state = 'processing'
-    RETURNING fencing_token, completed_at
-), ended AS (
-    UPDATE inbox_claims AS c SET ended_at = done.completed_at, outcome = 'completed'
-    FROM done WHERE c.fencing_token = done.fencing_token
-)
-SELECT fencing_token FROM done
+-- PROCESSING -> COMPLETED through the same SQL function workers call in
+-- their own transactions, so there is one implementation of the transition.
+SELECT inboxd_complete_event(%(namespace)s, %(event_key)s, %(claim_token)s,
+                             %(disposition)s, %(reason)s, %(now)s::timestamptz)
 
 -- name: fail_lock
 -- Locks the current claim's row to decide what its failure leads to.

@@ -1,0 +1,79 @@
+"""Recording external actions in an event's ledger."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from inboxd.actions import ActionWrite, plan_action_write
+from inboxd.domain import ActionRecord, ActionState, Fence
+from inboxd.errors import ClaimSuperseded, NotFound
+from inboxd.store.claims import action_record
+from inboxd.store.database import Connection
+from inboxd.store.queries import QUERIES
+
+
+@dataclass(frozen=True, slots=True)
+class UnresolvedActions:
+    namespace: str
+    unknown: int
+    stale_intended: int
+
+
+async def record_action(
+    conn: Connection,
+    fence: Fence,
+    action: str,
+    state: ActionState,
+    *,
+    external_ref: str = "",
+    detail: str = "",
+    now: datetime | None = None,
+) -> ActionRecord:
+    """Records intent or an outcome; checks identity, then the token, then the state."""
+    key = {"namespace": fence.namespace, "event_key": fence.event_key}
+    cur = await conn.execute(QUERIES["action_claim_lookup"], {**key, "claim_token": fence.claim_token})
+    claim = await cur.fetchone()
+    if claim is None:
+        raise NotFound(f"no event {fence.event_key!r} in namespace {fence.namespace!r}")
+    fencing_token, is_current = claim
+    if fencing_token is None:
+        raise ClaimSuperseded("claim superseded: this claim token was never issued for the event")
+    if state is ActionState.INTENDED and not is_current:
+        raise ClaimSuperseded("claim superseded: only the current claim may record INTENDED")
+
+    params: dict[str, Any] = {
+        **key,
+        "action": action,
+        "state": state.value,
+        "external_ref": external_ref,
+        "detail": detail,
+        "fencing_token": fencing_token,
+        "now": now,
+    }
+    for _ in range(2):
+        cur = await conn.execute(QUERIES["action_lock"], params)
+        row = await cur.fetchone()
+        plan = plan_action_write(ActionState(row[0]) if row else None, state)
+        if plan is ActionWrite.CREATE:
+            cur = await conn.execute(QUERIES["action_create"], params)
+            created = await cur.fetchone()
+            if created is None:
+                continue  # a concurrent first record won; transition from its state
+            return action_record(created)
+        query = "action_update" if plan is ActionWrite.UPDATE else "action_read"
+        cur = await conn.execute(QUERIES[query], params)
+        written = await cur.fetchone()
+        assert written is not None, "the locked action row vanished"
+        return action_record(written)
+    raise AssertionError("unreachable: the second pass finds the row created by the first")
+
+
+async def unresolved_actions(
+    conn: Connection, *, stale_after: timedelta, namespace: str | None = None, now: datetime | None = None
+) -> list[UnresolvedActions]:
+    cur = await conn.execute(
+        QUERIES["actions_unresolved"], {"namespace": namespace, "stale_after": stale_after, "now": now}
+    )
+    return [UnresolvedActions(str(ns), int(u), int(s)) for ns, u, s in await cur.fetchall()]

@@ -1,0 +1,56 @@
+-- The ledger of external actions per event.
+
+-- name: action_claim_lookup
+-- Whether the event exists, and the claim the token names: its fencing token
+-- and whether it is the event's current claim. An outcome is accepted from
+-- any claim ever issued for the event; intent only from the current one.
+SELECT c.fencing_token,
+       (e.state = 'processing' AND e.claim_token = c.claim_token) AS is_current
+FROM inbox_events AS e
+LEFT JOIN inbox_claims AS c
+       ON c.claim_token = %(claim_token)s AND c.namespace = e.namespace AND c.event_key = e.event_key
+WHERE e.namespace = %(namespace)s AND e.event_key = %(event_key)s
+
+-- name: action_lock
+-- The action's current state, locked until the transition is written.
+SELECT state FROM inbox_actions
+WHERE namespace = %(namespace)s AND event_key = %(event_key)s AND action = %(action)s
+FOR UPDATE
+
+-- name: action_create
+-- The first record of an action mints its idempotency key. A concurrent first
+-- record wins the race; the loser finds its row and transitions instead.
+INSERT INTO inbox_actions
+    (namespace, event_key, action, state, idempotency_key, external_ref, detail, fencing_token, created_at, updated_at)
+VALUES (%(namespace)s, %(event_key)s, %(action)s, %(state)s, 'idk_' || replace(gen_random_uuid()::text, '-', ''),
+        %(external_ref)s, %(detail)s, %(fencing_token)s,
+        coalesce(%(now)s::timestamptz, now()), coalesce(%(now)s::timestamptz, now()))
+ON CONFLICT (namespace, event_key, action) DO NOTHING
+RETURNING action, state, idempotency_key, external_ref, detail, fencing_token, updated_at
+
+-- name: action_update
+-- A transition: the new state, and the claim that recorded it. An empty
+-- external_ref keeps the one already known.
+UPDATE inbox_actions
+SET state = %(state)s,
+    external_ref = CASE WHEN %(external_ref)s = '' THEN external_ref ELSE %(external_ref)s END,
+    detail = %(detail)s, fencing_token = %(fencing_token)s, updated_at = coalesce(%(now)s::timestamptz, now())
+WHERE namespace = %(namespace)s AND event_key = %(event_key)s AND action = %(action)s
+RETURNING action, state, idempotency_key, external_ref, detail, fencing_token, updated_at
+
+-- name: action_read
+SELECT action, state, idempotency_key, external_ref, detail, fencing_token, updated_at
+FROM inbox_actions
+WHERE namespace = %(namespace)s AND event_key = %(event_key)s AND action = %(action)s
+
+-- name: actions_unresolved
+-- Per namespace: actions whose outcome is UNKNOWN, and actions INTENDED for
+-- longer than the threshold (a worker that died mid-action, say).
+SELECT namespace,
+       count(*) FILTER (WHERE state = 'unknown') AS unknown,
+       count(*) FILTER (WHERE state = 'intended'
+                        AND updated_at < coalesce(%(now)s::timestamptz, now()) - %(stale_after)s::interval) AS stale_intended
+FROM inbox_actions
+WHERE state IN ('unknown', 'intended')
+  AND (%(namespace)s::text IS NULL OR namespace = %(namespace)s::text)
+GROUP BY namespace

@@ -1,0 +1,34 @@
+"""The action state machine, with no database."""
+
+from __future__ import annotations
+
+import pytest
+
+from inboxd.actions import ActionWrite, plan_action_write
+from inboxd.domain import ActionState
+from inboxd.errors import TransitionNotAllowed
+
+INT, SUC, FAI, UNK = ActionState.INTENDED, ActionState.SUCCEEDED, ActionState.FAILED, ActionState.UNKNOWN
+
+
+@pytest.mark.parametrize("new", [INT, SUC, FAI, UNK])
+def test_the_first_record_creates_the_action(new: ActionState) -> None:
+    assert plan_action_write(None, new) is ActionWrite.CREATE
+
+
+@pytest.mark.parametrize(
+    ("current", "new"), [(INT, SUC), (INT, FAI), (INT, UNK), (INT, INT), (UNK, SUC), (UNK, FAI), (FAI, INT)]
+)
+def test_allowed_moves_update(current: ActionState, new: ActionState) -> None:
+    assert plan_action_write(current, new) is ActionWrite.UPDATE
+
+
+@pytest.mark.parametrize("state", [SUC, FAI, UNK])
+def test_repeating_a_recorded_outcome_changes_nothing(state: ActionState) -> None:
+    assert plan_action_write(state, state) is ActionWrite.REPEAT
+
+
+@pytest.mark.parametrize(("current", "new"), [(SUC, INT), (SUC, FAI), (SUC, UNK), (UNK, INT), (FAI, SUC), (FAI, UNK)])
+def test_forbidden_moves_are_refused(current: ActionState, new: ActionState) -> None:
+    with pytest.raises(TransitionNotAllowed):
+        plan_action_write(current, new)
