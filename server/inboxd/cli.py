@@ -11,6 +11,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from inboxd.auth import Scope, TokenRegistry, TokensFileError, entry_toml, new_token
 from inboxd.config import ConfigError, Settings, env_names, load_settings
 from inboxd.embedded_pg import EmbeddedPostgres, EmbeddedPostgresError
 from inboxd.errors import Unavailable
@@ -51,6 +52,12 @@ def build_parser() -> argparse.ArgumentParser:
     _add_setting_flags(serve)
     mig = commands.add_parser("migrate", help="apply database migrations and exit")
     _add_setting_flags(mig)
+    token = commands.add_parser("token", help="manage bearer tokens")
+    token_commands = token.add_subparsers(dest="token_command", required=True)
+    create = token_commands.add_parser("create", help="print a new token once, and its tokens-file entry")
+    create.add_argument("--name", required=True, help="who holds it, e.g. edge-mailera")
+    create.add_argument("--scopes", required=True, help="comma-separated: accept, work, admin")
+    create.add_argument("--namespaces", required=True, help='comma-separated patterns, e.g. "mailera/*" or "*"')
     return parser
 
 
@@ -108,6 +115,11 @@ async def _serve(settings: Settings) -> None:
             f"inboxd: refusing to listen on {settings.listen} without a tokens file: every RPC would be "
             "open to the network. Set INBOXD_TOKENS_FILE, or listen on 127.0.0.1."
         )
+    # Handlers first: a SIGTERM during start-up must still stop cleanly (and
+    # stop the embedded PostgreSQL), not kill the process with the default action.
+    stop = _stop_on_signals()
+    # Read before anything starts: a broken tokens file must stop start-up, not open the door.
+    registry = TokenRegistry(settings.tokens_file) if settings.tokens_file else None
     database = _Database(settings)
     url = await asyncio.to_thread(database.start)
     try:
@@ -115,13 +127,15 @@ async def _serve(settings: Settings) -> None:
         db = Database(url, max_size=settings.pool_size)
         await db.open()
         try:
-            running = await start_server(settings, db)
+            running = await start_server(settings, db, registry=registry)
             host = settings.listen.rpartition(":")[0]
-            if settings.tokens_file is None:
+            if registry is None:
                 log.warning("no tokens file: every RPC, admin included, is open to callers on loopback")
+            else:
+                _reload_on_sighup(registry)
             # One line on stdout, for scripts and tests that wait for readiness.
             print(f"inboxd serving on {host}:{running.port}", flush=True)
-            await _until_signalled()
+            await stop.wait()
             log.info("shutting down: finishing in-flight calls for up to %s", settings.shutdown_grace)
             await running.stop(settings.shutdown_grace.total_seconds())
         finally:
@@ -130,12 +144,37 @@ async def _serve(settings: Settings) -> None:
         await asyncio.to_thread(database.stop)
 
 
-async def _until_signalled() -> None:
+def _reload_on_sighup(registry: TokenRegistry) -> None:
+    def reload() -> None:
+        try:
+            count = registry.reload()
+            log.info("tokens file %s reloaded: %d tokens", registry.path, count)
+        except TokensFileError as exc:
+            log.error("tokens file not reloaded, the previous tokens stay in force: %s", exc)
+
+    asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, reload)
+
+
+def _create_token(args: argparse.Namespace) -> None:
+    try:
+        scopes = [Scope(s.strip()) for s in args.scopes.split(",") if s.strip()]
+    except ValueError:
+        raise ConfigError(f"--scopes {args.scopes!r}: use accept, work and/or admin, comma-separated") from None
+    namespaces = [n.strip() for n in args.namespaces.split(",") if n.strip()]
+    if not scopes or not namespaces:
+        raise ConfigError("--scopes and --namespaces each need at least one value")
+    token = new_token()
+    print(f"token (shown once, store it now): {token}\n")
+    print("add this entry to the tokens file, then send SIGHUP to inboxd (or restart it):\n")
+    print(entry_toml(args.name, token, scopes, namespaces))
+
+
+def _stop_on_signals() -> asyncio.Event:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    await stop.wait()
+    return stop
 
 
 async def _migrate_only(settings: Settings) -> None:
@@ -152,12 +191,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
+        if args.command == "token":
+            _create_token(args)
+            return 0
         settings = _settings(args)
         if args.command == "serve":
             asyncio.run(_serve(settings))
         elif args.command == "migrate":
             asyncio.run(_migrate_only(settings))
-    except (ConfigError, EmbeddedPostgresError) as exc:
+    except (ConfigError, EmbeddedPostgresError, TokensFileError) as exc:
         print(f"inboxd: {exc}", file=sys.stderr)
         return 2
     return 0

@@ -52,6 +52,8 @@ class Settings:
     backoff_factor: float = 2.0
     backoff_cap: timedelta = timedelta(hours=1)
     shutdown_grace: timedelta = timedelta(seconds=10)
+    # Waiting (long-polling) Claims one caller may hold at once.
+    max_waiting_claims_per_caller: int = 1000
     # An action INTENDED for longer than this counts as unresolved.
     action_stale_after: timedelta = timedelta(minutes=15)
     pool_size: int = 20
@@ -91,6 +93,7 @@ _ENV: dict[str, tuple[str, object]] = {
     "INBOXD_SHUTDOWN_GRACE": ("shutdown_grace", parse_duration),
     "INBOXD_POOL_SIZE": ("pool_size", int),
     "INBOXD_ACTION_STALE_AFTER": ("action_stale_after", parse_duration),
+    "INBOXD_MAX_WAITING_CLAIMS_PER_CALLER": ("max_waiting_claims_per_caller", int),
 }
 
 

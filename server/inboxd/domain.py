@@ -92,6 +92,9 @@ class ClaimRequest:
     lease: timedelta
     wait: timedelta
     worker_id: str
+    # SQL LIKE patterns narrowing a Claim that names no namespace to the
+    # caller's grants; empty: no narrowing.
+    namespace_patterns: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

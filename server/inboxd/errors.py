@@ -28,5 +28,17 @@ class TransitionNotAllowed(InboxError):
     """The event's state does not allow this transition."""
 
 
+class Unauthenticated(InboxError):
+    """No bearer token, or one that no tokens-file entry knows."""
+
+
+class PermissionDenied(InboxError):
+    """The caller's token lacks the scope or the namespace this call needs."""
+
+
+class TooManyRequests(InboxError):
+    """The caller holds too many of a bounded resource (waiting Claims, say)."""
+
+
 class Unavailable(InboxError):
     """The database cannot be reached; nothing was acknowledged."""

@@ -13,9 +13,11 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from inboxd.api.auth import AuthInterceptor
 from inboxd.api.handlers import generic_handler
 from inboxd.api.inbox_servicer import MAX_BATCH_EVENTS, InboxServicer
-from inboxd.config import Settings
+from inboxd.auth import TokenRegistry
+from inboxd.config import ConfigError, Settings
 from inboxd.errors import Unavailable
 from inboxd.inbox import Clock, Inbox, database_clock
 from inboxd.store.database import Database
@@ -74,8 +76,15 @@ class RunningServer:
             await close()
 
 
-async def start_server(settings: Settings, db: Database, *, clock: Clock = database_clock) -> RunningServer:
-    server = grpc.aio.server(options=server_options(settings))
+async def start_server(
+    settings: Settings,
+    db: Database,
+    *,
+    clock: Clock = database_clock,
+    registry: TokenRegistry | None = None,
+) -> RunningServer:
+    """Starts serving on settings.listen; `registry` None means no tokens (loopback only)."""
+    server = grpc.aio.server(options=server_options(settings), interceptors=[AuthInterceptor(registry)])
     inbox = Inbox(db, settings, clock)
     inbox.signals = ReplicaSignals(db.conninfo, inbox.on_replica_signal)
     inbox.signals.start()
@@ -88,7 +97,11 @@ async def start_server(settings: Settings, db: Database, *, clock: Clock = datab
     health_servicer = health.aio.HealthServicer()  # type: ignore[attr-defined]
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection((*SERVICE_NAMES, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
-    port = server.add_insecure_port(settings.listen)
+    credentials = server_credentials(settings)
+    if credentials is None:
+        port = server.add_insecure_port(settings.listen)
+    else:
+        port = server.add_secure_port(settings.listen, credentials)
     if port == 0:
         raise RuntimeError(f"could not listen on {settings.listen}")
     await server.start()
@@ -97,6 +110,21 @@ async def start_server(settings: Settings, db: Database, *, clock: Clock = datab
     await _report_health(running, db)
     running._tasks.append(asyncio.create_task(_watch_health(running, db)))
     return running
+
+
+def server_credentials(settings: Settings) -> grpc.ServerCredentials | None:
+    """TLS from INBOXD_TLS_CERT/_KEY; with INBOXD_TLS_CLIENT_CA, clients must present a certificate it signed."""
+    if settings.tls_cert is None or settings.tls_key is None:
+        return None
+    try:
+        cert = settings.tls_cert.read_bytes()
+        key = settings.tls_key.read_bytes()
+        client_ca = settings.tls_client_ca.read_bytes() if settings.tls_client_ca else None
+    except OSError as exc:
+        raise ConfigError(f"cannot read a TLS file: {exc.filename}: {exc.strerror}") from None
+    return grpc.ssl_server_credentials(
+        [(key, cert)], root_certificates=client_ca, require_client_auth=client_ca is not None
+    )
 
 
 async def _report_health(running: RunningServer, db: Database) -> None:

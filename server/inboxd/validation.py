@@ -23,6 +23,8 @@ MAX_JSON_DEPTH = 256
 # digits before the decimal point and 16383 after it.
 _NUMERIC_MAX_INTEGER_DIGITS = 131072
 _NUMERIC_MAX_FRACTION_DIGITS = 16383
+# numeric's parser refuses a literal exponent from INT_MAX/2 on, even on a zero.
+_NUMERIC_MAX_EXPONENT = (2**31 - 1) // 2
 
 
 def check_identity(field: str, value: str) -> str:
@@ -67,6 +69,8 @@ def check_payload(field: str, payload: bytes, max_bytes: int) -> str:
     try:
         value = json.loads(
             text,
+            # Keep every pair: a repeated key's first value is still parsed by jsonb.
+            object_pairs_hook=_Pairs,
             parse_constant=_reject_constant,
             parse_float=_check_number,
             parse_int=_check_number,
@@ -87,6 +91,10 @@ class _NotStorable(ValueError):
     pass
 
 
+class _Pairs(list[tuple[str, Any]]):
+    """A JSON object as all its (key, value) pairs, repeated keys included."""
+
+
 def _reject_constant(name: str) -> Any:
     # Python's json accepts NaN and Infinity; JSON and jsonb do not.
     raise _NotStorable(f"is not JSON: {name} is not a JSON number")
@@ -103,9 +111,21 @@ def _check_number(text: str) -> int:
     # zero has no integer digits however large its exponent.
     integer_digits = 0 if number.is_zero() else len(digits) + exponent
     fraction_digits = max(0, -exponent)
-    if integer_digits > _NUMERIC_MAX_INTEGER_DIGITS or fraction_digits > _NUMERIC_MAX_FRACTION_DIGITS:
+    if (
+        integer_digits > _NUMERIC_MAX_INTEGER_DIGITS
+        or fraction_digits > _NUMERIC_MAX_FRACTION_DIGITS
+        or _literal_exponent_too_large(text)
+    ):
         raise _NotStorable(f"has a number beyond PostgreSQL's numeric range: {text[:40]}")
     return 0  # the value itself is never used: PostgreSQL parses the original text
+
+
+def _literal_exponent_too_large(text: str) -> bool:
+    _, marker, exponent = text.lower().partition("e")
+    if not marker:
+        return False
+    digits = exponent.lstrip("+-").lstrip("0")
+    return len(digits) > 10 or (bool(digits) and int(digits) >= _NUMERIC_MAX_EXPONENT)
 
 
 def _unstorable_part(value: Any) -> str | None:
@@ -119,8 +139,8 @@ def _unstorable_part(value: Any) -> str | None:
             problem = _string_problem(item)
             if problem:
                 return problem
-        elif isinstance(item, dict):
-            for key, child in item.items():
+        elif isinstance(item, _Pairs):
+            for key, child in item:
                 problem = _string_problem(key)
                 if problem:
                     return problem

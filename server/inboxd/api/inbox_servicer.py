@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections import Counter
+from collections.abc import Iterator
 from dataclasses import replace
 from datetime import timedelta
 from typing import Any
@@ -9,7 +12,8 @@ from typing import Any
 import grpc
 
 from inboxd.api import convert
-from inboxd.errors import InvalidArgument
+from inboxd.api.identity import current_caller
+from inboxd.errors import InvalidArgument, TooManyRequests
 from inboxd.inbox import Inbox
 from inboxd_client.v1 import inbox_pb2
 
@@ -25,6 +29,7 @@ class InboxServicer:
 
     def __init__(self, inbox: Inbox) -> None:
         self.inbox = inbox
+        self._waiting: Counter[str] = Counter()
 
     async def Accept(self, request: inbox_pb2.AcceptRequest, context: Context) -> inbox_pb2.AcceptResponse:
         event = convert.new_event(request, self.inbox.settings.max_payload_bytes)
@@ -52,8 +57,31 @@ class InboxServicer:
         if remaining is not None and claim.wait.total_seconds() > remaining - DEADLINE_MARGIN_SECONDS:
             # Answer (empty-handed) before the caller's deadline rather than be cut off mid-claim.
             claim = replace(claim, wait=timedelta(seconds=max(0.0, remaining - DEADLINE_MARGIN_SECONDS)))
-        batch = await self.inbox.claim(claim)
+        caller = current_caller()
+        if not claim.namespaces and not caller.all_namespaces:
+            claim = replace(claim, namespace_patterns=caller.like_patterns())
+        if not claim.wait:
+            batch = await self.inbox.claim(claim)
+        else:
+            with self._waiting_slot(caller.name):
+                batch = await self.inbox.claim(claim)
         return inbox_pb2.ClaimResponse(events=[convert.claimed_event_to_proto(e) for e in batch.events])
+
+    @contextlib.contextmanager
+    def _waiting_slot(self, caller: str) -> Iterator[None]:
+        """Bounds the long-polls one caller holds, so one worker cannot starve the rest."""
+        limit = self.inbox.settings.max_waiting_claims_per_caller
+        if self._waiting[caller] >= limit:
+            raise TooManyRequests(
+                f"{caller!r} already holds {limit} waiting Claims; claim with wait=0 or fewer pollers"
+            )
+        self._waiting[caller] += 1
+        try:
+            yield
+        finally:
+            self._waiting[caller] -= 1
+            if not self._waiting[caller]:
+                del self._waiting[caller]
 
     async def RenewLease(self, request: inbox_pb2.RenewLeaseRequest, context: Context) -> inbox_pb2.RenewLeaseResponse:
         fence = convert.fence(request)

@@ -12,6 +12,9 @@ STATUS_BY_ERROR: dict[type[errors.InboxError], grpc.StatusCode] = {
     errors.ClaimSuperseded: grpc.StatusCode.ABORTED,
     errors.TransitionNotAllowed: grpc.StatusCode.FAILED_PRECONDITION,
     errors.Unavailable: grpc.StatusCode.UNAVAILABLE,
+    errors.Unauthenticated: grpc.StatusCode.UNAUTHENTICATED,
+    errors.PermissionDenied: grpc.StatusCode.PERMISSION_DENIED,
+    errors.TooManyRequests: grpc.StatusCode.RESOURCE_EXHAUSTED,
 }
 
 

@@ -38,6 +38,7 @@ async def claim_events(
         {
             "namespaces": list(request.namespaces),
             "event_types": list(request.event_types),
+            "namespace_patterns": list(request.namespace_patterns),
             "max_events": request.max_events,
             "lease": request.lease,
             "worker_id": request.worker_id,

@@ -16,6 +16,7 @@ WITH clock AS (
     WHERE e.due_at <= clock.now
       AND (cardinality(%(namespaces)s::text[]) = 0 OR e.namespace = ANY(%(namespaces)s::text[]))
       AND (cardinality(%(event_types)s::text[]) = 0 OR e.event_type = ANY(%(event_types)s::text[]))
+      AND (cardinality(%(namespace_patterns)s::text[]) = 0 OR e.namespace LIKE ANY(%(namespace_patterns)s::text[]))
     ORDER BY e.due_at
     LIMIT %(max_events)s
     FOR UPDATE OF e SKIP LOCKED

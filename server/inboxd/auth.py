@@ -1,0 +1,161 @@
+"""Bearer tokens: who a caller is, which scopes and namespaces it was granted.
+
+The tokens file holds only SHA-256 hashes of the tokens. Tokens are random
+and long (see `new_token`), so a fast hash is enough: there is nothing to
+brute-force. Every lookup compares against every entry in constant time,
+so timing does not reveal which entries exist.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import hmac
+import json
+import re
+import secrets
+import tomllib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from inboxd.errors import PermissionDenied, Unauthenticated
+
+TOKEN_PREFIX = "ibx_"
+
+
+class Scope(enum.StrEnum):
+    ACCEPT = "accept"  # edges: Accept, AcceptBatch
+    WORK = "work"  # workers: Claim and the fenced calls
+    ADMIN = "admin"  # operators: InboxAdminService
+
+
+class TokensFileError(ValueError):
+    """The tokens file cannot be used; the message says which entry and why."""
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    name: str
+    scopes: frozenset[Scope]
+    # Patterns such as "mailera/*"; "*" alone grants every namespace.
+    namespaces: tuple[str, ...]
+
+    @property
+    def all_namespaces(self) -> bool:
+        return "*" in self.namespaces
+
+    def require_scope(self, scope: Scope) -> None:
+        if scope not in self.scopes:
+            raise PermissionDenied(f"token {self.name!r} lacks the {scope.value!r} scope")
+
+    def may_see(self, namespace: str) -> bool:
+        return any(_pattern_regex(p).fullmatch(namespace) for p in self.namespaces)
+
+    def require_namespace(self, namespace: str, field: str = "namespace") -> None:
+        if not self.may_see(namespace):
+            raise PermissionDenied(f"token {self.name!r} is not granted {field} {namespace!r}")
+
+    def like_patterns(self) -> tuple[str, ...]:
+        """The namespace patterns as SQL LIKE patterns (for a Claim that names no namespace)."""
+        return tuple(_to_like(p) for p in self.namespaces)
+
+
+ANONYMOUS = Caller("anonymous", frozenset(Scope), ("*",))
+
+
+def _pattern_regex(pattern: str) -> re.Pattern[str]:
+    return re.compile(".*".join(re.escape(part) for part in pattern.split("*")), re.DOTALL)
+
+
+def _to_like(pattern: str) -> str:
+    escaped = pattern.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return escaped.replace("*", "%")
+
+
+def hash_token(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def new_token() -> str:
+    return TOKEN_PREFIX + secrets.token_urlsafe(32)
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    digest: bytes
+    caller: Caller
+
+
+class TokenRegistry:
+    """The entries of one tokens file; `reload` swaps them atomically (SIGHUP)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._entries: tuple[_Entry, ...] = load_tokens_file(path)
+
+    def reload(self) -> int:
+        """Re-reads the file; on error keeps the entries in force and raises."""
+        self._entries = load_tokens_file(self.path)
+        return len(self._entries)
+
+    def authenticate(self, token: str | None) -> Caller:
+        if not token:
+            raise Unauthenticated("missing bearer token: send metadata 'authorization: Bearer <token>'")
+        presented = bytes.fromhex(hash_token(token))
+        found: Caller | None = None
+        for entry in self._entries:  # no early exit: every entry costs the same
+            if hmac.compare_digest(entry.digest, presented):
+                found = entry.caller
+        if found is None:
+            raise Unauthenticated("unknown bearer token")
+        return found
+
+
+def load_tokens_file(path: Path) -> tuple[_Entry, ...]:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise TokensFileError(f"cannot read tokens file {path}: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise TokensFileError(f"tokens file {path} is not valid TOML: {exc}") from None
+    entries = []
+    seen: set[str] = set()
+    for index, raw in enumerate(data.get("token", [])):
+        where = f"{path}: [[token]] #{index + 1}"
+        name = raw.get("name")
+        if not isinstance(name, str) or not name:
+            raise TokensFileError(f"{where}: 'name' is required")
+        if name in seen:
+            raise TokensFileError(f"{where}: the name {name!r} is used twice")
+        seen.add(name)
+        digest = raw.get("sha256", "")
+        if not isinstance(digest, str) or not re.fullmatch(r"[0-9a-f]{64}", digest):
+            raise TokensFileError(f"{where} ({name}): 'sha256' must be 64 lowercase hex digits")
+        entries.append(_Entry(bytes.fromhex(digest), _caller(where, name, raw)))
+    return tuple(entries)
+
+
+def _caller(where: str, name: str, raw: dict[str, object]) -> Caller:
+    scopes_raw = raw.get("scopes", [])
+    namespaces = raw.get("namespaces", [])
+    if not isinstance(scopes_raw, list) or not scopes_raw:
+        raise TokensFileError(f"{where} ({name}): 'scopes' must list accept, work and/or admin")
+    try:
+        scopes = frozenset(Scope(str(s)) for s in scopes_raw)
+    except ValueError:
+        raise TokensFileError(f"{where} ({name}): unknown scope in {scopes_raw!r}") from None
+    if not isinstance(namespaces, list) or not namespaces or not all(isinstance(n, str) and n for n in namespaces):
+        raise TokensFileError(f'{where} ({name}): \'namespaces\' must list patterns such as "mailera/*" or "*"')
+    return Caller(name, scopes, tuple(str(n) for n in namespaces))
+
+
+def entry_toml(name: str, token: str, scopes: Iterable[Scope], namespaces: Iterable[str]) -> str:
+    """The tokens-file entry for a new token (which itself is never stored)."""
+    # JSON strings are valid TOML basic strings, escapes included.
+    scope_list = ", ".join(json.dumps(s.value) for s in scopes)
+    namespace_list = ", ".join(json.dumps(n) for n in namespaces)
+    return (
+        f"[[token]]\nname = {json.dumps(name)}\nsha256 = {json.dumps(hash_token(token))}\n"
+        f"scopes = [{scope_list}]\nnamespaces = [{namespace_list}]\n"
+    )
