@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from inboxd.backoff import BackoffPolicy, decide_failure
+from inboxd.coalesce import Coalescer
 from inboxd.config import Settings
 from inboxd.domain import (
     AcceptOutcome,
@@ -27,6 +28,7 @@ from inboxd.domain import (
     Fence,
     NewEvent,
 )
+from inboxd.errors import InboxError
 from inboxd.store import actions, claims
 from inboxd.store.accepts import accept_events
 from inboxd.store.database import Connection, Database
@@ -65,16 +67,23 @@ class Inbox:
 
     # -- accepting --
 
+    def __post_init__(self) -> None:
+        self._accepts: Coalescer[NewEvent, AcceptResult] = Coalescer(self._accept_group)
+        self._completions: Coalescer[claims.Completion, InboxError | None] = Coalescer(self._complete_group)
+
     async def accept(self, events: Sequence[NewEvent]) -> list[AcceptResult]:
-        """Accepts events in one transaction; answers only after it commits."""
-        now = self.clock()
-        results = await self.db.run(lambda conn: accept_events(conn, events, now))
+        """Accepts events in one transaction (shared with concurrent callers); answers after it commits."""
+        results = await self._accepts.submit(events)
         self._wake(
             (e.namespace, e.event_type)
             for e, r in zip(events, results, strict=True)
             if r.outcome is AcceptOutcome.ACCEPTED and self._claimable_now(e.available_at)
         )
         return results
+
+    async def _accept_group(self, events: list[NewEvent]) -> list[AcceptResult]:
+        now = self.clock()
+        return await self.db.run(lambda conn: accept_events(conn, events, now))
 
     def _claimable_now(self, available_at: datetime | None) -> bool:
         if available_at is None:
@@ -151,8 +160,14 @@ class Inbox:
         return await self.db.run(lambda conn: claims.renew_lease(conn, fence, lease, now))
 
     async def complete(self, fence: Fence, disposition: Disposition, reason: str) -> None:
+        """Completes the claim; concurrent completions share one transaction."""
+        [refusal] = await self._completions.submit([claims.Completion(fence, disposition.value, reason)])
+        if refusal is not None:
+            raise refusal
+
+    async def _complete_group(self, completions: list[claims.Completion]) -> list[InboxError | None]:
         now = self.clock()
-        await self.db.run(lambda conn: claims.complete_event(conn, fence, disposition.value, reason, now))
+        return await self.db.run(lambda conn: claims.complete_events(conn, completions, now))
 
     async def fail(self, fence: Fence, error: str, *, permanent: bool, retry_after: timedelta | None) -> FailResult:
         now = self.clock()

@@ -8,6 +8,7 @@ row, `_refusal` says why, in the design's order: the event's identity
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -28,6 +29,8 @@ from inboxd.domain import (
 from inboxd.errors import ClaimSuperseded, InboxError, NotFound
 from inboxd.store.database import Connection
 from inboxd.store.queries import QUERIES
+
+SUPERSEDED = "claim superseded: this claim token is not the current claim of the event"
 
 
 async def claim_events(
@@ -109,9 +112,7 @@ async def _refusal(conn: Connection, fence: Fence) -> InboxError:
     row = await cur.fetchone()
     if row is None:
         return NotFound(f"no event {fence.event_key!r} in namespace {fence.namespace!r}")
-    return ClaimSuperseded(
-        f"claim superseded: this claim token is not the current claim of the event (now {EventState(row[0]).name})"
-    )
+    return ClaimSuperseded(f"{SUPERSEDED} (the event is {EventState(row[0]).name} now)")
 
 
 def _fence_params(fence: Fence, now: datetime | None) -> dict[str, Any]:
@@ -132,20 +133,40 @@ async def renew_lease(conn: Connection, fence: Fence, lease: timedelta, now: dat
     return expires
 
 
-async def complete_event(
-    conn: Connection, fence: Fence, disposition: str, reason: str, now: datetime | None = None
-) -> bool:
-    """Completes the event; False when it was already completed by this very claim (idempotent)."""
+@dataclass(frozen=True, slots=True)
+class Completion:
+    fence: Fence
+    disposition: str
+    reason: str
+
+
+async def complete_events(
+    conn: Connection, completions: Sequence[Completion], now: datetime | None = None
+) -> list[InboxError | None]:
+    """Completes many claims; per request None (done, or already done by this very claim) or its refusal."""
     cur = await conn.execute(
-        QUERIES["complete_event"], {**_fence_params(fence, now), "disposition": disposition, "reason": reason}
+        QUERIES["complete_events"],
+        {
+            "namespaces": [c.fence.namespace for c in completions],
+            "event_keys": [c.fence.event_key for c in completions],
+            "claim_tokens": [c.fence.claim_token for c in completions],
+            "dispositions": [c.disposition for c in completions],
+            "reasons": [c.reason for c in completions],
+            "now": now,
+        },
     )
-    row = await cur.fetchone()
-    answer = row[0] if row else None
-    if answer == "completed":
-        return True
-    if answer == "already_completed":
-        return False
-    raise await _refusal(conn, fence)
+    answers = {int(ord_): answer for ord_, answer in await cur.fetchall()}
+    outcomes: list[InboxError | None] = []
+    for position, completion in enumerate(completions, start=1):
+        answer = answers[position]
+        if answer in ("completed", "already_completed"):
+            outcomes.append(None)
+        elif answer == "not_found":
+            fence = completion.fence
+            outcomes.append(NotFound(f"no event {fence.event_key!r} in namespace {fence.namespace!r}"))
+        else:
+            outcomes.append(ClaimSuperseded(SUPERSEDED))
+    return outcomes
 
 
 async def lock_for_failure(conn: Connection, fence: Fence) -> int:

@@ -83,11 +83,17 @@ WHERE namespace = %(namespace)s AND event_key = %(event_key)s
   AND claim_token = %(claim_token)s AND state = 'processing'
 RETURNING lease_expires_at
 
--- name: complete_event
--- PROCESSING -> COMPLETED through the same SQL function workers call in
--- their own transactions, so there is one implementation of the transition.
-SELECT inboxd_complete_event(%(namespace)s, %(event_key)s, %(claim_token)s,
-                             %(disposition)s, %(reason)s, %(now)s::timestamptz)
+-- name: complete_events
+-- PROCESSING -> COMPLETED for many claims in one statement, through the same
+-- SQL function workers call in their own transactions, so there is one
+-- implementation of the transition. Key order keeps concurrent batches from
+-- deadlocking; one answer per request, by its position.
+SELECT c.ord, inboxd_complete_event(c.namespace, c.event_key, c.claim_token, c.disposition, c.reason,
+                                    %(now)s::timestamptz)
+FROM unnest(%(namespaces)s::text[], %(event_keys)s::text[], %(claim_tokens)s::text[],
+            %(dispositions)s::text[], %(reasons)s::text[])
+     WITH ORDINALITY AS c(namespace, event_key, claim_token, disposition, reason, ord)
+ORDER BY c.namespace, c.event_key, c.ord
 
 -- name: fail_lock
 -- Locks the current claim's row to decide what its failure leads to.
