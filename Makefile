@@ -9,16 +9,20 @@ PYTHON  ?= python3
 help: ## list the chores
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
 
-setup: $(VENV)/.installed node_modules/.installed ## install everything into .venv and node_modules
+setup: $(VENV)/.installed node_modules/.installed clients/node/node_modules/.installed ## install everything into .venv and node_modules
 
-$(VENV)/.installed: pyproject.toml clients/python/pyproject.toml
+$(VENV)/.installed: pyproject.toml clients/python/pyproject.toml clients/edge/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e clients/python -e '.[dev]'
+	$(PY) -m pip install --quiet -e clients/python -e clients/edge -e '.[dev]'
 	touch $@
 
 node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+clients/node/node_modules/.installed: clients/node/package.json clients/node/package-lock.json
+	npm ci --prefix clients/node --no-audit --no-fund --loglevel=error
 	touch $@
 
 run: setup ## run inboxd on an embedded PostgreSQL (data in .inboxd/)
@@ -34,11 +38,11 @@ pytest: setup ## the test suite (starts its own PostgreSQL unless DATABASE_URL i
 	$(PY) -m pytest
 
 lint: setup ## ruff
-	$(VENV)/bin/ruff check server tests clients/python
-	$(VENV)/bin/ruff format --check server tests clients/python
+	$(VENV)/bin/ruff check server tests clients/python clients/edge
+	$(VENV)/bin/ruff format --check server tests clients/python clients/edge
 
 typecheck: setup ## mypy --strict over the code and the tests
-	$(VENV)/bin/mypy server/inboxd tests clients/python/src/inboxd_client
+	$(VENV)/bin/mypy server/inboxd tests clients/python/src/inboxd_client clients/edge/src/inboxd_edge
 
 layers: setup ## import-linter: api -> inbox -> store -> domain, psycopg only in the store
 	$(VENV)/bin/lint-imports

@@ -1,0 +1,114 @@
+"""The HTTP handler: size check, signature, parse, event type, key, Accept, in that order.
+
+The order is the point. The body's size is checked before it is read in full,
+the signature before the body is parsed, and the provider hears 2xx only once
+inboxd has answered Accept with OK. Each request logs one line: route, status,
+outcome, event type and delivery id. Never the body, the key or a secret.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+
+from inboxd_edge.config import EdgeConfig, Route
+from inboxd_edge.forward import Answer, Forwarder
+from inboxd_edge.keys import UnsupportedType, resolve
+from inboxd_edge.signatures import SignatureError
+from inboxd_edge.sources import MissingValue, Request
+
+log = logging.getLogger("inboxd_edge")
+
+Clock = Callable[[], float]
+Handler = Callable[[web.Request], Awaitable[web.Response]]
+# How long a provider should wait before retrying after a 503.
+RETRY_AFTER_SECONDS = "5"
+
+
+@dataclass(frozen=True)
+class Reply:
+    """What one request came to, for the response and the log line."""
+
+    answer: Answer
+    reason: str = ""
+    event_type: str = ""
+    delivery_id: str = ""
+
+
+def build_app(config: EdgeConfig, forwarder: Forwarder, *, clock: Clock = time.time) -> web.Application:
+    """An aiohttp application with one POST handler per configured route."""
+    app = web.Application()
+    for route in config.routes:
+        app.router.add_post(route.path, _handler(route, forwarder, clock))
+    return app
+
+
+def _handler(route: Route, forwarder: Forwarder, clock: Clock) -> Handler:
+    async def handle(request: web.Request) -> web.Response:
+        reply = await receive(route, forwarder, clock, request)
+        log.info(
+            "route=%s status=%d outcome=%s reason=%s type=%s delivery=%s",
+            route.name,
+            reply.answer.status,
+            reply.answer.outcome,
+            reply.reason or "-",
+            reply.event_type or "-",
+            reply.delivery_id or "-",
+        )
+        headers = {"Retry-After": RETRY_AFTER_SECONDS} if reply.answer.status == 503 else None
+        return web.json_response({"outcome": reply.answer.outcome}, status=reply.answer.status, headers=headers)
+
+    return handle
+
+
+async def receive(route: Route, forwarder: Forwarder, clock: Clock, request: web.Request) -> Reply:
+    """Runs one webhook through the route and says what to answer."""
+    body = await _read_limited(request, route.max_body_bytes)
+    if body is None:
+        return Reply(Answer(413, "too_large"))
+    try:
+        route.verifier.verify(body, request.headers, clock())
+    except SignatureError as exc:
+        return Reply(Answer(401, "unauthenticated"), reason=str(exc))
+    try:
+        document = _parse(body)
+    except ValueError:
+        return Reply(Answer(400, "malformed"), reason="body is not UTF-8 JSON")
+    source_request = Request(document, request.headers, dict(request.match_info))
+    try:
+        event = resolve(route, source_request, body)
+    except UnsupportedType as exc:
+        return Reply(Answer(422, "unsupported_type"), event_type=str(exc))
+    except MissingValue as exc:
+        return Reply(Answer(400, "malformed"), reason=str(exc))
+    answer = await forwarder.accept(event)
+    return Reply(answer, event_type=event.event_type, delivery_id=event.delivery_id)
+
+
+async def _read_limited(request: web.Request, limit: int) -> bytes | None:
+    """The whole body, or None once it passes `limit` (read no further than that)."""
+    if request.content_length is not None and request.content_length > limit:
+        return None
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.content.iter_any():
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _parse(body: bytes) -> Any:
+    """Strict JSON: UTF-8 only, and no NaN or Infinity, which inboxd would refuse as not JSON."""
+
+    def refuse(name: str) -> Any:
+        raise ValueError(f"{name} is not JSON")
+
+    return json.loads(body.decode("utf-8"), parse_constant=refuse)

@@ -1,0 +1,258 @@
+"""The edge's configuration: where inboxd is, and one table per webhook route, from a TOML or JSON file.
+
+Secrets may sit in the file (``secrets``) or, better, in environment variables
+the file names (``secrets_env``). Unknown keys are errors: a misspelt
+``allowed_types`` must not silently accept every event type.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import string
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from inboxd_edge.presets import PRESETS
+from inboxd_edge.signatures import (
+    HmacScheme,
+    HmacVerifier,
+    StandardWebhooksVerifier,
+    StripeVerifier,
+    Verifier,
+)
+from inboxd_edge.sources import Source
+
+DEFAULT_TOLERANCE_SECONDS = 300.0
+# inboxd's own default payload limit (INBOXD_MAX_PAYLOAD_BYTES).
+DEFAULT_MAX_BODY_BYTES = 1024 * 1024
+# Never copied into metadata: they authenticate, they do not describe the event.
+_UNKEEPABLE_HEADERS = {"authorization", "cookie", "proxy-authorization"}
+
+_ROUTE_KEYS = {
+    "name",
+    "path",
+    "scheme",
+    "secrets",
+    "secrets_env",
+    "tolerance_seconds",
+    "max_body_bytes",
+    "allowed_types",
+    "namespace",
+    "vars",
+    "event_key",
+    "event_type",
+    "key_includes_type",
+    "delivery_id",
+    "message_id",
+    "ordering_key",
+    "keep_headers",
+    "payload_drop",
+    "hmac",
+}
+
+
+class ConfigError(Exception):
+    """The configuration cannot be used; the message names the route and the field."""
+
+
+@dataclass(frozen=True)
+class InboxdSettings:
+    """How the edge reaches inboxd."""
+
+    target: str = "127.0.0.1:50051"
+    # Each Accept's deadline: past it the provider gets 503 and retries.
+    deadline_seconds: float = 5.0
+    # The environment variable holding the bearer token, if inboxd has a tokens file.
+    token_env: str = "INBOXD_TOKEN"
+    # A PEM file of CAs: set it to reach inboxd over TLS.
+    tls_ca_file: str | None = None
+
+
+@dataclass(frozen=True)
+class Route:
+    """One webhook endpoint: how to verify it, which events it takes, and how to name them."""
+
+    name: str
+    path: str
+    scheme: str
+    verifier: Verifier
+    max_body_bytes: int
+    allowed_types: frozenset[str]
+    # A str.format template over `variables` and the path's placeholders, e.g. "mailera/{account}".
+    namespace: str
+    variables: Mapping[str, Source]
+    event_key: Source
+    event_type: Source
+    # Set when the provider's id does not tell event types apart (one Message-ID, two types).
+    key_includes_type: bool
+    delivery_id: Source | None
+    message_id: Source | None
+    ordering_key: Source | None
+    keep_headers: tuple[str, ...]
+    # Delivery-only body members removed before Accept, so a retry stays a DUPLICATE.
+    payload_drop: tuple[Source, ...]
+
+
+@dataclass(frozen=True)
+class EdgeConfig:
+    """The whole edge: its listen address, inboxd, and the routes."""
+
+    listen: str
+    inboxd: InboxdSettings
+    routes: tuple[Route, ...]
+
+
+def load_config(path: Path, environ: Mapping[str, str]) -> EdgeConfig:
+    """Reads a .toml or .json file; raises ConfigError for anything unusable."""
+    try:
+        text = path.read_text(encoding="utf-8")
+        data: dict[str, Any] = json.loads(text) if path.suffix == ".json" else tomllib.loads(text)
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"{path}: {exc}") from exc
+    return config_from_data(data, environ)
+
+
+def config_from_data(data: Mapping[str, Any], environ: Mapping[str, str]) -> EdgeConfig:
+    """Builds the configuration from parsed TOML/JSON data."""
+    edge = _table(data, "edge")
+    inboxd = _table(data, "inboxd")
+    known = {f.name for f in fields(InboxdSettings)}
+    if unknown := set(inboxd) - known:
+        raise ConfigError(f"[inboxd]: unknown keys {sorted(unknown)}")
+    routes_data = data.get("routes")
+    if not isinstance(routes_data, list) or not routes_data:
+        raise ConfigError("at least one [[routes]] table is required")
+    routes = tuple(_route(r, environ, i) for i, r in enumerate(routes_data))
+    paths = [r.path for r in routes]
+    if len(set(paths)) != len(paths):
+        raise ConfigError("two routes share one path")
+    return EdgeConfig(
+        listen=str(edge.get("listen", "127.0.0.1:8080")),
+        inboxd=InboxdSettings(**inboxd),
+        routes=routes,
+    )
+
+
+def _table(data: Mapping[str, Any], name: str) -> dict[str, Any]:
+    value = data.get(name, {})
+    if not isinstance(value, dict):
+        raise ConfigError(f"[{name}] must be a table")
+    return value
+
+
+def _route(data: Any, environ: Mapping[str, str], index: int) -> Route:
+    if not isinstance(data, dict):
+        raise ConfigError(f"routes[{index}] must be a table")
+    where = f"route {data.get('name') or data.get('path') or index}"
+    try:
+        return _build_route(data, environ, where)
+    except (ValueError, TypeError, KeyError) as exc:
+        raise ConfigError(f"{where}: {exc}") from exc
+
+
+def _build_route(data: dict[str, Any], environ: Mapping[str, str], where: str) -> Route:
+    if unknown := set(data) - _ROUTE_KEYS:
+        raise ValueError(f"unknown keys {sorted(unknown)}")
+    path = _required_str(data, "path")
+    if not path.startswith("/"):
+        raise ValueError("path must start with /")
+    scheme = _required_str(data, "scheme")
+    if scheme not in PRESETS:
+        raise ValueError(f"scheme {scheme!r} is not one of {sorted(PRESETS)}")
+    preset = PRESETS[scheme]
+
+    def source(name: str, *, required: bool) -> Source | None:
+        text = data.get(name, preset.defaults.get(name))
+        if text is None:
+            if required:
+                raise ValueError(f"{name} is required for scheme {scheme!r}")
+            return None
+        return Source.parse(str(text))
+
+    allowed = data.get("allowed_types")
+    if not isinstance(allowed, list) or not allowed or not all(isinstance(t, str) and t for t in allowed):
+        raise ValueError("allowed_types must list the event types this route accepts")
+    variables = {str(k): Source.parse(str(v)) for k, v in _dict(data, "vars").items()}
+    namespace = _required_str(data, "namespace")
+    _check_template(namespace, set(variables) | _path_params(path))
+    drops = tuple(Source.parse(str(s)) for s in data.get("payload_drop", []))
+    if any(d.kind != "body" for d in drops):
+        raise ValueError("payload_drop takes body: sources only")
+    keep = tuple(str(h) for h in data.get("keep_headers", []))
+    if any(h.lower() in _UNKEEPABLE_HEADERS or "signature" in h.lower() for h in keep):
+        raise ValueError("keep_headers may not name authentication or signature headers")
+    event_key = source("event_key", required=True)
+    event_type = source("event_type", required=True)
+    assert event_key is not None and event_type is not None
+    return Route(
+        name=str(data.get("name", path)),
+        path=path,
+        scheme=scheme,
+        verifier=_verifier(data, environ, scheme, where),
+        max_body_bytes=int(data.get("max_body_bytes", DEFAULT_MAX_BODY_BYTES)),
+        allowed_types=frozenset(allowed),
+        namespace=namespace,
+        variables=variables,
+        event_key=event_key,
+        event_type=event_type,
+        key_includes_type=bool(data.get("key_includes_type", False)),
+        delivery_id=source("delivery_id", required=False),
+        message_id=source("message_id", required=False),
+        ordering_key=source("ordering_key", required=False),
+        keep_headers=keep,
+        payload_drop=drops,
+    )
+
+
+def _verifier(data: dict[str, Any], environ: Mapping[str, str], scheme: str, where: str) -> Verifier:
+    secrets = [str(s) for s in data.get("secrets", [])]
+    for name in data.get("secrets_env", []):
+        if not environ.get(name):
+            raise ValueError(f"secrets_env names {name!r}, which is unset or empty")
+        secrets.append(environ[name])
+    if not secrets or not all(secrets):
+        raise ValueError("at least one non-empty secret is required (secrets or secrets_env)")
+    tolerance = float(data.get("tolerance_seconds", DEFAULT_TOLERANCE_SECONDS))
+    preset = PRESETS[scheme]
+    if preset.verifier == "standard-webhooks":
+        return StandardWebhooksVerifier.from_secrets(secrets, tolerance)
+    raw = tuple(s.encode() for s in secrets)
+    if preset.verifier == "stripe":
+        return StripeVerifier(raw, tolerance)
+    overrides = _dict(data, "hmac")
+    if preset.hmac is None and not overrides:
+        raise ValueError("scheme 'hmac' needs an [routes.hmac] table")
+    base = {f.name: getattr(preset.hmac, f.name) for f in fields(HmacScheme)} if preset.hmac else {}
+    merged = {**base, **overrides}
+    if "signature_headers" in merged:
+        merged["signature_headers"] = tuple(merged["signature_headers"])
+    return HmacVerifier(HmacScheme(**merged), raw, tolerance)
+
+
+def _required_str(data: dict[str, Any], name: str) -> str:
+    value = data.get(name)
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"{name} is required")
+    return value
+
+
+def _dict(data: dict[str, Any], name: str) -> dict[str, Any]:
+    value = data.get(name, {})
+    if not isinstance(value, dict):
+        raise ValueError(f"{name} must be a table")
+    return value
+
+
+def _path_params(path: str) -> set[str]:
+    """The names of the path's {placeholders}; aiohttp allows {name:regex}."""
+    return set(re.findall(r"\{(\w+)(?::[^}]*)?\}", path))
+
+
+def _check_template(template: str, names: set[str]) -> None:
+    used = {name for _, name, _, _ in string.Formatter().parse(template) if name is not None}
+    if missing := used - names:
+        raise ValueError(f"namespace uses {sorted(missing)}, which neither vars nor the path define")

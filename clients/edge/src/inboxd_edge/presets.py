@@ -1,0 +1,67 @@
+"""The signature schemes a route may name, with defaults for the providers we know.
+
+A route names a scheme; any field a preset sets can still be overridden in the
+route's ``[routes.hmac]`` table or by the route's own source settings.
+
+Where the provider's public notes leave a detail open, the preset states its
+assumption in a comment; override it in the route if your contract differs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from inboxd_edge.signatures import HmacScheme
+
+VerifierKind = Literal["standard-webhooks", "stripe", "hmac"]
+
+
+@dataclass(frozen=True)
+class Preset:
+    """What a scheme name stands for: which verifier, and default sources for the route."""
+
+    verifier: VerifierKind
+    hmac: HmacScheme | None = None
+    # Route field -> source text, used when the route does not set the field.
+    defaults: Mapping[str, str] = field(default_factory=dict)
+
+
+PRESETS: Mapping[str, Preset] = {
+    # webhook-id is "the same when the same webhook is resent" (Standard Webhooks spec): the logical event id.
+    "standard-webhooks": Preset(
+        "standard-webhooks",
+        defaults={"event_key": "header:webhook-id", "event_type": "body:/type"},
+    ),
+    # Stripe's evt_ id names one event of one type and is kept across retries.
+    "stripe": Preset("stripe", defaults={"event_key": "body:/id", "event_type": "body:/type"}),
+    # A bare HMAC-SHA256 scheme: every field comes from the route.
+    "hmac": Preset("hmac"),
+    # Mailera: two signature header names, a timestamp header, the event type and delivery in headers.
+    # Assumed: HMAC-SHA256 over "{timestamp}.{body}", lowercase hex, optional "sha256=" prefix.
+    # The delivery header names an attempt, not the event: it goes to metadata (never to the key).
+    "mailera": Preset(
+        "hmac",
+        HmacScheme(
+            signature_headers=("X-MailHub-Signature", "X-Mailera-Signature"),
+            timestamp_header="X-MailHub-Timestamp",
+            signed_content="{timestamp}.{body}",
+            encoding="hex",
+            signature_prefix="sha256=",
+        ),
+        defaults={"event_type": "header:X-MailHub-Event", "delivery_id": "header:X-MailHub-Delivery"},
+    ),
+    # HideMy.world signs "the timestamp and raw body" with HMAC-SHA256 in X-HideMy-Signature.
+    # Assumed: the timestamp header is X-HideMy-Timestamp, joined as "{timestamp}.{body}", lowercase hex.
+    "hidemy-world": Preset(
+        "hmac",
+        HmacScheme(
+            signature_headers=("X-HideMy-Signature",),
+            timestamp_header="X-HideMy-Timestamp",
+            signed_content="{timestamp}.{body}",
+            encoding="hex",
+            signature_prefix="sha256=",
+        ),
+    ),
+}

@@ -1,0 +1,65 @@
+"""Starting and stopping a running edge: its gRPC channel to inboxd and its HTTP listener."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import grpc
+import grpc.aio
+from aiohttp import web
+
+from inboxd_edge.app import Clock, build_app
+from inboxd_edge.config import EdgeConfig, InboxdSettings
+from inboxd_edge.forward import Forwarder
+
+
+@dataclass
+class RunningEdge:
+    """An edge listening on `host`:`port` (port 0 asks the system for a free one)."""
+
+    runner: web.AppRunner
+    channel: grpc.aio.Channel
+    host: str
+    port: int
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    async def stop(self) -> None:
+        """Stops taking requests, lets those in flight finish, then closes the channel."""
+        await self.runner.cleanup()
+        await self.channel.close(None)
+
+
+def open_channel(settings: InboxdSettings) -> grpc.aio.Channel:
+    """An insecure channel on loopback, or TLS when a CA file is configured."""
+    if settings.tls_ca_file:
+        credentials = grpc.ssl_channel_credentials(Path(settings.tls_ca_file).read_bytes())
+        return grpc.aio.secure_channel(settings.target, credentials)
+    return grpc.aio.insecure_channel(settings.target)
+
+
+async def start_edge(
+    config: EdgeConfig,
+    *,
+    listen: str | None = None,
+    environ: Mapping[str, str] = os.environ,
+    clock: Clock | None = None,
+) -> RunningEdge:
+    """Opens the channel and starts listening; `listen` overrides the configured address."""
+    host, _, port = (listen or config.listen).rpartition(":")
+    channel = open_channel(config.inboxd)
+    token = environ.get(config.inboxd.token_env) or None
+    forwarder = Forwarder(channel, deadline=config.inboxd.deadline_seconds, token=token)
+    app = build_app(config, forwarder) if clock is None else build_app(config, forwarder, clock=clock)
+    # The edge logs its own one line per request; aiohttp's access log would repeat it.
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, host or "127.0.0.1", int(port))
+    await site.start()
+    bound = runner.addresses[0]
+    return RunningEdge(runner, channel, str(bound[0]), int(bound[1]))

@@ -1,0 +1,104 @@
+"""Where a value comes from in a webhook request: the JSON body, a header, or the route's path.
+
+A source is written as one string in the configuration:
+
+- ``body:/data/object/id`` a JSON pointer (RFC 6901) into the body;
+- ``body:data.object.id`` the same as a dotted path;
+- ``header:X-MailHub-Event`` a request header (case-insensitive);
+- ``path:account`` a ``{account}`` placeholder of the route's path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+SourceKind = Literal["body", "header", "path"]
+
+
+class MissingValue(Exception):
+    """The request has no usable value where a source points; the edge answers 400."""
+
+    def __init__(self, source: Source) -> None:
+        super().__init__(f"no string or integer at {source}")
+        self.source = source
+
+
+@dataclass(frozen=True)
+class Request:
+    """The parts of an authenticated request that sources read from."""
+
+    document: Any
+    headers: Mapping[str, str]
+    path_params: Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class Source:
+    """One configured place to read a string from."""
+
+    kind: SourceKind
+    name: str
+    tokens: tuple[str, ...] = ()
+
+    @classmethod
+    def parse(cls, text: str) -> Source:
+        """Parses ``kind:where``; raises ValueError naming the accepted forms."""
+        kind, sep, where = text.partition(":")
+        if not sep or not where:
+            raise ValueError(
+                f"source {text!r} must look like body:/pointer, body:dotted.path, header:Name or path:name"
+            )
+        if kind == "body":
+            return cls("body", where, _body_tokens(where))
+        if kind == "header":
+            return cls("header", where)
+        if kind == "path":
+            return cls("path", where)
+        raise ValueError(f"source {text!r}: unknown kind {kind!r} (body, header or path)")
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.name}"
+
+    def read(self, request: Request) -> str:
+        """The value as a string; raises MissingValue when absent, empty, or not a string or integer."""
+        value: Any
+        if self.kind == "header":
+            value = request.headers.get(self.name)
+        elif self.kind == "path":
+            value = request.path_params.get(self.name)
+        else:
+            value = _walk(request.document, self.tokens)
+        # bool is an int subclass, but `true` is never an identifier.
+        if isinstance(value, bool) or not isinstance(value, str | int) or value == "":
+            raise MissingValue(self)
+        return str(value)
+
+
+def _body_tokens(where: str) -> tuple[str, ...]:
+    if where.startswith("/"):
+        # RFC 6901: "~1" is "/" and "~0" is "~", unescaped in that order.
+        return tuple(t.replace("~1", "/").replace("~0", "~") for t in where[1:].split("/"))
+    return tuple(where.split("."))
+
+
+def _walk(document: Any, tokens: tuple[str, ...]) -> Any:
+    node = document
+    for token in tokens:
+        if isinstance(node, dict):
+            node = node.get(token)
+        elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
+            node = node[int(token)]
+        else:
+            return None
+    return node
+
+
+def drop_pointer(document: Any, tokens: tuple[str, ...]) -> None:
+    """Removes the member a body source points at, if present (for delivery-only fields)."""
+    if not tokens:
+        return
+    parent = _walk(document, tokens[:-1])
+    if isinstance(parent, dict):
+        parent.pop(tokens[-1], None)

@@ -1,0 +1,132 @@
+// A promise-based client for inboxd's InboxService on @grpc/grpc-js.
+//
+// Requests use the proto's field names in camelCase, with conveniences:
+// durations as milliseconds (leaseMs, waitMs, retryAfterMs), payloads as
+// Buffers, strings or JSON values, enums with or without their prefix.
+// Responses are the messages as @grpc/proto-loader decodes them: int64 as
+// decimal strings, enums as names, Timestamps as {seconds, nanos} (see toDate).
+// A failed call rejects with grpc-js's ServiceError; compare `err.code` with
+// `status` (re-exported from @grpc/grpc-js).
+
+import grpc from '@grpc/grpc-js';
+
+import { duration, enumValue, payloadBytes, timestamp } from './convert.js';
+import { loadInboxd } from './protos.js';
+
+export const { status } = grpc;
+
+const DEFAULT_DEADLINE_MS = 30_000;
+
+export class InboxClient {
+  /**
+   * @param {object} [options]
+   * @param {string} [options.target] host:port; defaults to INBOXD_TARGET, then 127.0.0.1:50051.
+   * @param {string} [options.token] bearer token, sent as `authorization: Bearer <token>`; defaults to INBOXD_TOKEN.
+   * @param {grpc.ChannelCredentials} [options.credentials] TLS credentials; insecure when omitted.
+   * @param {string} [options.protosDir] where protos/ is; see loadInboxd.
+   * @param {number} [options.deadlineMs] each call's deadline (a Claim's wait comes on top).
+   * @param {object} [options.channelOptions] passed to the grpc-js client.
+   */
+  constructor(options = {}) {
+    const target = options.target || process.env.INBOXD_TARGET || '127.0.0.1:50051';
+    const { InboxService } = loadInboxd(options.protosDir);
+    this.raw = new InboxService(
+      target,
+      options.credentials ?? grpc.credentials.createInsecure(),
+      options.channelOptions ?? {},
+    );
+    this.token = options.token ?? process.env.INBOXD_TOKEN ?? '';
+    this.deadlineMs = options.deadlineMs ?? DEFAULT_DEADLINE_MS;
+  }
+
+  /** Closes the channel; calls after this fail. */
+  close() {
+    this.raw.close();
+  }
+
+  /** Accept: insert-if-absent; resolves to {outcome, state, acceptedAt}. */
+  async accept(event) {
+    return this.#call('Accept', acceptRequest(event));
+  }
+
+  /** AcceptBatch: up to 500 events in one transaction; resolves to {results}. */
+  async acceptBatch(events) {
+    return this.#call('AcceptBatch', { events: events.map(acceptRequest) });
+  }
+
+  /** Claim: resolves to {events}, each with claimToken and fencingToken. Waits up to waitMs for work. */
+  async claim({ namespaces = [], eventTypes = [], maxEvents = 1, leaseMs, waitMs = 0, workerId = '' } = {}) {
+    const request = { namespaces, eventTypes, maxEvents, workerId, wait: duration(waitMs) };
+    if (leaseMs !== undefined) request.lease = duration(leaseMs);
+    return this.#call('Claim', request, waitMs);
+  }
+
+  /** RenewLease (fenced): resolves to {leaseExpiresAt}. */
+  async renewLease({ leaseMs, ...fence }) {
+    const request = fenced(fence);
+    if (leaseMs !== undefined) request.lease = duration(leaseMs);
+    return this.#call('RenewLease', request);
+  }
+
+  /** Complete (fenced). disposition: 'APPLIED' (default) or 'IGNORED' with a reason. */
+  async complete({ disposition = 'APPLIED', reason = '', ...fence }) {
+    return this.#call('Complete', {
+      ...fenced(fence),
+      disposition: enumValue('DISPOSITION_', disposition),
+      reason,
+    });
+  }
+
+  /** Fail (fenced): retry later with backoff (or after retryAfterMs), or dead-letter when permanent. */
+  async fail({ error = '', permanent = false, retryAfterMs, ...fence }) {
+    const request = { ...fenced(fence), error, permanent };
+    if (retryAfterMs !== undefined) request.retryAfter = duration(retryAfterMs);
+    return this.#call('Fail', request);
+  }
+
+  /** Release (fenced): give the event back without counting the attempt. */
+  async release(fence) {
+    return this.#call('Release', fenced(fence));
+  }
+
+  /**
+   * RecordActionOutcome (fenced): state is INTENDED, SUCCEEDED, FAILED or UNKNOWN.
+   * Resolves to the ActionRecord, whose idempotencyKey is stable across retries.
+   */
+  async recordActionOutcome({ action, state, externalRef = '', detail = '', ...fence }) {
+    const response = await this.#call('RecordActionOutcome', {
+      ...fenced(fence),
+      action,
+      state: enumValue('ACTION_STATE_', state),
+      externalRef,
+      detail,
+    });
+    return response.action;
+  }
+
+  #call(method, request, extraMs = 0) {
+    const metadata = new grpc.Metadata();
+    if (this.token) metadata.set('authorization', `Bearer ${this.token}`);
+    const deadline = new Date(Date.now() + this.deadlineMs + extraMs);
+    return new Promise((resolve, reject) => {
+      this.raw[method](request, metadata, { deadline }, (err, response) => {
+        if (err) reject(err);
+        else resolve(response);
+      });
+    });
+  }
+}
+
+function fenced({ namespace, eventKey, claimToken }) {
+  if (!namespace || !eventKey || !claimToken) {
+    throw new TypeError('a fenced call needs namespace, eventKey and claimToken');
+  }
+  return { namespace, eventKey, claimToken };
+}
+
+function acceptRequest({ payload = {}, availableAt, metadata = {}, ...fields }) {
+  const request = { ...fields, payload: payloadBytes(payload), metadata };
+  if (availableAt) request.availableAt = timestamp(availableAt);
+  if (request.revision !== undefined) request.revision = String(request.revision);
+  return request;
+}

@@ -1,0 +1,103 @@
+// One claimed event as a handler sees it, with the action ledger helper.
+//
+// job.action(name, perform) records INTENDED (which mints or returns the
+// action's idempotency key), runs perform({idempotencyKey, signal}), then
+// records SUCCEEDED, FAILED (perform threw ActionFailed: certainly no effect)
+// or UNKNOWN (anything else: the effect may or may not have happened). The
+// key is the same on every retry of the event, so pass it downstream.
+
+/** Thrown by a perform function when the outside world certainly did not act: recorded as FAILED. */
+export class ActionFailed extends Error {
+  constructor(message, options) {
+    super(message, options);
+    this.name = 'ActionFailed';
+  }
+}
+
+/** An action is UNKNOWN and no reconcile function settled it: the event must wait for reconciliation. */
+export class ActionUnresolved extends Error {
+  constructor(action) {
+    super(`action ${action} has an unknown outcome; reconcile it before acting again`);
+    this.name = 'ActionUnresolved';
+    this.action = action;
+  }
+}
+
+const SUCCEEDED = 'ACTION_STATE_SUCCEEDED';
+const FAILED = 'ACTION_STATE_FAILED';
+const UNKNOWN = 'ACTION_STATE_UNKNOWN';
+const INTENDED = 'ACTION_STATE_INTENDED';
+// The detail column is for people reading the ledger; keep it short.
+const MAX_DETAIL = 1024;
+
+export class Job {
+  constructor(client, event, signal) {
+    this.client = client;
+    /** The ClaimedEvent as received: namespace, eventKey, eventType, payload (Buffer), attempt, actions... */
+    this.event = event;
+    /** Aborted when the lease is lost or the worker is stopping. */
+    this.signal = signal;
+    this.actions = new Map((event.actions ?? []).map((record) => [record.action, record]));
+    this._payload = undefined;
+  }
+
+  /** The payload parsed as JSON. */
+  get payload() {
+    if (this._payload === undefined) this._payload = JSON.parse(this.event.payload.toString('utf8'));
+    return this._payload;
+  }
+
+  get fence() {
+    const { namespace, eventKey, claimToken } = this.event;
+    return { namespace, eventKey, claimToken };
+  }
+
+  /**
+   * Runs an external action at most once in effect, recording it in the event's ledger.
+   * @param {string} name the action's name within the event, e.g. 'send-welcome:v1'.
+   * @param {(ctx: {idempotencyKey: string, signal: AbortSignal}) => Promise<{externalRef?: string, detail?: string} | void>} perform
+   * @param {{reconcile?: (ctx: {idempotencyKey: string, record: object}) => Promise<'succeeded'|'failed'|'unknown'>}} [options]
+   *   reconcile asks the outside world what became of an earlier, uncertain attempt.
+   * @returns {Promise<{performed: boolean, record: object, result?: unknown}>}
+   */
+  async action(name, perform, { reconcile } = {}) {
+    const prior = this.actions.get(name);
+    if (prior?.state === SUCCEEDED) return { performed: false, record: prior };
+    // An UNKNOWN outcome may only become SUCCEEDED or FAILED; an INTENDED one left
+    // by an earlier claim is just as uncertain, so ask before acting again.
+    if (prior && (prior.state === UNKNOWN || prior.state === INTENDED) && reconcile) {
+      const verdict = await reconcile({ idempotencyKey: prior.idempotencyKey, record: prior });
+      if (verdict === 'succeeded') return { performed: false, record: await this.#record(name, SUCCEEDED) };
+      if (verdict === 'failed') await this.#record(name, FAILED, { detail: 'reconciled: no effect' });
+      else throw new ActionUnresolved(name);
+    } else if (prior?.state === UNKNOWN) {
+      throw new ActionUnresolved(name);
+    }
+    const intended = await this.#record(name, INTENDED);
+    let result;
+    try {
+      result = await perform({ idempotencyKey: intended.idempotencyKey, signal: this.signal });
+    } catch (err) {
+      const state = err instanceof ActionFailed ? FAILED : UNKNOWN;
+      await this.#record(name, state, { detail: String(err?.message ?? err) });
+      throw err;
+    }
+    const record = await this.#record(name, SUCCEEDED, {
+      externalRef: result?.externalRef ?? '',
+      detail: result?.detail ?? '',
+    });
+    return { performed: true, record, result };
+  }
+
+  async #record(action, state, { externalRef = '', detail = '' } = {}) {
+    const record = await this.client.recordActionOutcome({
+      ...this.fence,
+      action,
+      state,
+      externalRef,
+      detail: detail.slice(0, MAX_DETAIL),
+    });
+    this.actions.set(action, record);
+    return record;
+  }
+}

@@ -1,0 +1,276 @@
+// The worker loop: claim, keep the lease alive, finish fenced, give work back on shutdown.
+//
+// Each claimed event runs `handler(job)`. While it runs, the lease is renewed
+// every third of its length, so two renewals can fail before it lapses. When
+// the handler resolves the event is completed (or IGNORED when it resolves
+// to {ignored: 'reason'}); when it throws the event is failed, to be retried
+// with backoff (error.retryAfterMs overrides it; error.permanent dead-letters).
+// Every one of those calls carries the claim token, so a worker whose claim
+// was superseded learns it through ABORTED and leaves the event alone.
+//
+// stop() (and SIGTERM, with handleSignals) stops claiming, aborts each job's
+// signal, and gives a grace period: a handler that finishes in it completes
+// normally; one that throws, or is still running when it ends, is released:
+// back to PENDING at once, without counting the attempt.
+//
+// Events (all optional): 'settled' {event, outcome, error} with outcome one of
+// completed, ignored, failed, released, superseded, unfinished; 'renewed'
+// {event, leaseExpiresAt}; 'leaseLost' {event, error}; 'claimError',
+// 'renewError' and 'finishError' with the grpc error.
+
+import { EventEmitter } from 'node:events';
+
+import grpc from '@grpc/grpc-js';
+
+import { toDate } from './convert.js';
+import { Job } from './job.js';
+
+const { status } = grpc;
+// Answers that mean the claim token is dead: renewing again cannot help.
+const LEASE_GONE = new Set([status.ABORTED, status.NOT_FOUND, status.FAILED_PRECONDITION]);
+// inboxd keeps 4 KiB of an error; never the payload, only what the handler threw.
+const MAX_ERROR = 4096;
+
+/** The reason a job's signal aborts when the worker stops. */
+export class WorkerStopping extends Error {
+  constructor() {
+    super('the worker is stopping');
+    this.name = 'WorkerStopping';
+  }
+}
+
+/** The reason a job's signal aborts when its claim was superseded or ended. */
+export class LeaseLost extends Error {
+  constructor(cause) {
+    super('the lease was lost', { cause });
+    this.name = 'LeaseLost';
+  }
+}
+
+export class Worker extends EventEmitter {
+  /**
+   * @param {import('./client.js').InboxClient} client
+   * @param {object} options
+   * @param {(job: Job) => Promise<void | {ignored: string}>} options.handler
+   * @param {string[]} [options.namespaces] claim only from these (empty: all the caller may see).
+   * @param {string[]} [options.eventTypes] claim only these types (empty: all).
+   * @param {number} [options.leaseMs] lease per claim and per renewal.
+   * @param {number} [options.waitMs] each Claim's long-poll; also the longest stop() waits for one.
+   * @param {number} [options.concurrency] events handled at once.
+   * @param {number} [options.shutdownGraceMs] how long stop() lets running handlers finish.
+   * @param {number} [options.claimRetryMs] pause after a failed Claim.
+   * @param {string} [options.workerId] recorded in the claim history.
+   */
+  constructor(client, options) {
+    super();
+    if (typeof options?.handler !== 'function') throw new TypeError('a Worker needs a handler function');
+    this.client = client;
+    this.handler = options.handler;
+    this.namespaces = options.namespaces ?? [];
+    this.eventTypes = options.eventTypes ?? [];
+    this.leaseMs = options.leaseMs ?? 30_000;
+    this.waitMs = options.waitMs ?? 5_000;
+    this.concurrency = options.concurrency ?? 1;
+    this.shutdownGraceMs = options.shutdownGraceMs ?? 10_000;
+    this.claimRetryMs = options.claimRetryMs ?? 1_000;
+    this.workerId = options.workerId ?? `node-${process.pid}`;
+    this.inflight = new Map();
+    this.stopping = false;
+    this.started = false;
+    this.finished = new Promise((resolve) => {
+      this.resolveFinished = resolve;
+    });
+    this.wake = () => {};
+  }
+
+  /** Claims and handles events until stop(); resolves once every claimed event is settled. */
+  async run() {
+    if (this.started) throw new Error('a Worker runs once');
+    this.started = true;
+    while (!this.stopping) {
+      const free = this.concurrency - this.inflight.size;
+      if (free <= 0) {
+        await this.#somethingSettles();
+        continue;
+      }
+      let events;
+      try {
+        ({ events } = await this.client.claim({
+          namespaces: this.namespaces,
+          eventTypes: this.eventTypes,
+          maxEvents: free,
+          leaseMs: this.leaseMs,
+          waitMs: this.waitMs,
+          workerId: this.workerId,
+        }));
+      } catch (err) {
+        this.emit('claimError', err);
+        await this.#pause(this.claimRetryMs);
+        continue;
+      }
+      for (const event of events) {
+        if (this.stopping) await this.#giveBack(event);
+        else this.#start(event);
+      }
+    }
+    while (this.inflight.size > 0) await this.#somethingSettles();
+    clearTimeout(this.graceTimer);
+    this.resolveFinished();
+  }
+
+  /**
+   * Stops claiming and winds down; resolves when run() has returned.
+   * @param {{graceMs?: number}} [options]
+   */
+  stop({ graceMs = this.shutdownGraceMs } = {}) {
+    if (!this.stopping) {
+      this.stopping = true;
+      this.wake();
+      for (const entry of this.inflight.values()) entry.controller.abort(new WorkerStopping());
+      this.graceTimer = setTimeout(() => {
+        for (const entry of [...this.inflight.values()]) void this.#detach(entry);
+      }, graceMs);
+      if (!this.started) this.resolveFinished();
+    }
+    return this.finished;
+  }
+
+  /** Calls stop() on the first of these signals; returns a function that removes the handlers. */
+  handleSignals(signals = ['SIGTERM', 'SIGINT']) {
+    const onSignal = () => void this.stop();
+    for (const signal of signals) process.once(signal, onSignal);
+    const remove = () => signals.forEach((signal) => process.off(signal, onSignal));
+    this.finished.then(remove);
+    return remove;
+  }
+
+  #start(event) {
+    const controller = new AbortController();
+    const entry = {
+      event,
+      controller,
+      job: new Job(this.client, event, controller.signal),
+      state: 'running',
+      lost: false,
+      renewing: false,
+    };
+    entry.settled = new Promise((resolve) => {
+      entry.resolveSettled = resolve;
+    });
+    // A third of the lease: two renewals may fail (a blip, a slow call) before it lapses.
+    entry.renewTimer = setInterval(() => void this.#renew(entry), Math.max(1, Math.floor(this.leaseMs / 3)));
+    this.inflight.set(event.claimToken, entry);
+    void this.#handle(entry);
+  }
+
+  async #handle(entry) {
+    let result;
+    let error = null;
+    try {
+      result = await this.handler(entry.job);
+    } catch (err) {
+      error = err;
+    }
+    if (entry.state !== 'running') return; // released at the end of the grace period
+    entry.state = 'finishing';
+    clearInterval(entry.renewTimer);
+    const outcome = await this.#finish(entry, result, error);
+    this.#settle(entry, outcome, error);
+  }
+
+  async #finish(entry, result, error) {
+    if (entry.lost) return 'superseded';
+    const fence = entry.job.fence;
+    try {
+      if (error && this.stopping) {
+        await this.client.release(fence);
+        return 'released';
+      }
+      if (error) {
+        await this.client.fail({
+          ...fence,
+          error: describe(error),
+          permanent: error?.permanent === true,
+          retryAfterMs: error?.retryAfterMs,
+        });
+        return 'failed';
+      }
+      const reason = result?.ignored;
+      await this.client.complete({ ...fence, disposition: reason ? 'IGNORED' : 'APPLIED', reason: reason || '' });
+      return reason ? 'ignored' : 'completed';
+    } catch (err) {
+      if (err?.code === status.ABORTED) return 'superseded';
+      // The lease will lapse and the event come back: at-least-once, never lost.
+      this.emit('finishError', err, entry.event);
+      return 'unfinished';
+    }
+  }
+
+  async #detach(entry) {
+    if (entry.state !== 'running') return;
+    entry.state = 'detached';
+    clearInterval(entry.renewTimer);
+    let outcome = 'released';
+    try {
+      await this.client.release(entry.job.fence);
+    } catch (err) {
+      outcome = err?.code === status.ABORTED ? 'superseded' : 'unfinished';
+      if (outcome === 'unfinished') this.emit('finishError', err, entry.event);
+    }
+    this.#settle(entry, outcome, null);
+  }
+
+  async #renew(entry) {
+    if (entry.renewing || entry.state !== 'running') return;
+    entry.renewing = true;
+    try {
+      const answer = await this.client.renewLease({ ...entry.job.fence, leaseMs: this.leaseMs });
+      this.emit('renewed', { event: entry.event, leaseExpiresAt: toDate(answer.leaseExpiresAt) });
+    } catch (err) {
+      if (LEASE_GONE.has(err?.code)) {
+        entry.lost = true;
+        clearInterval(entry.renewTimer);
+        entry.controller.abort(new LeaseLost(err));
+        this.emit('leaseLost', { event: entry.event, error: err });
+      } else {
+        this.emit('renewError', err, entry.event);
+      }
+    } finally {
+      entry.renewing = false;
+    }
+  }
+
+  #settle(entry, outcome, error) {
+    this.inflight.delete(entry.event.claimToken);
+    entry.resolveSettled();
+    this.emit('settled', { event: entry.event, outcome, error });
+  }
+
+  async #giveBack(event) {
+    try {
+      await this.client.release({ namespace: event.namespace, eventKey: event.eventKey, claimToken: event.claimToken });
+    } catch (err) {
+      this.emit('finishError', err, event);
+    }
+    this.emit('settled', { event, outcome: 'released', error: null });
+  }
+
+  #somethingSettles() {
+    return Promise.race([...this.inflight.values()].map((entry) => entry.settled));
+  }
+
+  #pause(ms) {
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      this.wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+  }
+}
+
+function describe(error) {
+  const text = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+  return text.slice(0, MAX_ERROR);
+}

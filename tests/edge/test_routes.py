@@ -1,0 +1,123 @@
+"""Routes as configuration: loading and refusing, and the adapter that names each event (no server needed)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from inboxd_edge.config import ConfigError, Route, config_from_data, load_config
+from inboxd_edge.keys import UnsupportedType, resolve
+from inboxd_edge.sources import MissingValue, Request, Source
+from tests.edge.rig import routes_config
+
+
+def route(name: str) -> Route:
+    config = config_from_data(routes_config("127.0.0.1:1"), {})
+    return next(r for r in config.routes if r.name == name)
+
+
+def with_route(**changes: Any) -> dict[str, Any]:
+    data = routes_config("127.0.0.1:1")
+    data["routes"] = [{**data["routes"][0], **changes}]
+    return data
+
+
+def test_source_reads_json_pointers_dotted_paths_headers_and_path_params() -> None:
+    request = Request(
+        {"data": {"object": {"id": "evt_1"}}, "a/b": {"~k": 7}, "list": ["x", "y"], "flag": True},
+        {"X-Event": "message.received"},
+        {"account": "acme"},
+    )
+    assert Source.parse("body:/data/object/id").read(request) == "evt_1"
+    assert Source.parse("body:data.object.id").read(request) == "evt_1"
+    assert Source.parse("body:/a~1b/~0k").read(request) == "7"
+    assert Source.parse("body:/list/1").read(request) == "y"
+    assert Source.parse("header:X-Event").read(request) == "message.received"
+    assert Source.parse("path:account").read(request) == "acme"
+    for missing in ("body:/data/nothing", "body:/flag", "body:/data", "body:/list/9", "header:X-None"):
+        with pytest.raises(MissingValue):
+            Source.parse(missing).read(request)
+
+
+@pytest.mark.parametrize("text", ["id", "body:", "query:id"])
+def test_source_refuses_unknown_forms(text: str) -> None:
+    with pytest.raises(ValueError):
+        Source.parse(text)
+
+
+def test_mailera_key_carries_the_type_and_the_delivery_goes_to_metadata_only() -> None:
+    mailera = route("mailera")
+    document = {"subscription_id": "sub_1", "message": {"message_id": "<m1@example.com>"}}
+    headers = {"X-MailHub-Event": "message.junk", "X-MailHub-Delivery": "dlv_42"}
+    event = resolve(mailera, Request(document, headers, {"account": "acme"}), b"{}")
+    assert event.namespace == "mailera/acme/sub_1"
+    assert event.event_key == "message.junk:<m1@example.com>"
+    assert "dlv_42" not in event.event_key
+    assert event.metadata["delivery_id"] == "dlv_42"
+    assert event.message_id == "<m1@example.com>"
+
+
+def test_a_slash_in_a_namespace_value_cannot_forge_another_namespace() -> None:
+    mailera = route("mailera")
+    document = {"subscription_id": "b/c", "message": {"message_id": "m"}}
+    event = resolve(mailera, Request(document, {"X-MailHub-Event": "message.received"}, {"account": "a"}), b"{}")
+    assert event.namespace == "mailera/a/b%2Fc"
+
+
+def test_a_type_the_route_does_not_take_is_unsupported() -> None:
+    with pytest.raises(UnsupportedType):
+        resolve(route("std"), Request({"type": "invoice.created"}, {"webhook-id": "m"}, {"account": "a"}), b"{}")
+
+
+def test_payload_drop_removes_delivery_only_members_before_accept() -> None:
+    document = {"inbox": "i", "event": "email.received", "headers": {"message-id": "m"}, "delivered_at": 1}
+    event = resolve(route("hidemy"), Request(document, {}, {}), json.dumps(document).encode())
+    assert json.loads(event.payload) == {"inbox": "i", "event": "email.received", "headers": {"message-id": "m"}}
+    assert event.event_key == "m"
+
+
+@pytest.mark.parametrize(
+    ("changes", "complaint"),
+    [
+        ({"allowed_type": ["x"]}, "unknown keys"),
+        ({"allowed_types": []}, "allowed_types"),
+        ({"scheme": "carrier-pigeon"}, "scheme"),
+        ({"secrets": []}, "secret"),
+        ({"namespace": "std/{tenant}"}, "tenant"),
+        ({"keep_headers": ["webhook-signature"]}, "keep_headers"),
+        ({"scheme": "hmac"}, "hmac"),
+        ({"secrets": ["not base64 at all!"]}, "whsec_"),
+    ],
+)
+def test_a_route_that_cannot_work_is_refused_at_load_time(changes: dict[str, Any], complaint: str) -> None:
+    with pytest.raises(ConfigError, match=complaint):
+        config_from_data(with_route(**changes), {})
+
+
+def test_secrets_come_from_the_environment_when_the_file_names_them(tmp_path: Path) -> None:
+    data = with_route(secrets_env=["STD_SECRET"])
+    del data["routes"][0]["secrets"]
+    path = tmp_path / "edge.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(ConfigError, match="STD_SECRET"):
+        load_config(path, {})
+    secret = routes_config("x")["routes"][0]["secrets"][0]
+    assert load_config(path, {"STD_SECRET": secret}).routes[0].name == "std"
+
+
+def test_the_example_routes_file_loads() -> None:
+    example = Path(__file__).resolve().parents[2] / "clients" / "edge" / "examples" / "routes.toml"
+    names = [
+        "BILLING_WEBHOOK_SECRET",
+        "STRIPE_WEBHOOK_SECRET",
+        "STRIPE_WEBHOOK_SECRET_PREVIOUS",
+        "MAILERA_WEBHOOK_SECRET",
+        "HIDEMY_WEBHOOK_SECRET",
+        "ACME_WEBHOOK_SECRET",
+    ]
+    environ = {name: "whsec_" + "QUJD" * 8 for name in names}
+    config = load_config(example, environ)
+    assert [r.name for r in config.routes] == ["billing", "stripe", "mailera", "hidemy", "acme"]
