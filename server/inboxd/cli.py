@@ -11,10 +11,13 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from inboxd.admin_cli import COMMANDS as ADMIN_COMMANDS
+from inboxd.admin_cli import add_admin_commands, run_admin_command
 from inboxd.auth import Scope, TokenRegistry, TokensFileError, entry_toml, new_token
 from inboxd.config import ConfigError, Settings, env_names, load_settings
 from inboxd.embedded_pg import EmbeddedPostgres, EmbeddedPostgresError
 from inboxd.errors import Unavailable
+from inboxd.logs import configure_logging
 from inboxd.server import start_server
 from inboxd.store.database import Database
 from inboxd.store.migrate import migrate
@@ -58,6 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     create.add_argument("--name", required=True, help="who holds it, e.g. edge-mailera")
     create.add_argument("--scopes", required=True, help="comma-separated: accept, work, admin")
     create.add_argument("--namespaces", required=True, help='comma-separated patterns, e.g. "mailera/*" or "*"')
+    add_admin_commands(commands)
     return parser
 
 
@@ -189,7 +193,9 @@ async def _migrate_only(settings: Settings) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.command in ADMIN_COMMANDS:
+        return run_admin_command(args)
+    configure_logging(sys.stderr)
     try:
         if args.command == "token":
             _create_token(args)

@@ -13,6 +13,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from inboxd.api.admin_servicer import AdminServicer
 from inboxd.api.auth import AuthInterceptor
 from inboxd.api.handlers import generic_handler
 from inboxd.api.inbox_servicer import MAX_BATCH_EVENTS, InboxServicer
@@ -20,6 +21,8 @@ from inboxd.auth import TokenRegistry
 from inboxd.config import ConfigError, Settings
 from inboxd.errors import Unavailable
 from inboxd.inbox import Clock, Inbox, database_clock
+from inboxd.observed_inbox import ObservedInbox
+from inboxd.operations import Operations
 from inboxd.store.database import Database
 from inboxd.store.notifications import ReplicaSignals
 from inboxd.validation import MAX_METADATA_BYTES
@@ -60,6 +63,8 @@ class RunningServer:
     port: int
     inbox: Inbox
     health: Any  # grpc_health.v1.health.aio.HealthServicer, untyped upstream
+    # Metrics, stats gauges, retention and the operators' use cases.
+    ops: Operations | None = None
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
     _closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
 
@@ -85,13 +90,14 @@ async def start_server(
 ) -> RunningServer:
     """Starts serving on settings.listen; `registry` None means no tokens (loopback only)."""
     server = grpc.aio.server(options=server_options(settings), interceptors=[AuthInterceptor(registry)])
-    inbox = Inbox(db, settings, clock)
+    inbox = ObservedInbox(db, settings, clock)
+    ops = Operations.for_inbox(inbox)
     inbox.signals = ReplicaSignals(db.conninfo, inbox.on_replica_signal)
     inbox.signals.start()
     server.add_generic_rpc_handlers(
         (
-            generic_handler(INBOX_SERVICE, InboxServicer(inbox)),
-            generic_handler(ADMIN_SERVICE, object()),
+            generic_handler(INBOX_SERVICE, InboxServicer(inbox), ops.metrics.observe_rpc),
+            generic_handler(ADMIN_SERVICE, AdminServicer(ops.operators), ops.metrics.observe_rpc),
         )
     )
     health_servicer = health.aio.HealthServicer()  # type: ignore[attr-defined]
@@ -105,8 +111,10 @@ async def start_server(
     if port == 0:
         raise RuntimeError(f"could not listen on {settings.listen}")
     await server.start()
-    running = RunningServer(server, port, inbox, health_servicer)
+    running = RunningServer(server, port, inbox, health_servicer, ops=ops)
     running._closers.append(inbox.signals.stop)
+    await ops.start()
+    running._closers.append(ops.stop)
     await _report_health(running, db)
     running._tasks.append(asyncio.create_task(_watch_health(running, db)))
     return running

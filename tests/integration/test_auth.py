@@ -115,10 +115,9 @@ RPCS: dict[str, tuple[str, Call]] = {
 
 NOT_FOUND = grpc.StatusCode.NOT_FOUND
 CORRECT_TOKEN_ANSWER = {
-    **{rpc: grpc.StatusCode.OK for rpc in ("Accept", "AcceptBatch", "Claim")},
+    **{rpc: grpc.StatusCode.OK for rpc in ("Accept", "AcceptBatch", "Claim", "ListEvents", "Stats")},
     **{rpc: NOT_FOUND for rpc in ("RenewLease", "Complete", "Fail", "Release", "RecordActionOutcome")},
-    # The admin RPCs are not built yet; this moves to NOT_FOUND / OK when they are.
-    **{rpc: grpc.StatusCode.UNIMPLEMENTED for rpc in ("GetEvent", "Replay", "ListEvents", "Stats")},
+    **{rpc: NOT_FOUND for rpc in ("GetEvent", "Replay")},
 }
 
 

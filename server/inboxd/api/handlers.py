@@ -18,6 +18,7 @@ import grpc
 from google.protobuf import message, message_factory
 from google.protobuf.descriptor import ServiceDescriptor
 
+from inboxd.api.rpc_timing import ObserveRpc, timed
 from inboxd.api.status import status_for
 from inboxd.errors import InboxError
 
@@ -61,15 +62,21 @@ def _wrap(method_name: str, behaviour: Behaviour | None) -> Behaviour:
     return handle
 
 
-def generic_handler(service: ServiceDescriptor, servicer: object) -> grpc.GenericRpcHandler[Any, Any]:
-    """One handler for every RPC of `service`; methods the servicer lacks are UNIMPLEMENTED."""
+def generic_handler(
+    service: ServiceDescriptor, servicer: object, observe: ObserveRpc | None = None
+) -> grpc.GenericRpcHandler[Any, Any]:
+    """One handler for every RPC of `service`; methods the servicer lacks are UNIMPLEMENTED.
+
+    `observe(method, code, seconds)` hears how each call ended (for metrics).
+    """
     handlers = {}
     for method in service.methods:
         request_cls = message_factory.GetMessageClass(method.input_type)
         response_cls = message_factory.GetMessageClass(method.output_type)
         behaviour = getattr(servicer, method.name, None)
+        handle = _wrap(method.name, behaviour)
         handlers[method.name] = grpc.unary_unary_rpc_method_handler(
-            _wrap(method.name, behaviour),
+            timed(method.name, handle, observe) if observe else handle,
             request_deserializer=_safe_deserializer(request_cls),
             response_serializer=response_cls.SerializeToString,
         )

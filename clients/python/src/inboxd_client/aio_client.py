@@ -1,0 +1,231 @@
+"""AsyncInboxClient: one typed coroutine per inboxd RPC, on grpc.aio.
+
+Create it inside a running event loop (`async with AsyncInboxClient(...)`).
+Every method raises an `InboxError` subclass for a non-OK status, and
+`ClaimSuperseded` when a fenced call's claim is no longer current. Calls that
+are safe to repeat are retried by gRPC on UNAVAILABLE (see `rpcs`).
+"""
+
+# `timeout` is each call's gRPC deadline, as grpc itself names it, not an asyncio timeout.
+# ruff: noqa: ASYNC109
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from types import TracebackType
+from typing import Any, TypeVar, cast
+
+import grpc
+from google.protobuf.message import Message
+
+from inboxd_client import builders, rpcs
+from inboxd_client.builders import DurationLike, Fenced
+from inboxd_client.connection import ChannelOption, RetryPolicy, TlsConfig, call_metadata, channel_options
+from inboxd_client.errors import error_from_status
+from inboxd_client.v1 import admin_pb2, inbox_pb2, types_pb2
+
+R = TypeVar("R", bound=Message)
+
+DEFAULT_TIMEOUT = 30.0
+# A long-polling Claim may take `wait`; the server answers (empty-handed) before this much more.
+CLAIM_TIMEOUT_MARGIN = 10.0
+
+
+def claim_timeout(wait: DurationLike | None, timeout: float | None) -> float:
+    if timeout is not None:
+        return timeout
+    return (builders.to_timedelta(wait).total_seconds() if wait is not None else 0.0) + CLAIM_TIMEOUT_MARGIN
+
+
+class AsyncInboxClient:
+    """The async client for InboxService and InboxAdminService.
+
+    `target` is host:port. `token` is sent as `authorization: Bearer <token>`.
+    `tls=True` uses gRPC's default roots; a `TlsConfig` picks the CA and the
+    client certificate for mutual TLS; `False` is plaintext (loopback only).
+    `retry=None` turns gRPC's retries off. `timeout` is each call's default
+    deadline in seconds.
+    """
+
+    def __init__(
+        self,
+        target: str,
+        *,
+        token: str | None = None,
+        tls: TlsConfig | bool = False,
+        retry: RetryPolicy | None = RetryPolicy(),  # noqa: B008 - frozen, shared safely
+        timeout: float = DEFAULT_TIMEOUT,
+        options: Sequence[ChannelOption] = (),
+    ) -> None:
+        tls_config = TlsConfig() if tls is True else (tls or None)
+        opts = channel_options(retry, tls_config, options)
+        if tls_config is None:
+            self._channel = grpc.aio.insecure_channel(target, options=opts)
+        else:
+            self._channel = grpc.aio.secure_channel(target, tls_config.credentials(), options=opts)
+        self.target = target
+        self.timeout = timeout
+        self._metadata = call_metadata(token)
+        self._callables: dict[str, Any] = {}
+
+    async def close(self, grace: float | None = None) -> None:
+        await self._channel.close(grace)
+
+    async def __aenter__(self) -> AsyncInboxClient:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    async def _call(self, rpc: rpcs.Rpc[R], request: Message, timeout: float | None) -> R:
+        method = self._callables.get(rpc.path)
+        if method is None:
+            method = self._channel.unary_unary(
+                rpc.path, request_serializer=rpcs.serialize, response_deserializer=rpc.response.FromString
+            )
+            self._callables[rpc.path] = method
+        try:
+            response = await method(
+                request, timeout=self.timeout if timeout is None else timeout, metadata=self._metadata
+            )
+        except grpc.aio.AioRpcError as exc:
+            raise error_from_status(exc.code(), exc.details(), method=rpc.name) from exc
+        return cast(R, response)
+
+    # -- InboxService --
+
+    async def accept(
+        self,
+        namespace: str,
+        event_key: str,
+        event_type: str,
+        payload: object,
+        *,
+        metadata: Mapping[str, str] | None = None,
+        message_id: str = "",
+        ordering_key: str = "",
+        revision: int = 0,
+        available_at: datetime | None = None,
+        timeout: float | None = None,
+    ) -> inbox_pb2.AcceptResponse:
+        """Stores the event unless its (namespace, event_key) exists; answers only after commit."""
+        request = builders.accept_request(
+            namespace,
+            event_key,
+            event_type,
+            payload,
+            metadata=metadata,
+            message_id=message_id,
+            ordering_key=ordering_key,
+            revision=revision,
+            available_at=available_at,
+        )
+        return await self._call(rpcs.ACCEPT, request, timeout)
+
+    async def accept_batch(
+        self, events: Iterable[inbox_pb2.AcceptRequest], *, timeout: float | None = None
+    ) -> inbox_pb2.AcceptBatchResponse:
+        """Up to 500 events in one transaction; build each with `builders.accept_request`."""
+        return await self._call(rpcs.ACCEPT_BATCH, inbox_pb2.AcceptBatchRequest(events=list(events)), timeout)
+
+    async def claim(
+        self,
+        *,
+        namespaces: Iterable[str] = (),
+        event_types: Iterable[str] = (),
+        max_events: int = 1,
+        lease: DurationLike | None = None,
+        wait: DurationLike | None = None,
+        worker_id: str = "",
+        timeout: float | None = None,
+    ) -> inbox_pb2.ClaimResponse:
+        """Leases up to `max_events` events, long-polling up to `wait`. Never retried (see `rpcs.CLAIM`)."""
+        request = builders.claim_request(
+            namespaces=namespaces,
+            event_types=event_types,
+            max_events=max_events,
+            lease=lease,
+            wait=wait,
+            worker_id=worker_id,
+        )
+        return await self._call(rpcs.CLAIM, request, claim_timeout(wait, timeout))
+
+    async def renew_lease(
+        self, event: Fenced, *, lease: DurationLike | None = None, timeout: float | None = None
+    ) -> inbox_pb2.RenewLeaseResponse:
+        return await self._call(rpcs.RENEW_LEASE, builders.renew_lease_request(event, lease), timeout)
+
+    async def complete(
+        self,
+        event: Fenced,
+        *,
+        disposition: types_pb2.Disposition = types_pb2.DISPOSITION_APPLIED,
+        reason: str = "",
+        timeout: float | None = None,
+    ) -> inbox_pb2.CompleteResponse:
+        """Finishes the event; DISPOSITION_IGNORED needs a `reason`."""
+        return await self._call(rpcs.COMPLETE, builders.complete_request(event, disposition, reason), timeout)
+
+    async def fail(
+        self,
+        event: Fenced,
+        error: str,
+        *,
+        permanent: bool = False,
+        retry_after: DurationLike | None = None,
+        timeout: float | None = None,
+    ) -> inbox_pb2.FailResponse:
+        """Schedules a retry (backoff, or `retry_after`) or dead-letters; never put the payload in `error`."""
+        request = builders.fail_request(event, error, permanent=permanent, retry_after=retry_after)
+        return await self._call(rpcs.FAIL, request, timeout)
+
+    async def release(self, event: Fenced, *, timeout: float | None = None) -> inbox_pb2.ReleaseResponse:
+        """Gives the event back at once, without counting the attempt."""
+        return await self._call(rpcs.RELEASE, builders.release_request(event), timeout)
+
+    async def record_action_outcome(
+        self,
+        event: Fenced,
+        action: str,
+        state: types_pb2.ActionState,
+        *,
+        external_ref: str = "",
+        detail: str = "",
+        timeout: float | None = None,
+    ) -> inbox_pb2.RecordActionOutcomeResponse:
+        """Writes one step of an external action to the event's ledger; INTENDED mints the idempotency key."""
+        request = builders.record_action_outcome_request(event, action, state, external_ref, detail)
+        return await self._call(rpcs.RECORD_ACTION_OUTCOME, request, timeout)
+
+    # -- InboxAdminService --
+
+    async def get_event(
+        self, namespace: str, event_key: str, *, timeout: float | None = None
+    ) -> admin_pb2.GetEventResponse:
+        request = admin_pb2.GetEventRequest(namespace=namespace, event_key=event_key)
+        return await self._call(rpcs.GET_EVENT, request, timeout)
+
+    async def list_events(
+        self,
+        namespace: str = "",
+        *,
+        state: types_pb2.EventState = types_pb2.EVENT_STATE_UNSPECIFIED,
+        page_size: int = 0,
+        page_token: str = "",
+        timeout: float | None = None,
+    ) -> admin_pb2.ListEventsResponse:
+        request = builders.list_events_request(namespace, state, page_size, page_token)
+        return await self._call(rpcs.LIST_EVENTS, request, timeout)
+
+    async def replay(
+        self, namespace: str, event_key: str, reason: str, *, timeout: float | None = None
+    ) -> admin_pb2.ReplayResponse:
+        """Returns a COMPLETED or DEAD_LETTERED event to PENDING; never retried (see `rpcs.REPLAY`)."""
+        request = admin_pb2.ReplayRequest(namespace=namespace, event_key=event_key, reason=reason)
+        return await self._call(rpcs.REPLAY, request, timeout)
+
+    async def stats(self, namespace: str = "", *, timeout: float | None = None) -> admin_pb2.StatsResponse:
+        return await self._call(rpcs.STATS, admin_pb2.StatsRequest(namespace=namespace), timeout)

@@ -1,0 +1,129 @@
+"""How a worker's claim ends: the handler's outcome turned into Complete, Fail or Release.
+
+The server has the last word. A finishing call answered ABORTED means the
+claim was taken over meanwhile: the result is refused, counted as
+superseded, and never raised, since the event now belongs to another claim.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable
+from dataclasses import dataclass
+
+from inboxd_client.actions import describe
+from inboxd_client.aio_client import AsyncInboxClient
+from inboxd_client.context import EventContext
+from inboxd_client.errors import ClaimSuperseded, InboxError
+from inboxd_client.outcomes import Ignore, PermanentError, RetryLater
+from inboxd_client.v1 import inbox_pb2, types_pb2
+
+log = logging.getLogger("inboxd_client.worker")
+
+
+@dataclass
+class WorkerStats:
+    """Counters of what the worker did, for logs, metrics and tests."""
+
+    claimed: int = 0
+    completed: int = 0
+    ignored: int = 0
+    failed: int = 0  # Fail answered PENDING: a retry is scheduled
+    dead_lettered: int = 0
+    released: int = 0
+    superseded: int = 0  # the claim was taken over: handler cancelled, or its finish refused
+    renewals: int = 0
+    errors: int = 0  # finishing calls that failed otherwise; the lease expiry returns those events
+
+
+class Job:
+    """One claimed event in flight: its context, its handler's future, and why it may be interrupted."""
+
+    def __init__(self, context: EventContext, is_async: bool) -> None:
+        self.context = context
+        self.is_async = is_async
+        self.handler: asyncio.Future[Ignore | None] | None = None
+        self.lost = False
+        self.releasing = False
+
+    def interrupt(self, *, releasing: bool) -> None:
+        """The claim was lost (`releasing=False`) or shutdown is giving the event back."""
+        if releasing:
+            self.releasing = True
+        else:
+            self.lost = True
+        self.context.cancelled.set()
+        # A thread cannot be cancelled. A lost sync handler is waited for (it
+        # holds its concurrency slot, and ctx.cancelled tells it to return);
+        # on release the waiting stops, since shutdown cannot wait for ever.
+        if self.handler is not None and (self.is_async or releasing):
+            self.handler.cancel()
+
+
+class Finisher:
+    """Ends claims for a worker, and counts how each ended in `stats`."""
+
+    def __init__(self, client: AsyncInboxClient, stats: WorkerStats) -> None:
+        self.client = client
+        self.stats = stats
+
+    async def finish(self, job: Job) -> None:
+        """Ends the job's claim as its handler's end says; never raises an InboxError."""
+        await self._safely(job.context.event, self._finish(job))
+
+    async def release(self, event: inbox_pb2.ClaimedEvent) -> None:
+        """Gives a claimed event back without counting the attempt; never raises an InboxError."""
+        await self._safely(event, self._release(event))
+
+    async def _finish(self, job: Job) -> None:
+        event, handler = job.context.event, job.handler
+        assert handler is not None and handler.done()
+        if handler.cancelled():
+            if job.releasing:
+                await self._release(event)
+            elif job.lost:
+                self.stats.superseded += 1
+            else:
+                await self._fail(event, asyncio.CancelledError("the handler was cancelled"))
+            return
+        error = handler.exception()
+        if error is not None:
+            await self._fail(event, error)
+            return
+        result = handler.result()
+        reason = result.reason if isinstance(result, Ignore) else job.context.ignored_reason
+        if reason:
+            await self.client.complete(event, disposition=types_pb2.DISPOSITION_IGNORED, reason=reason)
+            self.stats.ignored += 1
+        else:
+            await self.client.complete(event)
+            self.stats.completed += 1
+
+    async def _fail(self, event: inbox_pb2.ClaimedEvent, error: BaseException) -> None:
+        log.warning("handler failed for %s/%s", event.namespace, event.event_key, exc_info=error)
+        text = describe(error)
+        if isinstance(error, PermanentError):
+            answer = await self.client.fail(event, text, permanent=True)
+        elif isinstance(error, RetryLater):
+            answer = await self.client.fail(event, text, retry_after=error.retry_after)
+        else:
+            answer = await self.client.fail(event, text)
+        if answer.state == types_pb2.EVENT_STATE_DEAD_LETTERED:
+            self.stats.dead_lettered += 1
+        else:
+            self.stats.failed += 1
+
+    async def _release(self, event: inbox_pb2.ClaimedEvent) -> None:
+        await self.client.release(event)
+        self.stats.released += 1
+
+    async def _safely(self, event: inbox_pb2.ClaimedEvent, finishing: Awaitable[None]) -> None:
+        try:
+            await finishing
+        except ClaimSuperseded:
+            self.stats.superseded += 1
+            log.warning("the claim of %s/%s was superseded: its result is refused", event.namespace, event.event_key)
+        except InboxError as exc:
+            self.stats.errors += 1
+            log.error("could not finish %s/%s; its lease will expire: %s", event.namespace, event.event_key, exc)

@@ -1,0 +1,129 @@
+"""The table of inboxd's RPCs: their paths, answer types, and whether a retry is safe.
+
+The retry column is the one place that decides which calls gRPC retries by
+itself when the answer is UNAVAILABLE (see `connection.service_config`). A
+retry is safe only when a repeat after an unknown outcome cannot do the work
+twice or lose it; the `why` of each entry says how.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from google.protobuf.message import Message
+
+from inboxd_client.v1 import admin_pb2, inbox_pb2
+
+INBOX_SERVICE = "inboxd.v1.InboxService"
+ADMIN_SERVICE = "inboxd.v1.InboxAdminService"
+
+R = TypeVar("R", bound=Message)
+
+
+@dataclass(frozen=True)
+class Rpc(Generic[R]):
+    """One unary RPC: where it lives, what it answers, and whether gRPC may retry it."""
+
+    service: str
+    name: str
+    response: type[R]
+    retry_safe: bool
+    why: str
+
+    @property
+    def path(self) -> str:
+        return f"/{self.service}/{self.name}"
+
+
+def serialize(message: Message) -> bytes:
+    """The request serializer for every RPC (the message's own method, bound late)."""
+    return message.SerializeToString()
+
+
+ACCEPT = Rpc(
+    INBOX_SERVICE,
+    "Accept",
+    inbox_pb2.AcceptResponse,
+    True,
+    "insert-if-absent on (namespace, event_key): a retry after a lost answer finds the committed row"
+    " and answers DUPLICATE, so the event is stored once either way",
+)
+ACCEPT_BATCH = Rpc(
+    INBOX_SERVICE,
+    "AcceptBatch",
+    inbox_pb2.AcceptBatchResponse,
+    True,
+    "one transaction of Accepts: a retry answers DUPLICATE for every event the lost attempt committed",
+)
+CLAIM = Rpc(
+    INBOX_SERVICE,
+    "Claim",
+    inbox_pb2.ClaimResponse,
+    False,
+    "a retry after a lost answer claims again: the first claim's events are leased to nobody who knows it,"
+    " and come back only when their leases expire, with an attempt spent",
+)
+RENEW_LEASE = Rpc(
+    INBOX_SERVICE,
+    "RenewLease",
+    inbox_pb2.RenewLeaseResponse,
+    True,
+    "moves the lease's end to now + lease: doing it twice leaves the same state",
+)
+COMPLETE = Rpc(
+    INBOX_SERVICE,
+    "Complete",
+    inbox_pb2.CompleteResponse,
+    True,
+    "idempotent for the same claim token: a repeat with the token that completed the event answers OK",
+)
+FAIL = Rpc(
+    INBOX_SERVICE,
+    "Fail",
+    inbox_pb2.FailResponse,
+    False,
+    "counts the attempt and decides between a retry and a dead letter; a blind repeat could decide twice,"
+    " and its answer (ABORTED, the claim having ended) would hide what the first one decided",
+)
+RELEASE = Rpc(
+    INBOX_SERVICE,
+    "Release",
+    inbox_pb2.ReleaseResponse,
+    False,
+    "ends the claim: a repeat after a lost answer is ABORTED, or acts on a claim someone else made meanwhile;"
+    " if the answer is lost, the lease simply expires",
+)
+RECORD_ACTION_OUTCOME = Rpc(
+    INBOX_SERVICE,
+    "RecordActionOutcome",
+    inbox_pb2.RecordActionOutcomeResponse,
+    True,
+    "repeating an outcome that is already recorded answers OK, and INTENDED again returns the same key",
+)
+GET_EVENT = Rpc(ADMIN_SERVICE, "GetEvent", admin_pb2.GetEventResponse, True, "a read")
+LIST_EVENTS = Rpc(ADMIN_SERVICE, "ListEvents", admin_pb2.ListEventsResponse, True, "a read")
+STATS = Rpc(ADMIN_SERVICE, "Stats", admin_pb2.StatsResponse, True, "a read")
+REPLAY = Rpc(
+    ADMIN_SERVICE,
+    "Replay",
+    admin_pb2.ReplayResponse,
+    False,
+    "an audited transition: a repeat after a lost answer is refused (the event is PENDING already),"
+    " or replays a second time if a worker finished it meanwhile",
+)
+
+ALL_RPCS: tuple[Rpc[Any], ...] = (
+    ACCEPT,
+    ACCEPT_BATCH,
+    CLAIM,
+    RENEW_LEASE,
+    COMPLETE,
+    FAIL,
+    RELEASE,
+    RECORD_ACTION_OUTCOME,
+    GET_EVENT,
+    LIST_EVENTS,
+    STATS,
+    REPLAY,
+)

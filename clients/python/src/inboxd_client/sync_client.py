@@ -1,0 +1,198 @@
+"""InboxClient: the blocking twin of AsyncInboxClient, on a plain grpc channel.
+
+Same methods, same arguments, same exceptions, same retry policy; see
+`aio_client.AsyncInboxClient` for what each call does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from types import TracebackType
+from typing import Any, TypeVar, cast
+
+import grpc
+from google.protobuf.message import Message
+
+from inboxd_client import builders, rpcs
+from inboxd_client.aio_client import DEFAULT_TIMEOUT, claim_timeout
+from inboxd_client.builders import DurationLike, Fenced
+from inboxd_client.connection import ChannelOption, RetryPolicy, TlsConfig, call_metadata, channel_options
+from inboxd_client.errors import error_from_status
+from inboxd_client.v1 import admin_pb2, inbox_pb2, types_pb2
+
+R = TypeVar("R", bound=Message)
+
+
+class InboxClient:
+    """The blocking client for InboxService and InboxAdminService; options as in AsyncInboxClient."""
+
+    def __init__(
+        self,
+        target: str,
+        *,
+        token: str | None = None,
+        tls: TlsConfig | bool = False,
+        retry: RetryPolicy | None = RetryPolicy(),  # noqa: B008 - frozen, shared safely
+        timeout: float = DEFAULT_TIMEOUT,
+        options: Sequence[ChannelOption] = (),
+    ) -> None:
+        tls_config = TlsConfig() if tls is True else (tls or None)
+        opts = channel_options(retry, tls_config, options)
+        if tls_config is None:
+            self._channel = grpc.insecure_channel(target, options=opts)
+        else:
+            self._channel = grpc.secure_channel(target, tls_config.credentials(), options=opts)
+        self.target = target
+        self.timeout = timeout
+        self._metadata = call_metadata(token)
+        self._callables: dict[str, Any] = {}
+
+    def close(self) -> None:
+        self._channel.close()
+
+    def __enter__(self) -> InboxClient:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def _call(self, rpc: rpcs.Rpc[R], request: Message, timeout: float | None) -> R:
+        method = self._callables.get(rpc.path)
+        if method is None:
+            method = self._channel.unary_unary(
+                rpc.path, request_serializer=rpcs.serialize, response_deserializer=rpc.response.FromString
+            )
+            self._callables[rpc.path] = method
+        try:
+            response = method(request, timeout=self.timeout if timeout is None else timeout, metadata=self._metadata)
+        except grpc.RpcError as exc:
+            raise error_from_status(exc.code(), exc.details(), method=rpc.name) from exc
+        return cast(R, response)
+
+    # -- InboxService --
+
+    def accept(
+        self,
+        namespace: str,
+        event_key: str,
+        event_type: str,
+        payload: object,
+        *,
+        metadata: Mapping[str, str] | None = None,
+        message_id: str = "",
+        ordering_key: str = "",
+        revision: int = 0,
+        available_at: datetime | None = None,
+        timeout: float | None = None,
+    ) -> inbox_pb2.AcceptResponse:
+        request = builders.accept_request(
+            namespace,
+            event_key,
+            event_type,
+            payload,
+            metadata=metadata,
+            message_id=message_id,
+            ordering_key=ordering_key,
+            revision=revision,
+            available_at=available_at,
+        )
+        return self._call(rpcs.ACCEPT, request, timeout)
+
+    def accept_batch(
+        self, events: Iterable[inbox_pb2.AcceptRequest], *, timeout: float | None = None
+    ) -> inbox_pb2.AcceptBatchResponse:
+        return self._call(rpcs.ACCEPT_BATCH, inbox_pb2.AcceptBatchRequest(events=list(events)), timeout)
+
+    def claim(
+        self,
+        *,
+        namespaces: Iterable[str] = (),
+        event_types: Iterable[str] = (),
+        max_events: int = 1,
+        lease: DurationLike | None = None,
+        wait: DurationLike | None = None,
+        worker_id: str = "",
+        timeout: float | None = None,
+    ) -> inbox_pb2.ClaimResponse:
+        request = builders.claim_request(
+            namespaces=namespaces,
+            event_types=event_types,
+            max_events=max_events,
+            lease=lease,
+            wait=wait,
+            worker_id=worker_id,
+        )
+        return self._call(rpcs.CLAIM, request, claim_timeout(wait, timeout))
+
+    def renew_lease(
+        self, event: Fenced, *, lease: DurationLike | None = None, timeout: float | None = None
+    ) -> inbox_pb2.RenewLeaseResponse:
+        return self._call(rpcs.RENEW_LEASE, builders.renew_lease_request(event, lease), timeout)
+
+    def complete(
+        self,
+        event: Fenced,
+        *,
+        disposition: types_pb2.Disposition = types_pb2.DISPOSITION_APPLIED,
+        reason: str = "",
+        timeout: float | None = None,
+    ) -> inbox_pb2.CompleteResponse:
+        return self._call(rpcs.COMPLETE, builders.complete_request(event, disposition, reason), timeout)
+
+    def fail(
+        self,
+        event: Fenced,
+        error: str,
+        *,
+        permanent: bool = False,
+        retry_after: DurationLike | None = None,
+        timeout: float | None = None,
+    ) -> inbox_pb2.FailResponse:
+        request = builders.fail_request(event, error, permanent=permanent, retry_after=retry_after)
+        return self._call(rpcs.FAIL, request, timeout)
+
+    def release(self, event: Fenced, *, timeout: float | None = None) -> inbox_pb2.ReleaseResponse:
+        return self._call(rpcs.RELEASE, builders.release_request(event), timeout)
+
+    def record_action_outcome(
+        self,
+        event: Fenced,
+        action: str,
+        state: types_pb2.ActionState,
+        *,
+        external_ref: str = "",
+        detail: str = "",
+        timeout: float | None = None,
+    ) -> inbox_pb2.RecordActionOutcomeResponse:
+        request = builders.record_action_outcome_request(event, action, state, external_ref, detail)
+        return self._call(rpcs.RECORD_ACTION_OUTCOME, request, timeout)
+
+    # -- InboxAdminService --
+
+    def get_event(self, namespace: str, event_key: str, *, timeout: float | None = None) -> admin_pb2.GetEventResponse:
+        request = admin_pb2.GetEventRequest(namespace=namespace, event_key=event_key)
+        return self._call(rpcs.GET_EVENT, request, timeout)
+
+    def list_events(
+        self,
+        namespace: str = "",
+        *,
+        state: types_pb2.EventState = types_pb2.EVENT_STATE_UNSPECIFIED,
+        page_size: int = 0,
+        page_token: str = "",
+        timeout: float | None = None,
+    ) -> admin_pb2.ListEventsResponse:
+        request = builders.list_events_request(namespace, state, page_size, page_token)
+        return self._call(rpcs.LIST_EVENTS, request, timeout)
+
+    def replay(
+        self, namespace: str, event_key: str, reason: str, *, timeout: float | None = None
+    ) -> admin_pb2.ReplayResponse:
+        request = admin_pb2.ReplayRequest(namespace=namespace, event_key=event_key, reason=reason)
+        return self._call(rpcs.REPLAY, request, timeout)
+
+    def stats(self, namespace: str = "", *, timeout: float | None = None) -> admin_pb2.StatsResponse:
+        return self._call(rpcs.STATS, admin_pb2.StatsRequest(namespace=namespace), timeout)

@@ -1,0 +1,324 @@
+"""Worker: claims events, runs a handler for each, keeps their leases alive, and ends every claim.
+
+Each claimed event runs its handler under a lease renewed every third of its
+length. The handler's end decides the claim's: it returned (Complete), it
+returned `Ignore` or called `ctx.ignore` (Complete as IGNORED), it raised
+(Fail: retryable, or permanent for PermanentError). A renewal answered
+ABORTED means another worker took the event over: the handler is cancelled,
+and anything it still tries to finish is refused by the server.
+
+`stop()` (or SIGTERM/SIGINT) stops claiming at once, lets running handlers
+finish within `grace` seconds, then cancels the rest and Releases their
+events, which does not count their attempts. A second signal skips the grace.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import os
+import signal
+import socket
+import threading
+from collections.abc import Awaitable, Callable, Iterable
+from typing import cast
+
+from inboxd_client.aio_client import AsyncInboxClient
+from inboxd_client.context import EventContext, SyncEventContext
+from inboxd_client.errors import (
+    Cancelled,
+    ClaimSuperseded,
+    DeadlineExceeded,
+    FailedPrecondition,
+    InboxError,
+    Internal,
+    NotFound,
+    ResourceExhausted,
+    Unavailable,
+    Unknown,
+)
+from inboxd_client.finishing import Finisher, Job, WorkerStats
+from inboxd_client.outcomes import Ignore
+from inboxd_client.sync_bridge import run_in_daemon_thread
+from inboxd_client.v1 import inbox_pb2
+
+log = logging.getLogger(__name__)
+
+AsyncHandler = Callable[[EventContext], Awaitable[Ignore | None]]
+SyncHandler = Callable[[SyncEventContext], Ignore | None]
+
+# Claim errors worth polling again after a pause; any other (UNAUTHENTICATED,
+# PERMISSION_DENIED, INVALID_ARGUMENT ...) is a mistake that waiting cannot fix.
+TRANSIENT_CLAIM_ERRORS = (Unavailable, DeadlineExceeded, Internal, Unknown, Cancelled, ResourceExhausted)
+# Renewal answers that mean the claim is gone for good.
+LOST_CLAIM_ERRORS = (ClaimSuperseded, NotFound, FailedPrecondition)
+CLAIM_RETRY_FIRST = 0.5
+CLAIM_RETRY_CAP = 10.0
+MAX_EVENTS_PER_CLAIM = 100
+# After grace: how long cancelled handlers get to record outcomes before their releases are given up.
+RELEASE_TIMEOUT = 10.0
+
+
+class Worker:
+    """Runs `handler` for every event claimed from `namespaces`, at most `concurrency` at a time.
+
+    The handler is `async def handler(ctx: EventContext)`, or a plain function
+    taking a `SyncEventContext` (run in a thread). Durations are in seconds:
+    `lease` is each claim's lease, `wait` how long one Claim long-polls, `grace`
+    how long stop() lets running handlers finish.
+    """
+
+    def __init__(
+        self,
+        client: AsyncInboxClient,
+        handler: AsyncHandler | SyncHandler,
+        *,
+        namespaces: Iterable[str] = (),
+        event_types: Iterable[str] = (),
+        concurrency: int = 10,
+        lease: float = 30.0,
+        wait: float = 10.0,
+        grace: float = 20.0,
+        worker_id: str | None = None,
+    ) -> None:
+        if concurrency < 1:
+            raise ValueError(f"concurrency={concurrency}: needs at least 1")
+        if not 1.0 <= lease <= 3600.0:
+            raise ValueError(f"lease={lease}: the server takes 1 s to 1 h")
+        if not 0.0 <= wait <= 60.0:
+            raise ValueError(f"wait={wait}: the server takes 0 to 60 s")
+        if grace < 0:
+            raise ValueError(f"grace={grace}: cannot be negative")
+        self.client = client
+        self.namespaces = list(namespaces)
+        self.event_types = list(event_types)
+        self.concurrency = concurrency
+        self.lease = lease
+        self.wait = wait
+        self.grace = grace
+        self.worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}"
+        self.stats = WorkerStats()
+        self._finisher = Finisher(client, self.stats)
+        call = getattr(handler, "__call__", handler)  # noqa: B004 - an object with async __call__ counts
+        self._is_async = inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(call)
+        self._async_handler = cast(AsyncHandler, handler)
+        self._sync_handler = cast(SyncHandler, handler)
+        self._jobs: dict[asyncio.Task[None], Job] = {}
+        self._side_tasks: set[asyncio.Task[None]] = set()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stopping = asyncio.Event()
+        self._hurry = asyncio.Event()
+        self._slot_freed = asyncio.Event()
+        self._stop_requested = False
+        self._stopped_at: float | None = None
+
+    # -- starting and stopping --
+
+    def stop(self) -> None:
+        """Stops claiming; running handlers get `grace` seconds, then their events are released. Thread-safe."""
+        self._stop_requested = True
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self._begin_stop)
+
+    def _begin_stop(self) -> None:
+        if self._stopped_at is None:
+            self._stopped_at = asyncio.get_running_loop().time()
+            log.info("worker %s stopping: no more claims; %d handlers running", self.worker_id, len(self._jobs))
+        self._stopping.set()
+
+    def _on_signal(self) -> None:
+        if self._stopping.is_set():
+            log.info("second stop signal: releasing running events without waiting")
+            self._hurry.set()
+        self._begin_stop()
+
+    async def run(self, *, handle_signals: bool = True) -> None:
+        """Claims and handles events until stop(); returns once every claim is finished or released.
+
+        With `handle_signals` (in the main thread), SIGTERM and SIGINT call stop().
+        A Claim error that waiting cannot fix (UNAUTHENTICATED, say) is raised
+        after the running handlers are drained the same way.
+        """
+        loop = asyncio.get_running_loop()
+        self._loop = loop
+        if self._stop_requested:
+            self._begin_stop()
+        installed = self._install_signals(loop) if handle_signals else []
+        try:
+            await self._claim_loop()
+        except asyncio.CancelledError:
+            self._hurry.set()  # cancelled from outside: no grace
+            raise
+        finally:
+            self._begin_stop()
+            try:
+                await self._drain()
+            finally:
+                for sig in installed:
+                    loop.remove_signal_handler(sig)
+
+    def _install_signals(self, loop: asyncio.AbstractEventLoop) -> list[int]:
+        if threading.current_thread() is not threading.main_thread():
+            return []
+        installed: list[int] = []
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            try:
+                loop.add_signal_handler(sig, self._on_signal)
+            except (NotImplementedError, RuntimeError, ValueError):
+                continue  # not on this platform
+            installed.append(sig)
+        return installed
+
+    async def _drain(self) -> None:
+        """Lets running handlers finish until the grace period ends, then releases the rest."""
+        assert self._stopped_at is not None and self._loop is not None
+        running = set(self._jobs)
+        remaining = self._stopped_at + self.grace - self._loop.time()
+        if running and remaining > 0 and not self._hurry.is_set():
+            await self._wait_any(running, self._hurry, remaining)
+        late = [task for task in running if not task.done()]
+        for task in late:
+            self._jobs[task].interrupt(releasing=True)
+        if late:
+            log.info("grace period over: releasing %d events", len(late))
+            await asyncio.wait(late, timeout=RELEASE_TIMEOUT)
+        if self._side_tasks:
+            await asyncio.wait(set(self._side_tasks), timeout=RELEASE_TIMEOUT)
+
+    async def _wait_any(self, tasks: set[asyncio.Task[None]], event: asyncio.Event, seconds: float | None) -> None:
+        """Waits until all `tasks` are done, `event` is set, or `seconds` pass."""
+        watcher = asyncio.ensure_future(event.wait())
+        try:
+            everything = asyncio.ensure_future(asyncio.wait(tasks))
+            await asyncio.wait({everything, watcher}, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
+            everything.cancel()
+        finally:
+            watcher.cancel()
+
+    # -- claiming --
+
+    async def _claim_loop(self) -> None:
+        pause = CLAIM_RETRY_FIRST
+        while not self._stopping.is_set():
+            free = self.concurrency - len(self._jobs)
+            if free <= 0:
+                self._slot_freed.clear()
+                await self._until(self._slot_freed)
+                continue
+            try:
+                events = await self._poll(min(free, MAX_EVENTS_PER_CLAIM))
+            except TRANSIENT_CLAIM_ERRORS as exc:
+                log.warning("claim failed, polling again in %.1f s: %s", pause, exc)
+                await self._until(self._stopping, pause)
+                pause = min(pause * 2, CLAIM_RETRY_CAP)
+                continue
+            pause = CLAIM_RETRY_FIRST
+            for event in events:
+                if self._stopping.is_set():
+                    self._spawn_release(event)  # claimed as we stopped: hand it straight back
+                else:
+                    self._start(event)
+
+    async def _until(self, event: asyncio.Event, seconds: float | None = None) -> None:
+        """Waits for `event` or for stopping, whichever comes first (or `seconds`)."""
+        waiters = {asyncio.ensure_future(event.wait()), asyncio.ensure_future(self._stopping.wait())}
+        try:
+            await asyncio.wait(waiters, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for waiter in waiters:
+                waiter.cancel()
+
+    async def _poll(self, max_events: int) -> list[inbox_pb2.ClaimedEvent]:
+        claim = asyncio.ensure_future(
+            self.client.claim(
+                namespaces=self.namespaces,
+                event_types=self.event_types,
+                max_events=max_events,
+                lease=self.lease,
+                wait=self.wait,
+                worker_id=self.worker_id,
+            )
+        )
+        stopping = asyncio.ensure_future(self._stopping.wait())
+        try:
+            await asyncio.wait({claim, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            claim.cancel()
+            raise
+        finally:
+            stopping.cancel()
+        if not claim.done():
+            # Stopping: abandon the long-poll rather than wait it out. The
+            # server hands back whatever a Claim cancelled mid-way had taken,
+            # attempts uncounted; a claim that answered meanwhile is released.
+            claim.cancel()
+            await asyncio.wait({claim})
+        if claim.cancelled():
+            return []
+        return list(claim.result().events)
+
+    def _start(self, event: inbox_pb2.ClaimedEvent) -> None:
+        job = Job(EventContext(self.client, event), self._is_async)
+        task = asyncio.create_task(self._process(job), name=f"inboxd {event.namespace}/{event.event_key}")
+        self._jobs[task] = job
+        task.add_done_callback(self._job_done)
+        self.stats.claimed += 1
+
+    def _job_done(self, task: asyncio.Task[None]) -> None:
+        self._jobs.pop(task, None)
+        self._slot_freed.set()
+        if not task.cancelled() and task.exception() is not None:
+            log.error("event task crashed", exc_info=task.exception())
+
+    def _spawn_release(self, event: inbox_pb2.ClaimedEvent) -> None:
+        task = asyncio.create_task(self._finisher.release(event))
+        self._side_tasks.add(task)
+        task.add_done_callback(self._side_tasks.discard)
+
+    # -- one event --
+
+    async def _process(self, job: Job) -> None:
+        context = job.context
+        loop = asyncio.get_running_loop()
+        if self._is_async:
+            job.handler = asyncio.ensure_future(self._async_handler(context))
+        else:
+            sync_context = SyncEventContext(context, loop)
+            name = f"inboxd-handler {context.namespace}/{context.event_key}"
+            job.handler = run_in_daemon_thread(loop, lambda: self._run_sync(sync_context), name)
+        renewer = asyncio.create_task(self._keep_renewing(job))
+        try:
+            await asyncio.wait({job.handler})
+        finally:
+            renewer.cancel()
+        await self._finisher.finish(job)
+
+    def _run_sync(self, context: SyncEventContext) -> Ignore | None:
+        result = self._sync_handler(context)
+        if inspect.isawaitable(result):
+            # A plain function that returned a coroutine (a lambda around an
+            # async def, say) would otherwise "succeed" without ever running it.
+            raise TypeError("the handler returned an awaitable: declare it `async def` so the worker awaits it")
+        return result
+
+    async def _keep_renewing(self, job: Job) -> None:
+        interval = self.lease / 3
+        event = job.context.event
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await self.client.renew_lease(event, lease=self.lease, timeout=max(interval, 1.0))
+                self.stats.renewals += 1
+            except LOST_CLAIM_ERRORS as exc:
+                log.warning(
+                    "lost the claim of %s/%s (%s): cancelling its handler", event.namespace, event.event_key, exc
+                )
+                job.interrupt(releasing=False)
+                return
+            except InboxError as exc:
+                # The claim may well still be current: the token, not the clock, is the fence.
+                log.warning(
+                    "renewing the lease of %s/%s failed, trying again: %s", event.namespace, event.event_key, exc
+                )

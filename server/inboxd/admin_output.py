@@ -1,0 +1,175 @@
+"""How the admin CLI shows its answers: aligned tables for people, JSON for scripts."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from google.protobuf.duration_pb2 import Duration
+from google.protobuf.json_format import MessageToDict
+from google.protobuf.message import Message
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from inboxd_client.v1 import admin_pb2, types_pb2
+
+MAX_CELL = 60
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """Columns padded to their widest cell; cells are single lines cut at 60 characters."""
+    cells = [list(headers), *([_cell(c) for c in row] for row in rows)]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells)
+
+
+def _cell(value: str) -> str:
+    text = " ".join(value.split())
+    return text if len(text) <= MAX_CELL else text[: MAX_CELL - 1] + "…"
+
+
+def state_name(value: int) -> str:
+    return types_pb2.EventState.Name(value).removeprefix("EVENT_STATE_")
+
+
+def action_state_name(value: int) -> str:
+    return types_pb2.ActionState.Name(value).removeprefix("ACTION_STATE_")
+
+
+def when(ts: Timestamp) -> str:
+    """An instant in UTC to the second; "-" when absent."""
+    if not ts.seconds and not ts.nanos:
+        return "-"
+    return datetime.fromtimestamp(ts.seconds, UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+
+
+def age(value: timedelta | None) -> str:
+    """3d4h, 2h5m, 4m12s, 7s; "-" when absent."""
+    if value is None:
+        return "-"
+    seconds = int(value.total_seconds())
+    days, rest = divmod(seconds, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{days}d{hours}h"
+    if hours:
+        return f"{hours}h{minutes}m"
+    return f"{minutes}m{secs}s" if minutes else f"{secs}s"
+
+
+def _duration(d: Duration, present: bool) -> timedelta | None:
+    return d.ToTimedelta() if present else None
+
+
+def stats_table(response: admin_pb2.StatsResponse) -> str:
+    rows = [
+        [
+            s.namespace,
+            str(s.pending),
+            str(s.processing),
+            str(s.completed),
+            str(s.dead_lettered),
+            age(_duration(s.oldest_claimable_age, s.HasField("oldest_claimable_age"))),
+            str(s.unresolved_actions),
+        ]
+        for s in response.namespaces
+    ]
+    headers = ["NAMESPACE", "PENDING", "PROCESSING", "COMPLETED", "DEAD", "OLDEST CLAIMABLE", "UNRESOLVED ACTIONS"]
+    return table(headers, rows)
+
+
+def events_table(events: Sequence[admin_pb2.EventSummary]) -> str:
+    rows = [
+        [e.namespace, e.event_key, e.event_type, state_name(e.state), str(e.attempt), when(e.accepted_at), e.last_error]
+        for e in events
+    ]
+    return table(["NAMESPACE", "KEY", "TYPE", "STATE", "ATTEMPT", "ACCEPTED", "LAST ERROR"], rows)
+
+
+def dead_letters_table(events: Sequence[admin_pb2.EventSummary]) -> str:
+    rows = [[e.namespace, e.event_key, e.event_type, str(e.attempt), when(e.updated_at), e.last_error] for e in events]
+    return table(["NAMESPACE", "KEY", "TYPE", "ATTEMPTS", "DEAD SINCE", "LAST ERROR"], rows)
+
+
+def event_text(event: admin_pb2.Event) -> str:
+    """The whole record: fields, then claims, actions, conflicts, replays, and the payload."""
+    s = event.summary
+    fields = [
+        ("namespace", s.namespace),
+        ("key", s.event_key),
+        ("type", s.event_type),
+        ("state", state_name(s.state)),
+        ("attempt", str(s.attempt)),
+        ("accepted", when(s.accepted_at)),
+        ("available", when(s.available_at)),
+        ("updated", when(s.updated_at)),
+        ("lease expires", when(event.lease_expires_at)),
+        ("completed", when(event.completed_at)),
+        ("disposition", _disposition(event.disposition)),
+        ("disposition reason", event.disposition_reason),
+        ("message id", event.message_id),
+        ("ordering key", event.ordering_key),
+        ("revision", str(event.revision)),
+        ("last error", s.last_error),
+    ]
+    width = max(len(name) for name, _ in fields)
+    parts = ["\n".join(f"{name.ljust(width)}  {value or '-'}" for name, value in fields)]
+    claims = [
+        [str(c.fencing_token), c.worker_id, str(c.attempt), when(c.claimed_at), when(c.ended_at), c.outcome or "live"]
+        for c in event.claims
+    ]
+    parts.append("claims\n" + table(["FENCING", "WORKER", "ATTEMPT", "CLAIMED", "ENDED", "OUTCOME"], claims))
+    actions = [
+        [a.action, action_state_name(a.state), a.idempotency_key, a.external_ref, str(a.fencing_token)]
+        for a in event.actions
+    ]
+    parts.append("actions\n" + table(["ACTION", "STATE", "IDEMPOTENCY KEY", "EXTERNAL REF", "FENCING"], actions))
+    conflicts = [[c.event_type, when(c.received_at), c.payload.decode("utf-8", "replace")] for c in event.conflicts]
+    parts.append("conflicting copies\n" + table(["TYPE", "RECEIVED", "PAYLOAD"], conflicts))
+    replays = [[r.actor, when(r.replayed_at), state_name(r.state_before), r.reason] for r in event.replays]
+    parts.append("replays\n" + table(["ACTOR", "WHEN", "FROM", "REASON"], replays))
+    parts.append("metadata\n" + (json.dumps(dict(event.metadata), indent=2, sort_keys=True) if event.metadata else "-"))
+    parts.append("payload\n" + (_pretty_json(event.payload) if event.payload else "- (dropped by payload retention)"))
+    return "\n\n".join(parts)
+
+
+def _disposition(value: types_pb2.Disposition) -> str:
+    if value == types_pb2.DISPOSITION_UNSPECIFIED:
+        return ""
+    return types_pb2.Disposition.Name(value).removeprefix("DISPOSITION_")
+
+
+def _pretty_json(data: bytes) -> str:
+    try:
+        return json.dumps(json.loads(data), indent=2, ensure_ascii=False)
+    except ValueError:
+        return data.decode("utf-8", "replace")
+
+
+def as_json(message: Message) -> dict[str, Any]:
+    """A message as a dict with proto field names; payloads inlined as JSON rather than base64."""
+    # Zeros included: a script reads "dead_lettered": "0" rather than a missing key.
+    out = MessageToDict(message, preserving_proto_field_name=True, always_print_fields_with_no_presence=True)
+    _inline_payloads(message, out)
+    return out
+
+
+def _inline_payloads(message: Message, out: dict[str, Any]) -> None:
+    for field, value in message.ListFields():
+        if field.name == "payload" and isinstance(value, bytes):
+            out["payload"] = _json_or_text(value)
+        elif field.message_type is not None and field.name in out:
+            if field.is_repeated and not field.message_type.GetOptions().map_entry:
+                for item, item_out in zip(value, out[field.name], strict=True):
+                    _inline_payloads(item, item_out)
+            elif not field.is_repeated:
+                _inline_payloads(value, out[field.name])
+
+
+def _json_or_text(data: bytes) -> Any:
+    try:
+        return json.loads(data)
+    except ValueError:
+        return data.decode("utf-8", "replace")

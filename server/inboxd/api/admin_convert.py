@@ -1,0 +1,143 @@
+"""Protobuf <-> operator records, for InboxAdminService."""
+
+from __future__ import annotations
+
+from inboxd import validation
+from inboxd.api.convert import (
+    EVENT_STATE_TO_PROTO,
+    action_record_to_proto,
+    duration_to_proto,
+    instant_to_proto,
+)
+from inboxd.domain import Disposition, EventState
+from inboxd.errors import InvalidArgument
+from inboxd.page_tokens import decode_page_token
+from inboxd.records import ClaimRecord, ConflictingCopy, EventRecord, EventSummary, ListPosition, NamespaceStats
+from inboxd.records import ReplayRecord as ReplayEntry
+from inboxd_client.v1 import admin_pb2, types_pb2
+
+DEFAULT_PAGE_SIZE = 100
+MAX_PAGE_SIZE = 1000
+
+EVENT_STATE_FROM_PROTO = {proto: state for state, proto in EVENT_STATE_TO_PROTO.items()}
+DISPOSITION_TO_PROTO = {
+    Disposition.APPLIED: types_pb2.DISPOSITION_APPLIED,
+    Disposition.IGNORED: types_pb2.DISPOSITION_IGNORED,
+}
+
+
+def event_identity(request: admin_pb2.GetEventRequest | admin_pb2.ReplayRequest) -> tuple[str, str]:
+    return (
+        validation.check_identity("namespace", request.namespace),
+        validation.check_identity("event_key", request.event_key),
+    )
+
+
+def replay_reason(request: admin_pb2.ReplayRequest) -> str:
+    reason = validation.check_text("reason", request.reason, validation.MAX_TEXT_BYTES)
+    if not reason.strip():
+        raise InvalidArgument("reason", "is required: say why, for the audit trail")
+    return reason
+
+
+def optional_namespace(request: admin_pb2.ListEventsRequest | admin_pb2.StatsRequest) -> str | None:
+    """An empty namespace means every namespace."""
+    if not request.namespace:
+        return None
+    return validation.check_identity("namespace", request.namespace)
+
+
+def listing(request: admin_pb2.ListEventsRequest) -> tuple[tuple[EventState, ...] | None, ListPosition | None, int]:
+    """(states or None for all, the position after which to list, page size), checked."""
+    states: tuple[EventState, ...] | None = None
+    if request.state != types_pb2.EVENT_STATE_UNSPECIFIED:
+        state = EVENT_STATE_FROM_PROTO.get(request.state)
+        if state is None:
+            raise InvalidArgument("state", f"{request.state} is not a known EventState")
+        states = (state,)
+    page_size = request.page_size or DEFAULT_PAGE_SIZE
+    if not 1 <= page_size <= MAX_PAGE_SIZE:
+        raise InvalidArgument("page_size", f"is {request.page_size}; use 1 to {MAX_PAGE_SIZE} (0 means 100)")
+    after = decode_page_token(request.page_token) if request.page_token else None
+    return states, after, page_size
+
+
+def summary_to_proto(summary: EventSummary) -> admin_pb2.EventSummary:
+    return admin_pb2.EventSummary(
+        namespace=summary.namespace,
+        event_key=summary.event_key,
+        event_type=summary.event_type,
+        state=EVENT_STATE_TO_PROTO[summary.state],
+        attempt=summary.attempt,
+        accepted_at=instant_to_proto(summary.accepted_at),
+        available_at=instant_to_proto(summary.available_at),
+        updated_at=instant_to_proto(summary.updated_at),
+        last_error=summary.last_error,
+    )
+
+
+def _claim_to_proto(claim: ClaimRecord) -> admin_pb2.ClaimRecord:
+    out = admin_pb2.ClaimRecord(
+        fencing_token=claim.fencing_token,
+        worker_id=claim.worker_id,
+        attempt=claim.attempt,
+        claimed_at=instant_to_proto(claim.claimed_at),
+        outcome=claim.outcome,
+    )
+    if claim.ended_at is not None:
+        out.ended_at.CopyFrom(instant_to_proto(claim.ended_at))
+    return out
+
+
+def _conflict_to_proto(copy: ConflictingCopy) -> admin_pb2.ConflictingCopy:
+    return admin_pb2.ConflictingCopy(
+        event_type=copy.event_type,
+        payload=copy.payload_json.encode("utf-8") if copy.payload_json is not None else b"",
+        metadata=copy.metadata,
+        received_at=instant_to_proto(copy.received_at),
+    )
+
+
+def _replay_to_proto(replay: ReplayEntry) -> admin_pb2.ReplayRecord:
+    return admin_pb2.ReplayRecord(
+        actor=replay.actor,
+        reason=replay.reason,
+        state_before=EVENT_STATE_TO_PROTO[replay.state_before],
+        replayed_at=instant_to_proto(replay.replayed_at),
+    )
+
+
+def event_to_proto(record: EventRecord) -> admin_pb2.Event:
+    out = admin_pb2.Event(
+        summary=summary_to_proto(record.summary),
+        payload=record.payload_json.encode("utf-8") if record.payload_json is not None else b"",
+        metadata=record.metadata,
+        message_id=record.message_id,
+        ordering_key=record.ordering_key,
+        revision=record.revision,
+        disposition=DISPOSITION_TO_PROTO[record.disposition] if record.disposition else None,
+        disposition_reason=record.disposition_reason,
+        actions=[action_record_to_proto(a) for a in record.actions],
+        conflicts=[_conflict_to_proto(c) for c in record.conflicts],
+        claims=[_claim_to_proto(c) for c in record.claims],
+        replays=[_replay_to_proto(r) for r in record.replays],
+    )
+    if record.lease_expires_at is not None:
+        out.lease_expires_at.CopyFrom(instant_to_proto(record.lease_expires_at))
+    if record.completed_at is not None:
+        out.completed_at.CopyFrom(instant_to_proto(record.completed_at))
+    return out
+
+
+def stats_to_proto(stats: NamespaceStats) -> admin_pb2.NamespaceStats:
+    out = admin_pb2.NamespaceStats(
+        namespace=stats.namespace,
+        pending=stats.pending,
+        processing=stats.processing,
+        completed=stats.completed,
+        dead_lettered=stats.dead_lettered,
+        unresolved_actions=stats.unresolved_actions,
+    )
+    if stats.oldest_claimable_age is not None:
+        out.oldest_claimable_age.CopyFrom(duration_to_proto(stats.oldest_claimable_age))
+    return out

@@ -1,0 +1,48 @@
+"""InboxAdminService: the control plane for operators (scope admin, checked by the auth interceptor)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import grpc
+
+from inboxd.api import admin_convert as convert
+from inboxd.api.identity import current_caller_name
+from inboxd.operators import ALL_STATES, Operators
+from inboxd.page_tokens import encode_page_token
+from inboxd_client.v1 import admin_pb2
+
+Context = grpc.aio.ServicerContext[Any, Any]
+
+
+class AdminServicer:
+    """Methods are named after the RPCs; `api.handlers` routes to them."""
+
+    def __init__(self, operators: Operators) -> None:
+        self.operators = operators
+
+    async def GetEvent(self, request: admin_pb2.GetEventRequest, context: Context) -> admin_pb2.GetEventResponse:
+        namespace, event_key = convert.event_identity(request)
+        record = await self.operators.get_event(namespace, event_key)
+        return admin_pb2.GetEventResponse(event=convert.event_to_proto(record))
+
+    async def ListEvents(self, request: admin_pb2.ListEventsRequest, context: Context) -> admin_pb2.ListEventsResponse:
+        namespace = convert.optional_namespace(request)
+        states, after, page_size = convert.listing(request)
+        page = await self.operators.list_events(
+            namespace=namespace, states=states or ALL_STATES, after=after, page_size=page_size
+        )
+        return admin_pb2.ListEventsResponse(
+            events=[convert.summary_to_proto(s) for s in page.events],
+            next_page_token=encode_page_token(page.next_position) if page.next_position else "",
+        )
+
+    async def Replay(self, request: admin_pb2.ReplayRequest, context: Context) -> admin_pb2.ReplayResponse:
+        namespace, event_key = convert.event_identity(request)
+        reason = convert.replay_reason(request)
+        record = await self.operators.replay(namespace, event_key, reason=reason, actor=current_caller_name())
+        return admin_pb2.ReplayResponse(event=convert.event_to_proto(record))
+
+    async def Stats(self, request: admin_pb2.StatsRequest, context: Context) -> admin_pb2.StatsResponse:
+        stats = await self.operators.stats(convert.optional_namespace(request))
+        return admin_pb2.StatsResponse(namespaces=[convert.stats_to_proto(s) for s in stats])

@@ -1,0 +1,87 @@
+"""Structured logs: JSON lines for machines, logfmt when a person watches a terminal.
+
+A record's structured fields travel in `extra={"fields": {...}}` (see
+`log_fields`). What never goes into a log line: payloads, claim tokens,
+bearer tokens, and raw event keys, which may carry email addresses; an
+event is named by `event_ref`, a short hash of its identity.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import sys
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any, TextIO
+
+# Fields every record has; the rest of a line is the record's own fields.
+_BASE = ("ts", "level", "logger", "msg")
+
+
+def event_ref(namespace: str, event_key: str) -> str:
+    """Names an event in logs without revealing its key: 12 hex digits of sha256(namespace NUL key).
+
+    An operator holding the key computes the same reference to find its lines.
+    """
+    digest = hashlib.sha256(namespace.encode("utf-8") + b"\0" + event_key.encode("utf-8"))
+    return digest.hexdigest()[:12]
+
+
+def log_fields(logger: logging.Logger, level: int, msg: str, **fields: object) -> None:
+    """Logs `msg` with structured fields (skipped cheaply when the level is off)."""
+    if logger.isEnabledFor(level):
+        logger.log(level, msg, extra={"fields": fields})
+
+
+def _fields(record: logging.LogRecord) -> dict[str, Any]:
+    line: dict[str, Any] = {
+        "ts": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        "level": record.levelname.lower(),
+        "logger": record.name,
+        "msg": record.getMessage(),
+    }
+    extra = getattr(record, "fields", None)
+    if isinstance(extra, Mapping):
+        for key, value in extra.items():
+            line[key if key not in _BASE else f"field_{key}"] = value
+    if record.exc_info:
+        line["exc"] = logging.Formatter().formatException(record.exc_info)
+    return line
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return json.dumps(_fields(record), default=str, ensure_ascii=False)
+
+
+class LogfmtFormatter(logging.Formatter):
+    """key=value pairs, quoted where needed: readable in a terminal, still greppable."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return " ".join(f"{key}={_logfmt_value(value)}" for key, value in _fields(record).items())
+
+
+def _logfmt_value(value: object) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, default=str)
+    if text and not any(c in text for c in ' ="\n\t\\'):
+        return text
+    return json.dumps(text, ensure_ascii=False)
+
+
+def configure_logging(stream: TextIO = sys.stderr, level: str | None = None) -> None:
+    """Sends every log record to `stream`: logfmt on a terminal, JSON lines otherwise.
+
+    The level comes from `level`, else INBOXD_LOG_LEVEL, else INFO.
+    """
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(LogfmtFormatter() if stream.isatty() else JsonFormatter())
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel((level or os.environ.get("INBOXD_LOG_LEVEL") or "INFO").upper())

@@ -1,0 +1,177 @@
+"""Prometheus metrics, named inboxd_*: counters of transitions, RPC latency, and the inbox's health.
+
+Each server owns a `Metrics` with its own CollectorRegistry, so several
+servers in one process (the tests run a few) never clash. Counters move as
+transitions commit (a `Metrics` is an InboxObserver); the health gauges
+(events per state, oldest claimable age, dead letters, unresolved actions)
+come from the Stats query, refreshed periodically. Those gauges describe the
+whole database, so every replica reports the same values: aggregate them
+with max(), not sum().
+"""
+
+from __future__ import annotations
+
+import enum
+import time
+from collections.abc import Iterator, Sequence
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from inboxd.domain import (
+    AcceptOutcome,
+    AcceptResult,
+    ActionRecord,
+    ActionState,
+    ClaimBatch,
+    Disposition,
+    EventState,
+    FailResult,
+    Fence,
+    NewEvent,
+)
+from inboxd.observer import InboxObserver
+from inboxd.records import NamespaceStats, RetentionCounts
+
+# Up to a minute: a long-polling Claim may wait 60 s by design.
+RPC_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+
+
+class StatsGauges(Collector):
+    """The health gauges, from the latest Stats snapshot (replaced whole, so vanished namespaces vanish)."""
+
+    def __init__(self) -> None:
+        self.snapshot: Sequence[NamespaceStats] = ()
+        # time.time() of the snapshot; 0 before the first.
+        self.refreshed_at = 0.0
+
+    def update(self, snapshot: Sequence[NamespaceStats]) -> None:
+        self.snapshot = tuple(snapshot)
+        self.refreshed_at = time.time()
+
+    def collect(self) -> Iterator[Metric]:
+        events = GaugeMetricFamily("inboxd_events", "Events per namespace and state.", labels=["namespace", "state"])
+        oldest = GaugeMetricFamily(
+            "inboxd_oldest_claimable_age_seconds",
+            "Age of the oldest PENDING event claimable now, from its available_at; 0 when none is waiting.",
+            labels=["namespace"],
+        )
+        dead = GaugeMetricFamily(
+            "inboxd_dead_letters", "DEAD_LETTERED events awaiting an operator.", labels=["namespace"]
+        )
+        unresolved = GaugeMetricFamily(
+            "inboxd_unresolved_actions",
+            "Actions in UNKNOWN, plus actions INTENDED for longer than INBOXD_ACTION_STALE_AFTER.",
+            labels=["namespace"],
+        )
+        for s in self.snapshot:
+            for state, count in (
+                (EventState.PENDING, s.pending),
+                (EventState.PROCESSING, s.processing),
+                (EventState.COMPLETED, s.completed),
+                (EventState.DEAD_LETTERED, s.dead_lettered),
+            ):
+                events.add_metric([s.namespace, state.value], count)
+            age = s.oldest_claimable_age.total_seconds() if s.oldest_claimable_age is not None else 0.0
+            oldest.add_metric([s.namespace], age)
+            dead.add_metric([s.namespace], s.dead_lettered)
+            unresolved.add_metric([s.namespace], s.unresolved_actions)
+        refreshed = GaugeMetricFamily(
+            "inboxd_stats_refreshed_timestamp_seconds", "When the gauges above were last read from the database."
+        )
+        refreshed.add_metric([], self.refreshed_at)
+        yield from (events, oldest, dead, unresolved, refreshed)
+
+
+class Metrics(InboxObserver):
+    """The metrics of one server process."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self.accepts = Counter("inboxd_accepts_total", "Accepted events by outcome.", ["outcome"], registry=r)
+        self.claims = Counter("inboxd_claims_total", "Events leased to workers by Claim.", registry=r)
+        self.completions = Counter(
+            "inboxd_completions_total", "Completions answered OK, by disposition.", ["disposition"], registry=r
+        )
+        self.failures = Counter(
+            "inboxd_failures_total", "Fail calls by result: retry or dead_lettered.", ["result"], registry=r
+        )
+        self.releases = Counter("inboxd_releases_total", "Claims released without counting the attempt.", registry=r)
+        self.lease_expiries = Counter(
+            "inboxd_lease_expiries_total", "Expired leases taken over by a later Claim.", registry=r
+        )
+        self.attempts_exhausted = Counter(
+            "inboxd_attempts_exhausted_total", "Events dead-lettered by Claim: no attempts left.", registry=r
+        )
+        self.stale_claims = Counter(
+            "inboxd_stale_claims_rejected_total",
+            "Fenced calls refused ABORTED: their claim was not current.",
+            ["call"],
+            registry=r,
+        )
+        self.actions = Counter(
+            "inboxd_actions_recorded_total", "Action intents and outcomes recorded, by state.", ["state"], registry=r
+        )
+        self.replays = Counter(
+            "inboxd_replays_total", "Operator replays by the state before.", ["state_before"], registry=r
+        )
+        self.rows_deleted = Counter(
+            "inboxd_retention_rows_deleted_total", "COMPLETED rows deleted by retention.", registry=r
+        )
+        self.payloads_dropped = Counter(
+            "inboxd_retention_payloads_dropped_total", "Payloads of COMPLETED rows dropped by retention.", registry=r
+        )
+        self.rpc_duration = Histogram(
+            "inboxd_rpc_duration_seconds", "RPC latency by method and status code.", ["method", "code"],
+            buckets=RPC_BUCKETS, registry=r,
+        )  # fmt: skip
+        self.stats = StatsGauges()
+        r.register(self.stats)
+        # Known label values start at 0, so rate() sees the first increment.
+        for outcome in AcceptOutcome:
+            self.accepts.labels(outcome.value)
+        for disposition in Disposition:
+            self.completions.labels(disposition.value)
+        for result in ("retry", "dead_lettered"):
+            self.failures.labels(result)
+        for state in ActionState:
+            self.actions.labels(state.value)
+
+    def observe_rpc(self, method: str, code: enum.Enum, seconds: float) -> None:
+        """The handler's callback: one RPC answered with `code` after `seconds`."""
+        self.rpc_duration.labels(method, code.name).observe(seconds)
+
+    # -- InboxObserver --
+
+    def accepted(self, events: Sequence[NewEvent], results: Sequence[AcceptResult]) -> None:
+        for result in results:
+            self.accepts.labels(result.outcome.value).inc()
+
+    def claimed(self, worker_id: str, batch: ClaimBatch) -> None:
+        self.claims.inc(len(batch.events))
+        self.lease_expiries.inc(batch.leases_expired)
+        self.attempts_exhausted.inc(batch.dead_lettered)
+
+    def completed(self, fence: Fence, disposition: Disposition) -> None:
+        self.completions.labels(disposition.value).inc()
+
+    def failed(self, fence: Fence, result: FailResult) -> None:
+        self.failures.labels("dead_lettered" if result.state is EventState.DEAD_LETTERED else "retry").inc()
+
+    def released(self, fences: Sequence[Fence]) -> None:
+        self.releases.inc(len(fences))
+
+    def action_recorded(self, fence: Fence, record: ActionRecord) -> None:
+        self.actions.labels(record.state.value).inc()
+
+    def stale_claim_rejected(self, call: str, fence: Fence) -> None:
+        self.stale_claims.labels(call).inc()
+
+    def replayed(self, namespace: str, event_key: str, state_before: EventState, actor: str) -> None:
+        self.replays.labels(state_before.value).inc()
+
+    def retention_ran(self, counts: RetentionCounts) -> None:
+        self.rows_deleted.inc(counts.rows_deleted)
+        self.payloads_dropped.inc(counts.payloads_dropped)

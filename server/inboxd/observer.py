@@ -1,0 +1,101 @@
+"""Who hears about the inbox's transitions: metrics and the structured log.
+
+The use cases report what happened through an `InboxObserver`; they neither
+count nor log themselves. The base class hears nothing, so an observer
+overrides only what it cares about.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+
+from inboxd.domain import (
+    AcceptResult,
+    ActionRecord,
+    ClaimBatch,
+    Disposition,
+    EventState,
+    FailResult,
+    Fence,
+    NewEvent,
+)
+from inboxd.records import RetentionCounts
+
+log = logging.getLogger(__name__)
+
+
+class InboxObserver:
+    """Hears every transition; each method must be cheap and must not raise."""
+
+    def accepted(self, events: Sequence[NewEvent], results: Sequence[AcceptResult]) -> None:
+        """A batch committed: one result per event, in order (the dedupe decisions)."""
+
+    def claimed(self, worker_id: str, batch: ClaimBatch) -> None:
+        """A Claim committed: the events leased, and the expired leases and exhausted events it met."""
+
+    def completed(self, fence: Fence, disposition: Disposition) -> None:
+        """PROCESSING -> COMPLETED (or a repeated Complete by the completing claim)."""
+
+    def failed(self, fence: Fence, result: FailResult) -> None:
+        """PROCESSING -> PENDING (retry) or DEAD_LETTERED."""
+
+    def released(self, fences: Sequence[Fence]) -> None:
+        """PROCESSING -> PENDING without counting the attempt."""
+
+    def action_recorded(self, fence: Fence, record: ActionRecord) -> None:
+        """An action's intent or outcome was written to the ledger."""
+
+    def stale_claim_rejected(self, call: str, fence: Fence) -> None:
+        """A fenced call named a claim that is not current: answered ABORTED, nothing changed."""
+
+    def replayed(self, namespace: str, event_key: str, state_before: EventState, actor: str) -> None:
+        """An operator returned the event to PENDING."""
+
+    def retention_ran(self, counts: RetentionCounts) -> None:
+        """A retention pass finished on this replica."""
+
+
+class Observers(InboxObserver):
+    """Tells several observers, in order.
+
+    An observer that raises is logged and skipped: the transition it heard
+    about has committed, and the caller must get its answer.
+    """
+
+    def __init__(self, *observers: InboxObserver) -> None:
+        self.observers = observers
+
+    def _each(self, tell: Callable[[InboxObserver], None]) -> None:
+        for observer in self.observers:
+            try:
+                tell(observer)
+            except Exception:
+                log.exception("observer %s failed", type(observer).__name__)
+
+    def accepted(self, events: Sequence[NewEvent], results: Sequence[AcceptResult]) -> None:
+        self._each(lambda o: o.accepted(events, results))
+
+    def claimed(self, worker_id: str, batch: ClaimBatch) -> None:
+        self._each(lambda o: o.claimed(worker_id, batch))
+
+    def completed(self, fence: Fence, disposition: Disposition) -> None:
+        self._each(lambda o: o.completed(fence, disposition))
+
+    def failed(self, fence: Fence, result: FailResult) -> None:
+        self._each(lambda o: o.failed(fence, result))
+
+    def released(self, fences: Sequence[Fence]) -> None:
+        self._each(lambda o: o.released(fences))
+
+    def action_recorded(self, fence: Fence, record: ActionRecord) -> None:
+        self._each(lambda o: o.action_recorded(fence, record))
+
+    def stale_claim_rejected(self, call: str, fence: Fence) -> None:
+        self._each(lambda o: o.stale_claim_rejected(call, fence))
+
+    def replayed(self, namespace: str, event_key: str, state_before: EventState, actor: str) -> None:
+        self._each(lambda o: o.replayed(namespace, event_key, state_before, actor))
+
+    def retention_ran(self, counts: RetentionCounts) -> None:
+        self._each(lambda o: o.retention_ran(counts))

@@ -1,0 +1,71 @@
+"""The operators' use cases: inspect events, list them, replay them, read the inbox's health.
+
+Like `inbox.py`, it takes validated domain values and writes no SQL. It
+shares the Inbox's database, clock and settings, and wakes the Inbox's
+waiting Claims when a Replay makes an event claimable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from inboxd.domain import EventState
+from inboxd.errors import NotFound
+from inboxd.inbox import Inbox
+from inboxd.observer import InboxObserver
+from inboxd.records import EventPage, EventRecord, ListPosition, NamespaceStats
+from inboxd.store import inspection, replays
+from inboxd.store.database import Connection
+
+ALL_STATES = tuple(EventState)
+
+
+@dataclass
+class Operators:
+    inbox: Inbox
+    observer: InboxObserver = field(default_factory=InboxObserver)
+
+    async def get_event(self, namespace: str, event_key: str) -> EventRecord:
+        record = await self.inbox.db.run(lambda conn: inspection.read_event(conn, namespace, event_key))
+        if record is None:
+            raise NotFound(f"no event {event_key!r} in namespace {namespace!r}")
+        return record
+
+    async def list_events(
+        self,
+        *,
+        namespace: str | None,
+        states: Sequence[EventState] = ALL_STATES,
+        after: ListPosition | None = None,
+        page_size: int = 100,
+    ) -> EventPage:
+        """Summaries newest first; `after` is where the previous page stopped."""
+        return await self.inbox.db.run(
+            lambda conn: inspection.list_events(
+                conn, namespace=namespace, states=states, after=after, page_size=page_size
+            )
+        )
+
+    async def replay(self, namespace: str, event_key: str, *, reason: str, actor: str) -> EventRecord:
+        """Returns a COMPLETED or DEAD_LETTERED event to PENDING, audited; answers the record after."""
+        now = self.inbox.clock()
+
+        async def work(conn: Connection) -> tuple[replays.Replayed, EventRecord]:
+            replayed = await replays.replay_event(conn, namespace, event_key, actor=actor, reason=reason, now=now)
+            record = await inspection.read_event(conn, namespace, event_key)
+            assert record is not None, "the event vanished inside its own replay"
+            return replayed, record
+
+        replayed, record = await self.inbox.db.run(work)
+        # The event is claimable now: wake a waiting Claim here and on the other replicas.
+        self.inbox._wake([(namespace, replayed.event_type)])
+        self.observer.replayed(namespace, event_key, replayed.state_before, actor)
+        return record
+
+    async def stats(self, namespace: str | None) -> list[NamespaceStats]:
+        now = self.inbox.clock()
+        stale_after = self.inbox.settings.action_stale_after
+        return await self.inbox.db.run(
+            lambda conn: inspection.namespace_stats(conn, namespace=namespace, action_stale_after=stale_after, now=now)
+        )

@@ -1,0 +1,121 @@
+"""What operators read about events: summaries, whole records, histories and stats.
+
+Plain values, like `inboxd.domain`: the store fills them, `api/` turns them
+into protobuf. Nothing here knows about gRPC or PostgreSQL.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from inboxd.domain import ActionRecord, Disposition, EventKey, EventState, FencingToken, Namespace
+
+
+@dataclass(frozen=True, slots=True)
+class EventSummary:
+    """One event without its payload: what a listing shows."""
+
+    namespace: Namespace
+    event_key: EventKey
+    event_type: str
+    state: EventState
+    attempt: int
+    accepted_at: datetime
+    available_at: datetime
+    updated_at: datetime
+    last_error: str
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimRecord:
+    """One claim of an event and how it ended (outcome "" while it is live)."""
+
+    fencing_token: FencingToken
+    worker_id: str
+    attempt: int
+    claimed_at: datetime
+    ended_at: datetime | None
+    outcome: str
+
+
+@dataclass(frozen=True, slots=True)
+class ConflictingCopy:
+    """A copy that arrived under an existing key with another type or payload."""
+
+    event_type: str
+    # None once payload retention dropped it.
+    payload_json: str | None
+    metadata: dict[str, str]
+    received_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayRecord:
+    """One audited Replay: who, why, from which state, when."""
+
+    actor: str
+    reason: str
+    state_before: EventState
+    replayed_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class EventRecord:
+    """The whole record of one event, for an operator at 3 a.m."""
+
+    summary: EventSummary
+    # None once payload retention dropped it.
+    payload_json: str | None
+    metadata: dict[str, str]
+    message_id: str
+    ordering_key: str
+    revision: int
+    disposition: Disposition | None
+    disposition_reason: str
+    lease_expires_at: datetime | None
+    completed_at: datetime | None
+    actions: tuple[ActionRecord, ...] = ()
+    conflicts: tuple[ConflictingCopy, ...] = ()
+    claims: tuple[ClaimRecord, ...] = ()
+    replays: tuple[ReplayRecord, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ListPosition:
+    """Where a listing stopped: the last event shown, in its newest-first order."""
+
+    accepted_at: datetime
+    namespace: str
+    event_key: str
+
+
+@dataclass(frozen=True, slots=True)
+class EventPage:
+    events: list[EventSummary]
+    # None on the last page.
+    next_position: ListPosition | None
+
+
+@dataclass(frozen=True, slots=True)
+class NamespaceStats:
+    """One namespace's health: what an operator looks at first."""
+
+    namespace: str
+    pending: int = 0
+    processing: int = 0
+    completed: int = 0
+    dead_lettered: int = 0
+    # Age of the oldest PENDING event claimable now (available_at <= now),
+    # measured from available_at; None when nothing is claimable.
+    oldest_claimable_age: timedelta | None = None
+    # UNKNOWN actions plus INTENDED ones older than settings.action_stale_after.
+    unresolved_actions: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class RetentionCounts:
+    """What one retention pass did."""
+
+    rows_deleted: int = 0
+    payloads_dropped: int = 0

@@ -1,0 +1,130 @@
+"""Reading events for operators: one whole record, paged summaries, per-namespace stats."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from inboxd.domain import Disposition, EventKey, EventState, FencingToken, Namespace
+from inboxd.records import (
+    ClaimRecord,
+    ConflictingCopy,
+    EventPage,
+    EventRecord,
+    EventSummary,
+    ListPosition,
+    NamespaceStats,
+    ReplayRecord,
+)
+from inboxd.store.actions import unresolved_actions
+from inboxd.store.claims import action_record
+from inboxd.store.database import Connection
+from inboxd.store.queries import QUERIES
+
+
+async def read_event(conn: Connection, namespace: str, event_key: str) -> EventRecord | None:
+    """The whole record of one event with its histories; None when there is no such event."""
+    key = {"namespace": namespace, "event_key": event_key}
+    cur = await conn.execute(QUERIES["event_read"], key)
+    row = await cur.fetchone()
+    if row is None:
+        return None
+    (payload, metadata, message_id, ordering_key, revision,
+     disposition, disposition_reason, lease_expires_at, completed_at) = row[9:]  # fmt: skip
+    actions = await conn.execute(QUERIES["actions_for_events"], {"namespaces": [namespace], "event_keys": [event_key]})
+    claims = await conn.execute(QUERIES["event_claims"], key)
+    conflicts = await conn.execute(QUERIES["event_conflicts"], key)
+    replays = await conn.execute(QUERIES["event_replays"], key)
+    return EventRecord(
+        summary=_summary(row[:9]),
+        payload_json=payload,
+        metadata=dict(metadata or {}),
+        message_id=message_id,
+        ordering_key=ordering_key,
+        revision=revision,
+        disposition=Disposition(disposition) if disposition else None,
+        disposition_reason=disposition_reason,
+        lease_expires_at=lease_expires_at,
+        completed_at=completed_at,
+        actions=tuple(action_record(r[2:]) for r in await actions.fetchall()),
+        claims=tuple(
+            ClaimRecord(FencingToken(fencing), worker, attempt, claimed_at, ended_at, outcome)
+            for fencing, worker, attempt, claimed_at, ended_at, outcome in await claims.fetchall()
+        ),
+        conflicts=tuple(
+            ConflictingCopy(event_type, copy, dict(meta or {}), received_at)
+            for event_type, copy, meta, received_at in await conflicts.fetchall()
+        ),
+        replays=tuple(
+            ReplayRecord(actor, reason, EventState(before), at)
+            for actor, reason, before, at in await replays.fetchall()
+        ),
+    )
+
+
+def _summary(row: Sequence[Any]) -> EventSummary:
+    namespace, event_key, event_type, state, attempt, accepted_at, available_at, updated_at, last_error = row
+    return EventSummary(
+        namespace=Namespace(namespace),
+        event_key=EventKey(event_key),
+        event_type=event_type,
+        state=EventState(state),
+        attempt=attempt,
+        accepted_at=accepted_at,
+        available_at=available_at,
+        updated_at=updated_at,
+        last_error=last_error,
+    )
+
+
+async def list_events(
+    conn: Connection,
+    *,
+    namespace: str | None,
+    states: Sequence[EventState],
+    after: ListPosition | None,
+    page_size: int,
+) -> EventPage:
+    """One page of summaries, newest first (by accepted_at, then namespace and key)."""
+    params: dict[str, Any] = {
+        "states": [s.value for s in states],
+        "after_at": after.accepted_at if after else None,
+        "after_namespace": after.namespace if after else "",
+        "after_key": after.event_key if after else "",
+        # One more than asked tells whether another page follows.
+        "limit": page_size + 1,
+    }
+    if namespace is None:
+        cur = await conn.execute(QUERIES["events_list_everywhere"], params)
+    else:
+        cur = await conn.execute(QUERIES["events_list_in_namespace"], {**params, "namespace": namespace})
+    summaries = [_summary(row) for row in await cur.fetchall()]
+    if len(summaries) <= page_size:
+        return EventPage(summaries, None)
+    last = summaries[page_size - 1]
+    return EventPage(summaries[:page_size], ListPosition(last.accepted_at, last.namespace, last.event_key))
+
+
+async def namespace_stats(
+    conn: Connection, *, namespace: str | None, action_stale_after: timedelta, now: datetime | None = None
+) -> list[NamespaceStats]:
+    """Counts per state, oldest claimable age and unresolved actions, one entry per namespace with events."""
+    cur = await conn.execute(QUERIES["namespace_stats"], {"namespace": namespace, "now": now})
+    rows = await cur.fetchall()
+    unresolved = {
+        u.namespace: u.unknown + u.stale_intended
+        for u in await unresolved_actions(conn, stale_after=action_stale_after, namespace=namespace, now=now)
+    }
+    return [
+        NamespaceStats(
+            namespace=ns,
+            pending=pending,
+            processing=processing,
+            completed=completed,
+            dead_lettered=dead,
+            oldest_claimable_age=max(age, timedelta(0)) if age is not None else None,
+            unresolved_actions=unresolved.get(ns, 0),
+        )
+        for ns, pending, processing, completed, dead, age in rows
+    ]

@@ -1,0 +1,107 @@
+-- What operators read and the one transition they make (Replay). Listings
+-- carry no payloads; only the whole record of one event does.
+
+-- name: event_read
+-- One event's row, payload included (NULL once payload retention dropped it).
+SELECT namespace, event_key, event_type, state, attempt, accepted_at, available_at, updated_at,
+       coalesce(last_error, ''), payload::text, metadata, message_id, ordering_key, revision,
+       disposition, coalesce(disposition_reason, ''), lease_expires_at, completed_at
+FROM inbox_events
+WHERE namespace = %(namespace)s AND event_key = %(event_key)s
+
+-- name: event_claims
+-- Every claim ever issued for the event, oldest first.
+SELECT fencing_token, worker_id, attempt, claimed_at, ended_at, coalesce(outcome, '')
+FROM inbox_claims
+WHERE namespace = %(namespace)s AND event_key = %(event_key)s
+ORDER BY fencing_token
+
+-- name: event_conflicts
+-- The conflicting copies kept for investigation, in arrival order.
+SELECT event_type, payload::text, metadata, received_at
+FROM inbox_conflicts
+WHERE namespace = %(namespace)s AND event_key = %(event_key)s
+ORDER BY id
+
+-- name: event_replays
+-- The replay audit of one key, oldest first. It outlives deleted rows, so a
+-- key accepted again after retention shows the replays of its predecessor.
+SELECT actor, reason, state_before, replayed_at
+FROM inbox_replays
+WHERE namespace = %(namespace)s AND event_key = %(event_key)s
+ORDER BY id
+
+-- name: events_list_in_namespace
+-- One page of a namespace's events in the given states, newest first, after
+-- a keyset position. One index range scan per state (inbox_events_listing),
+-- merged, so a page costs O(page size) however large the namespace is.
+SELECT page.*
+FROM unnest(%(states)s::text[]) AS s(state)
+CROSS JOIN LATERAL (
+    SELECT e.namespace, e.event_key, e.event_type, e.state, e.attempt, e.accepted_at, e.available_at,
+           e.updated_at, coalesce(e.last_error, '') AS last_error
+    FROM inbox_events AS e
+    WHERE e.namespace = %(namespace)s AND e.state = s.state
+      AND (e.accepted_at, e.event_key)
+          < (coalesce(%(after_at)s::timestamptz, 'infinity'), %(after_key)s::text)
+    ORDER BY e.accepted_at DESC, e.event_key DESC
+    LIMIT %(limit)s
+) AS page
+ORDER BY page.accepted_at DESC, page.event_key DESC
+LIMIT %(limit)s
+
+-- name: events_list_everywhere
+-- One page of every namespace's events in the given states, newest first.
+-- Scans the table: operators of a large inbox name a namespace.
+SELECT e.namespace, e.event_key, e.event_type, e.state, e.attempt, e.accepted_at, e.available_at,
+       e.updated_at, coalesce(e.last_error, '')
+FROM inbox_events AS e
+WHERE e.state = ANY(%(states)s::text[])
+  AND (e.accepted_at, e.namespace, e.event_key)
+      < (coalesce(%(after_at)s::timestamptz, 'infinity'), %(after_namespace)s::text, %(after_key)s::text)
+ORDER BY e.accepted_at DESC, e.namespace DESC, e.event_key DESC
+LIMIT %(limit)s
+
+-- name: namespace_stats
+-- Per namespace: events per state, and the age of the oldest PENDING event
+-- that is claimable now. Delayed and backing-off events (available_at still
+-- ahead) are not waiting on workers, so they do not count.
+WITH clock AS (SELECT coalesce(%(now)s::timestamptz, now()) AS now)
+SELECT e.namespace,
+       count(*) FILTER (WHERE e.state = 'pending'),
+       count(*) FILTER (WHERE e.state = 'processing'),
+       count(*) FILTER (WHERE e.state = 'completed'),
+       count(*) FILTER (WHERE e.state = 'dead_lettered'),
+       clock.now - min(e.available_at) FILTER (WHERE e.state = 'pending' AND e.available_at <= clock.now)
+FROM inbox_events AS e, clock
+WHERE (%(namespace)s::text IS NULL OR e.namespace = %(namespace)s::text)
+GROUP BY e.namespace, clock.now
+ORDER BY e.namespace
+
+-- name: replay_lock
+-- Locks the event for Replay: its state decides whether Replay may proceed.
+SELECT state, event_type, payload IS NOT NULL
+FROM inbox_events
+WHERE namespace = %(namespace)s AND event_key = %(event_key)s
+FOR UPDATE
+
+-- name: replay_event
+-- COMPLETED or DEAD_LETTERED -> PENDING, claimable now, attempts reset, and
+-- the audit row written in the same statement. The action ledger stays, so
+-- a worker finds its SUCCEEDED actions and their idempotency keys again.
+-- last_error stays too: the next worker may want to know what went wrong.
+WITH clock AS (
+    SELECT coalesce(%(now)s::timestamptz, now()) AS now
+), replayed AS (
+    UPDATE inbox_events AS e
+    SET state = 'pending', attempt = 0, claim_token = NULL, lease_expires_at = NULL, worker_id = NULL,
+        completed_at = NULL, disposition = NULL, disposition_reason = NULL,
+        available_at = clock.now, due_at = clock.now, updated_at = clock.now
+    FROM clock
+    WHERE e.namespace = %(namespace)s AND e.event_key = %(event_key)s
+      AND e.state IN ('completed', 'dead_lettered')
+    RETURNING e.namespace, e.event_key, clock.now
+)
+INSERT INTO inbox_replays (namespace, event_key, actor, reason, state_before, replayed_at)
+SELECT namespace, event_key, %(actor)s, %(reason)s, %(state_before)s, now FROM replayed
+RETURNING id

@@ -1,0 +1,56 @@
+-- Retention: COMPLETED rows are deleted after INBOXD_RETENTION, their
+-- payloads dropped earlier after INBOXD_PAYLOAD_RETENTION. PENDING,
+-- PROCESSING and DEAD_LETTERED rows are never touched. Each statement handles
+-- one bounded batch and commits, so no pass holds locks for long.
+
+-- name: retention_try_lock
+-- One replica at a time: the others find the lock taken and skip their pass.
+SELECT pg_try_advisory_lock(%(lock)s)
+
+-- name: retention_unlock
+SELECT pg_advisory_unlock(%(lock)s)
+
+-- name: retention_delete_completed
+-- Deletes one batch of COMPLETED rows older than the retention. Claims,
+-- actions and conflicts go with them (ON DELETE CASCADE); the replay audit
+-- stays. After this, the key is unknown: a new Accept of it is a new event.
+WITH doomed AS (
+    SELECT namespace, event_key
+    FROM inbox_events
+    WHERE state = 'completed'
+      AND completed_at < coalesce(%(now)s::timestamptz, now()) - %(retention)s::interval
+      AND (%(namespace)s::text IS NULL OR namespace = %(namespace)s::text)
+    ORDER BY completed_at
+    LIMIT %(batch_size)s
+    FOR UPDATE SKIP LOCKED
+)
+DELETE FROM inbox_events AS e
+USING doomed
+WHERE e.namespace = doomed.namespace AND e.event_key = doomed.event_key
+
+-- name: retention_drop_payloads
+-- Drops the payloads of one batch of COMPLETED rows older than the payload
+-- retention, and of their conflicting copies. The key, state, metadata and
+-- action ledger stay: a late duplicate is still recognised as one.
+WITH emptied AS (
+    SELECT namespace, event_key
+    FROM inbox_events
+    WHERE state = 'completed' AND payload IS NOT NULL
+      AND completed_at < coalesce(%(now)s::timestamptz, now()) - %(payload_retention)s::interval
+      AND (%(namespace)s::text IS NULL OR namespace = %(namespace)s::text)
+    ORDER BY completed_at
+    LIMIT %(batch_size)s
+    FOR UPDATE SKIP LOCKED
+), dropped AS (
+    UPDATE inbox_events AS e
+    SET payload = NULL
+    FROM emptied
+    WHERE e.namespace = emptied.namespace AND e.event_key = emptied.event_key
+    RETURNING e.namespace, e.event_key
+), copies AS (
+    UPDATE inbox_conflicts AS c
+    SET payload = NULL
+    FROM dropped
+    WHERE c.namespace = dropped.namespace AND c.event_key = dropped.event_key AND c.payload IS NOT NULL
+)
+SELECT count(*) FROM dropped

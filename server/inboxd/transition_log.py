@@ -1,0 +1,123 @@
+"""The structured log of the inbox's transitions: dedupe decisions, claims, actions, replays.
+
+Each line names its event by `event_ref` (a hash), never by its key. It
+carries no payload, no claim token and no worker-supplied text (a Fail's
+error or an action's detail may quote the payload); what it carries is
+enough to follow one event through its life and to find it again.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from inboxd.domain import (
+    AcceptOutcome,
+    AcceptResult,
+    ActionRecord,
+    ClaimBatch,
+    Disposition,
+    EventState,
+    FailResult,
+    Fence,
+    NewEvent,
+)
+from inboxd.logs import event_ref, log_fields
+from inboxd.observer import InboxObserver
+from inboxd.records import RetentionCounts
+
+log = logging.getLogger("inboxd.events")
+
+_ACCEPT_LEVEL = {
+    AcceptOutcome.ACCEPTED: logging.INFO,
+    AcceptOutcome.DUPLICATE: logging.INFO,
+    # The same key with another payload: the edge's key resolution may be wrong.
+    AcceptOutcome.CONFLICT: logging.WARNING,
+}
+
+
+def _ref(fence: Fence) -> dict[str, object]:
+    return {"namespace": fence.namespace, "event": event_ref(fence.namespace, fence.event_key)}
+
+
+class TransitionLog(InboxObserver):
+    def accepted(self, events: Sequence[NewEvent], results: Sequence[AcceptResult]) -> None:
+        for event, result in zip(events, results, strict=True):
+            log_fields(
+                log,
+                _ACCEPT_LEVEL[result.outcome],
+                f"accept {result.outcome.value}",
+                namespace=event.namespace,
+                event=event_ref(event.namespace, event.event_key),
+                event_type=event.event_type,
+                outcome=result.outcome.value,
+                state=result.state.value,
+            )
+
+    def claimed(self, worker_id: str, batch: ClaimBatch) -> None:
+        for e in batch.events:
+            log_fields(
+                log,
+                logging.INFO,
+                "event claimed",
+                namespace=e.namespace,
+                event=event_ref(e.namespace, e.event_key),
+                event_type=e.event_type,
+                attempt=e.attempt,
+                fencing_token=e.fencing_token,
+                worker_id=worker_id,
+            )
+        if batch.leases_expired:
+            log_fields(log, logging.WARNING, "expired leases taken over", leases_expired=batch.leases_expired)
+        if batch.dead_lettered:
+            log_fields(log, logging.WARNING, "events dead-lettered: attempts exhausted", count=batch.dead_lettered)
+
+    def completed(self, fence: Fence, disposition: Disposition) -> None:
+        log_fields(log, logging.INFO, "event completed", **_ref(fence), disposition=disposition.value)
+
+    def failed(self, fence: Fence, result: FailResult) -> None:
+        if result.state is EventState.DEAD_LETTERED:
+            log_fields(log, logging.WARNING, "event dead-lettered", **_ref(fence), state=result.state.value)
+            return
+        log_fields(log, logging.INFO, "event failed, will retry", **_ref(fence), next_attempt_at=result.next_attempt_at)
+
+    def released(self, fences: Sequence[Fence]) -> None:
+        for fence in fences:
+            log_fields(log, logging.INFO, "event released", **_ref(fence))
+
+    def action_recorded(self, fence: Fence, record: ActionRecord) -> None:
+        log_fields(
+            log,
+            logging.INFO,
+            "action recorded",
+            **_ref(fence),
+            action=record.action,
+            action_state=record.state.value,
+            idempotency_key=record.idempotency_key,
+            external_ref=record.external_ref,
+            fencing_token=record.fencing_token,
+        )
+
+    def stale_claim_rejected(self, call: str, fence: Fence) -> None:
+        log_fields(log, logging.WARNING, "stale claim rejected", **_ref(fence), call=call)
+
+    def replayed(self, namespace: str, event_key: str, state_before: EventState, actor: str) -> None:
+        log_fields(
+            log,
+            logging.WARNING,
+            "event replayed",
+            namespace=namespace,
+            event=event_ref(namespace, event_key),
+            state_before=state_before.value,
+            actor=actor,
+        )
+
+    def retention_ran(self, counts: RetentionCounts) -> None:
+        level = logging.INFO if counts.rows_deleted or counts.payloads_dropped else logging.DEBUG
+        log_fields(
+            log,
+            level,
+            "retention pass",
+            rows_deleted=counts.rows_deleted,
+            payloads_dropped=counts.payloads_dropped,
+        )
