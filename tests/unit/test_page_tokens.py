@@ -1,0 +1,35 @@
+"""ListEvents page tokens: opaque, round-trip exactly, and refuse anything else as INVALID_ARGUMENT."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from inboxd.errors import InvalidArgument
+from inboxd.page_tokens import decode_page_token, encode_page_token
+from inboxd.records import ListPosition
+
+
+def test_a_token_round_trips_to_the_same_position_to_the_microsecond() -> None:
+    position = ListPosition(datetime(2026, 3, 1, 12, 30, 5, 123456, tzinfo=UTC), "stripe/acct_1", "evt_é/ü 1")
+    token = encode_page_token(position)
+    assert decode_page_token(token) == position
+    assert "evt_" not in token  # opaque: not the key in plain text
+
+
+@pytest.mark.parametrize(
+    "token",
+    [
+        "garbage",
+        "p1.",
+        "p1.!!!",
+        "p1." + "W10",  # base64 of "[]"
+        "p1.eyJhIjoxfQ",  # base64 of '{"a":1}'
+        "p1.WyJ4IiwibnMiLCJrIl0",  # ["x","ns","k"]: not a number of microseconds
+    ],
+)
+def test_a_damaged_token_is_invalid_argument_naming_the_field(token: str) -> None:
+    with pytest.raises(InvalidArgument) as caught:
+        decode_page_token(token)
+    assert caught.value.field == "page_token"
