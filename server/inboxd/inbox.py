@@ -74,7 +74,7 @@ class Inbox:
     async def accept(self, events: Sequence[NewEvent]) -> list[AcceptResult]:
         """Accepts events in one transaction (shared with concurrent callers); answers after it commits."""
         results = await self._accepts.submit(events)
-        self._wake(
+        self.wake_claimers(
             (e.namespace, e.event_type)
             for e, r in zip(events, results, strict=True)
             if r.outcome is AcceptOutcome.ACCEPTED and self._claimable_now(e.available_at)
@@ -91,7 +91,8 @@ class Inbox:
         now = self.clock() or datetime.now(UTC)
         return available_at <= now
 
-    def _wake(self, events: Iterable[tuple[str, str]]) -> None:
+    def wake_claimers(self, events: Iterable[tuple[str, str]]) -> None:
+        """Tells waiting Claims, here and on other replicas, that these (namespace, type) became claimable."""
         woken = list(events)
         for namespace, event_type in woken:
             self.bus.notify(namespace, event_type)
@@ -200,12 +201,12 @@ class Inbox:
     async def release(self, fence: Fence) -> None:
         now = self.clock()
         namespace, _, event_type = await self.db.run(lambda conn: claims.release_event(conn, fence, now))
-        self._wake([(namespace, event_type)])
+        self.wake_claimers([(namespace, event_type)])
 
     async def release_many(self, fences: Sequence[Fence]) -> None:
         now = self.clock()
         released = await self.db.run(lambda conn: claims.release_events(conn, fences, now))
-        self._wake((ns, t) for ns, _, t in released)
+        self.wake_claimers((ns, t) for ns, _, t in released)
 
 
 def truncate_error(error: str) -> str:

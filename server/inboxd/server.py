@@ -89,9 +89,10 @@ async def start_server(
     registry: TokenRegistry | None = None,
 ) -> RunningServer:
     """Starts serving on settings.listen; `registry` None means no tokens (loopback only)."""
-    server = grpc.aio.server(options=server_options(settings), interceptors=[AuthInterceptor(registry)])
     inbox = ObservedInbox(db, settings, clock)
     ops = Operations.for_inbox(inbox)
+    interceptor = AuthInterceptor(registry, ops.metrics.observe_rpc)
+    server = grpc.aio.server(options=server_options(settings), interceptors=[interceptor])
     inbox.signals = ReplicaSignals(db.conninfo, inbox.on_replica_signal)
     inbox.signals.start()
     server.add_generic_rpc_handlers(

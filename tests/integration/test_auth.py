@@ -348,3 +348,13 @@ async def test_a_batch_above_grpcs_default_4_mib_message_limit_is_accepted(
     batch = inbox_pb2.AcceptBatchRequest(events=[accept_request(ns, f"big-{i}", big) for i in range(6)])
     answer = await inbox.AcceptBatch(batch)
     assert len(answer.results) == 6
+
+
+async def test_refused_calls_are_counted_in_the_rpc_metrics(chan: grpc.aio.Channel, guarded: RunningServer) -> None:
+    assert guarded.ops is not None
+    registry = guarded.ops.metrics.registry
+    labels = {"method": "Accept", "code": "UNAUTHENTICATED"}
+    before = registry.get_sample_value("inboxd_rpc_duration_seconds_count", labels) or 0.0
+    stub = inbox_pb2_grpc.InboxServiceStub(chan)
+    assert await code_of(stub.Accept(accept_request(A, "k"))) == grpc.StatusCode.UNAUTHENTICATED
+    assert registry.get_sample_value("inboxd_rpc_duration_seconds_count", labels) == before + 1

@@ -13,6 +13,7 @@ from typing import Any
 import grpc
 
 from inboxd.api.identity import set_caller
+from inboxd.api.rpc_timing import ObserveRpc
 from inboxd.api.status import status_for
 from inboxd.auth import ANONYMOUS, Caller, Scope, TokenRegistry
 from inboxd.errors import InboxError, PermissionDenied
@@ -81,8 +82,10 @@ def authorize(caller: Caller, method: str, request: Any) -> None:
 class AuthInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
     """Authenticates every inboxd.v1 call; without a registry every caller is ANONYMOUS (loopback only)."""
 
-    def __init__(self, registry: TokenRegistry | None) -> None:
+    def __init__(self, registry: TokenRegistry | None, observe: ObserveRpc | None = None) -> None:
         self.registry = registry
+        # Refusals never reach the handler's timing, so they are reported from here.
+        self.observe = observe
 
     async def intercept_service(
         self,
@@ -103,6 +106,8 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
                 if registry is not None and not _malformed(request):
                     authorize(caller, method, request)
             except InboxError as exc:
+                if self.observe is not None:
+                    self.observe(method.rsplit("/", 1)[-1], status_for(exc), 0.0)
                 await context.abort(status_for(exc), str(exc))
             remaining = context.time_remaining()
             if remaining is not None and remaining <= 0:
