@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import logging
 import os
 import signal
@@ -15,7 +16,7 @@ from inboxd.admin_cli import COMMANDS as ADMIN_COMMANDS
 from inboxd.admin_cli import add_admin_commands, run_admin_command
 from inboxd.auth import Scope, TokenRegistry, TokensFileError, entry_toml, new_token
 from inboxd.config import ConfigError, Settings, env_names, load_settings
-from inboxd.embedded_pg import EmbeddedPostgres, EmbeddedPostgresError
+from inboxd.embedded_pg import EmbeddedPostgres, EmbeddedPostgresError, private_parent, runs_as_postgres_user
 from inboxd.errors import Unavailable
 from inboxd.logs import configure_logging
 from inboxd.server import start_server
@@ -80,7 +81,7 @@ class _Database:
     def start(self) -> str:
         if self.settings.database_url:
             return self.settings.database_url
-        self.embedded = EmbeddedPostgres(data_dir=_embedded_dir(self.settings.data_dir))
+        self.embedded = EmbeddedPostgres(data_dir=_embedded_dir(self.settings))
         url = self.embedded.start()
         log.info("embedded PostgreSQL in %s on 127.0.0.1:%d", self.embedded.data_dir, self.embedded.port)
         return url
@@ -90,8 +91,26 @@ class _Database:
             self.embedded.stop()
 
 
-def _embedded_dir(data_dir: Path) -> Path:
-    return data_dir / "postgres"
+def _embedded_dir(settings: Settings) -> Path:
+    """The embedded cluster's folder: under the data dir, unless root runs inboxd from a private folder.
+
+    As root, PostgreSQL runs as the `postgres` user, who cannot enter a folder
+    such as /root. With the default data dir, inboxd then keeps the cluster
+    under /var/lib/inboxd (one folder per project path) rather than fail;
+    a data dir given explicitly is used as given, or refused with the reason.
+    """
+    wanted = (settings.data_dir / "postgres").resolve()
+    if not runs_as_postgres_user() or settings.data_dir != Settings().data_dir or private_parent(wanted) is None:
+        return wanted
+    digest = hashlib.sha256(str(wanted).encode()).hexdigest()[:10]
+    fallback = Path("/var/lib/inboxd") / f"{wanted.parent.parent.name}-{digest}" / "postgres"
+    log.warning(
+        "the postgres user cannot reach %s (%s is private); keeping the embedded database in %s",
+        wanted,
+        private_parent(wanted),
+        fallback,
+    )
+    return fallback
 
 
 async def _migrate_with_patience(url: str) -> None:

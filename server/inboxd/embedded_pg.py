@@ -57,6 +57,18 @@ def _version_key(path: str) -> tuple[int, ...]:
     return tuple(int(d) for d in digits)
 
 
+def private_parent(path: Path) -> Path | None:
+    """The first existing parent folder others cannot search (so neither can `postgres`), if any."""
+    for parent in path.resolve().parents:
+        if parent.exists() and not parent.stat().st_mode & 0o001:
+            return parent
+    return None
+
+
+def runs_as_postgres_user() -> bool:
+    return os.geteuid() == 0
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
@@ -115,7 +127,7 @@ class EmbeddedPostgres:
     # -- internals --
 
     def _as_postgres(self) -> bool:
-        return os.geteuid() == 0
+        return runs_as_postgres_user()
 
     def _ensure_runnable_dir(self) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -131,14 +143,13 @@ class EmbeddedPostgres:
             ) from None
         os.chown(self.data_dir, owner.pw_uid, owner.pw_gid)
         os.chmod(self.data_dir, 0o700)
-        for parent in self.data_dir.parents:
-            mode = parent.stat().st_mode
-            if not mode & 0o001:
-                raise EmbeddedPostgresError(
-                    f"the 'postgres' user cannot reach {self.data_dir}: {parent} is not "
-                    "searchable by others. Choose a data directory elsewhere (--data-dir or "
-                    "INBOXD_DATA_DIR), for example under /var/lib/inboxd."
-                )
+        private = private_parent(self.data_dir)
+        if private is not None:
+            raise EmbeddedPostgresError(
+                f"the 'postgres' user cannot reach {self.data_dir}: {private} is not "
+                "searchable by others. Choose a data directory elsewhere (--data-dir or "
+                "INBOXD_DATA_DIR), for example under /var/lib/inboxd."
+            )
 
     def _run(self, argv: list[str], *, check: bool = True) -> subprocess.CompletedProcess[str]:
         user = "postgres" if self._as_postgres() else None

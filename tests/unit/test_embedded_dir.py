@@ -1,0 +1,42 @@
+"""Where `inboxd serve` keeps its embedded PostgreSQL, with no database."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from inboxd.cli import _embedded_dir
+from inboxd.config import Settings
+from inboxd.embedded_pg import private_parent
+
+
+def test_a_private_parent_folder_is_found(tmp_path: Path) -> None:
+    private = tmp_path / "home"
+    private.mkdir(mode=0o700)
+    os.chmod(private, 0o700)
+    assert private_parent(private / "project" / ".inboxd" / "postgres") == private
+    os.chmod(tmp_path, 0o755)
+    assert private_parent(tmp_path / "open" / "postgres") is None
+
+
+def test_the_default_data_dir_moves_out_of_a_private_folder_only_for_root(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = tmp_path / "home" / "project"
+    project.mkdir(parents=True)
+    os.chmod(tmp_path / "home", 0o700)
+    monkeypatch.chdir(project)
+    chosen = _embedded_dir(Settings())
+    if os.geteuid() == 0:
+        assert chosen.parts[:4] == ("/", "var", "lib", "inboxd")
+        assert chosen.name == "postgres"
+        assert chosen == _embedded_dir(Settings()), "the same project must find the same cluster again"
+    else:
+        assert chosen == project / ".inboxd" / "postgres"
+
+
+def test_an_explicit_data_dir_is_used_as_given(tmp_path: Path) -> None:
+    given = tmp_path / "data"
+    assert _embedded_dir(Settings(data_dir=given)) == given.resolve() / "postgres"
