@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -12,13 +14,18 @@ from inboxd.config import Settings
 from inboxd.embedded_pg import private_parent
 
 
-def test_a_private_parent_folder_is_found(tmp_path: Path) -> None:
-    private = tmp_path / "home"
-    private.mkdir(mode=0o700)
-    os.chmod(private, 0o700)
-    assert private_parent(private / "project" / ".inboxd" / "postgres") == private
-    os.chmod(tmp_path, 0o755)
-    assert private_parent(tmp_path / "open" / "postgres") is None
+def test_a_private_parent_folder_is_found() -> None:
+    # Not pytest's tmp_path: its parents are private themselves.
+    open_dir = Path(tempfile.mkdtemp(prefix="inboxd-test-"))
+    try:
+        os.chmod(open_dir, 0o755)
+        private = open_dir / "home"
+        private.mkdir()
+        os.chmod(private, 0o700)
+        assert private_parent(private / "project" / ".inboxd" / "postgres") == private
+        assert private_parent(open_dir / "open" / "postgres") is None
+    finally:
+        shutil.rmtree(open_dir)
 
 
 def test_the_default_data_dir_moves_out_of_a_private_folder_only_for_root(
