@@ -83,7 +83,7 @@ class Inbox:
 
     async def _accept_group(self, events: list[NewEvent]) -> list[AcceptResult]:
         now = self.clock()
-        return await self.db.run(lambda conn: accept_events(conn, events, now))
+        return await self.db.run(lambda conn: accept_events(conn, events, now), transaction=False)
 
     def _claimable_now(self, available_at: datetime | None) -> bool:
         if available_at is None:

@@ -18,9 +18,13 @@ _VANISHED_RETRIES = 3
 async def accept_events(
     conn: Connection, events: Sequence[NewEvent], now: datetime | None = None
 ) -> list[AcceptResult]:
-    """Accepts `events` inside the caller's transaction; one result per event, in order.
+    """Accepts `events`; one result per event, in order.
 
-    `now` is the clock (None: the database's); tests pass it to control time.
+    The insert is one statement, so one transaction: on an autocommit
+    connection it commits by itself, in one round trip, and every event of
+    the batch is in or none is. Repeats are then classified (and conflicting
+    copies recorded) in a transaction of their own. `now` is the clock (None:
+    the database's); tests pass it to control time.
     """
     results: list[AcceptResult | None] = [None] * len(events)
     todo = list(range(len(events)))
@@ -69,7 +73,8 @@ async def _accept_round(
             results[i] = AcceptResult(AcceptOutcome.ACCEPTED, EventState(str(state)), _instant(accepted_at))
     if not repeats:
         return []
-    return await _classify_repeats(conn, events, repeats, results, now)
+    async with conn.transaction():
+        return await _classify_repeats(conn, events, repeats, results, now)
 
 
 async def _classify_repeats(

@@ -55,8 +55,12 @@ class Database:
     async def close(self) -> None:
         await self._pool.close()
 
-    async def run(self, work: Work[T]) -> T:
+    async def run(self, work: Work[T], *, transaction: bool = True) -> T:
         """Runs `work` in a transaction and commits; answers only after the commit.
+
+        With transaction=False, `work` gets an autocommit connection and owns
+        its transactions: a lone statement is then its own transaction, one
+        round trip instead of three (BEGIN, statement, COMMIT).
 
         Raises Unavailable when the database cannot be reached or the commit's
         fate is unknown: the caller must not take anything as acknowledged.
@@ -64,6 +68,8 @@ class Database:
         for attempt in range(1, _ROLLBACK_RETRIES + 1):
             try:
                 async with self._pool.connection() as conn:
+                    if not transaction:
+                        return await work(conn)
                     async with conn.transaction():
                         return await work(conn)
             except psycopg.errors.TransactionRollback:
