@@ -1,0 +1,1 @@
+"""The reliability suite: processes killed, the database taken away, workers raced, every event accounted for."""
