@@ -177,3 +177,20 @@ async def test_payload_is_stored_as_given_json(inbox: InboxServiceStub, db: Data
         return (await cur.fetchone())[0]
 
     assert await db.run(read) == body
+
+
+async def test_a_batch_cut_off_by_its_deadline_is_stored_whole_or_not_at_all(
+    inbox: InboxServiceStub, db: Database, ns: str
+) -> None:
+    outcomes = set()
+    for attempt in range(20):
+        space = f"{ns}-{attempt}"
+        batch = inbox_pb2.AcceptBatchRequest(events=[accept_request(space, f"k{i}") for i in range(500)])
+        try:
+            await inbox.AcceptBatch(batch, timeout=0.002 * (attempt + 1))
+            outcomes.add("answered")
+        except grpc.aio.AioRpcError as exc:
+            assert exc.code() == grpc.StatusCode.DEADLINE_EXCEEDED, exc
+            outcomes.add("deadline")
+        assert await count_rows(db, space) in (0, 500)
+    assert "deadline" in outcomes, "no call hit its deadline: the test proved nothing"

@@ -358,3 +358,25 @@ async def test_refused_calls_are_counted_in_the_rpc_metrics(chan: grpc.aio.Chann
     stub = inbox_pb2_grpc.InboxServiceStub(chan)
     assert await code_of(stub.Accept(accept_request(A, "k"))) == grpc.StatusCode.UNAUTHENTICATED
     assert registry.get_sample_value("inboxd_rpc_duration_seconds_count", labels) == before + 1
+
+
+async def test_replays_audit_row_names_the_calling_token(
+    chan: grpc.aio.Channel, tokens: Tokens, db: Database, ns: str
+) -> None:
+    space = f"tenant-a/{ns}"
+    stub = inbox_pb2_grpc.InboxServiceStub(chan)
+    await stub.Accept(accept_request(space, "k"), metadata=bearer(tokens.edge_a))
+    [event] = (await stub.Claim(inbox_pb2.ClaimRequest(namespaces=[space]), metadata=bearer(tokens.worker_a))).events
+    fence = {"namespace": space, "event_key": "k", "claim_token": event.claim_token}
+    await stub.Fail(inbox_pb2.FailRequest(**fence, error="bad", permanent=True), metadata=bearer(tokens.worker_a))
+    admin = admin_pb2_grpc.InboxAdminServiceStub(chan)
+    await admin.Replay(
+        admin_pb2.ReplayRequest(namespace=space, event_key="k", reason="fixed the template"),
+        metadata=bearer(tokens.admin_a),
+    )
+
+    async def actors(conn: Any) -> list[tuple[str, str]]:
+        cur = await conn.execute("SELECT actor, reason FROM inbox_replays WHERE namespace = %s", (space,))
+        return [(str(a), str(r)) for a, r in await cur.fetchall()]
+
+    assert await db.run(actors) == [("admin-a", "fixed the template")]
