@@ -4,7 +4,7 @@ PY      := $(VENV)/bin/python
 PYTHON  ?= python3
 
 .DEFAULT_GOAL := help
-.PHONY: help setup run test check pytest lint typecheck layers buf-lint proto proto-check clean
+.PHONY: help setup run test check pytest lint typecheck layers buf-lint proto proto-check bench bench-peers clean
 
 help: ## list the chores
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -38,8 +38,8 @@ pytest: setup ## the test suite (starts its own PostgreSQL unless DATABASE_URL i
 	$(PY) -m pytest
 
 lint: setup ## ruff
-	$(VENV)/bin/ruff check server tests clients/python clients/edge
-	$(VENV)/bin/ruff format --check server tests clients/python clients/edge
+	$(VENV)/bin/ruff check server tests clients/python clients/edge bench
+	$(VENV)/bin/ruff format --check server tests clients/python clients/edge bench
 
 typecheck: setup ## mypy --strict over the code and the tests
 	$(VENV)/bin/mypy server/inboxd tests clients/python/src/inboxd_client clients/edge/src/inboxd_edge
@@ -58,6 +58,17 @@ proto-check: setup ## fail if regenerating the stubs would change them
 	  diff -r -x __pycache__ $$tmp clients/python/src/inboxd_client/v1 >/dev/null || \
 	  { echo "generated stubs are stale: run 'make proto' and commit"; rm -rf $$tmp; exit 1; }; \
 	  rm -rf $$tmp; echo "stubs are current"
+
+# Benchmarks: never part of test or CI. Their extras are installed here, not by setup.
+$(VENV)/.bench-installed: $(VENV)/.installed pyproject.toml
+	$(PY) -m pip install --quiet -e '.[bench]'
+	touch $@
+
+bench: setup $(VENV)/.bench-installed ## benchmark inboxd against raw PostgreSQL (~5 min, never in CI); writes docs/benchmarks.md
+	$(PY) -m bench run
+
+bench-peers: setup $(VENV)/.bench-installed ## benchmark inboxd beside PgQueuer and Procrastinate (~3 min); adds to docs/benchmarks.md
+	$(PY) -m bench peers
 
 clean: ## remove .venv, node_modules and the embedded database
 	rm -rf $(VENV) node_modules .inboxd

@@ -12,8 +12,11 @@ WITH clock AS (
 ), due AS (
     SELECT e.namespace, e.event_key, e.state AS state_before, e.fencing_token AS old_fencing_token,
            e.attempt >= %(max_attempts)s AS exhausted, e.due_at
-    FROM inbox_events AS e, clock
-    WHERE e.due_at <= clock.now
+    FROM inbox_events AS e
+    -- The clock is repeated here rather than read from the clock CTE, so the
+    -- cut-off is an index condition on inbox_events_due, not a join filter:
+    -- with many delayed events and nothing due, a Claim reads no rows.
+    WHERE e.due_at <= coalesce(%(now)s::timestamptz, now())
       AND (cardinality(%(namespaces)s::text[]) = 0 OR e.namespace = ANY(%(namespaces)s::text[]))
       AND (cardinality(%(event_types)s::text[]) = 0 OR e.event_type = ANY(%(event_types)s::text[]))
       AND (cardinality(%(namespace_patterns)s::text[]) = 0 OR e.namespace LIKE ANY(%(namespace_patterns)s::text[]))

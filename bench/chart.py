@@ -1,0 +1,96 @@
+"""docs/benchmarks.png: throughput, ratios against their targets, the peers, and the latencies."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from bench.figures import Figures, pairs, peer_rates, top_concurrency
+
+
+def chart(bench: dict[str, Any] | None, peers: dict[str, Any] | None, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(2, 2, figsize=(14, 9))
+    (ax_rate, ax_ratio), (ax_peers, ax_wake) = axes
+    if bench is not None:
+        _chart_rates(ax_rate, ax_ratio, bench)
+        _chart_wakeup(ax_wake, bench["figures"])
+    _chart_peers(ax_peers, peers)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _chart_rates(ax_rate: Any, ax_ratio: Any, bench: dict[str, Any]) -> None:
+    figs: Figures = bench["figures"]
+    top = top_concurrency(bench)
+    shown = [p for p in pairs(top) if p.inboxd in figs]
+    labels = [p.label.replace(", ", "\n", 1) for p in shown]
+    x = list(range(len(shown)))
+    raw_v = [figs[p.raw]["value"] if p.raw and p.raw in figs else 0 for p in shown]
+    ib_v = [figs[p.inboxd]["value"] for p in shown]
+    ax_rate.bar([i - 0.2 for i in x], raw_v, 0.4, label="raw PostgreSQL", color="#999999")
+    ax_rate.bar([i + 0.2 for i in x], ib_v, 0.4, label="inboxd", color="#1f77b4")
+    ax_rate.set_yscale("log")
+    ax_rate.set_xticks(x, labels, rotation=60, ha="right", fontsize=7)
+    ax_rate.set_ylabel("tx/s or rows/s (log)")
+    ax_rate.set_title("Throughput")
+    ax_rate.legend(fontsize=8)
+
+    ratios = [
+        figs[p.inboxd]["value"] / figs[p.raw]["value"] if p.raw in figs and figs[p.raw]["value"] else 0 for p in shown
+    ]
+    wanted = {f"inboxd.accept.c{top}": 1.5, "inboxd.accept_batch": 0.7, "inboxd.claim10": 0.7}
+    colors = [
+        ("#2ca02c" if r >= wanted[p.inboxd] else "#d62728") if p.inboxd in wanted else "#1f77b4"
+        for p, r in zip(shown, ratios, strict=True)
+    ]
+    ax_ratio.bar(x, ratios, 0.6, color=colors)
+    for i, p in enumerate(shown):
+        if p.inboxd in wanted:
+            ax_ratio.plot([i - 0.4, i + 0.4], [wanted[p.inboxd]] * 2, color="black", linewidth=2)
+    ax_ratio.axhline(1.0, color="#999999", linestyle=":", linewidth=1)
+    ax_ratio.set_xticks(x, labels, rotation=60, ha="right", fontsize=7)
+    ax_ratio.set_ylabel("inboxd ÷ raw")
+    ax_ratio.set_title("inboxd ÷ raw baseline (black bar: target)")
+
+
+def _chart_wakeup(ax: Any, figs: Figures) -> None:
+    wake = figs.get("inboxd.wakeup")
+    if not wake:
+        ax.set_axis_off()
+        return
+    names = ["p50", "p90", "p99", "max"]
+    values = [wake["p50_ms"], wake["p90_ms"], wake["p99_ms"], wake["max_ms"]]
+    ax.bar(names, values, color="#1f77b4")
+    ax.plot([-0.4, 0.4], [5, 5], color="black", linewidth=2)
+    ax.plot([1.6, 2.4], [50, 50], color="black", linewidth=2)
+    ax.set_ylabel("ms")
+    title = "Wake-up latency (black bar: target)"
+    lp = figs.get("inboxd.longpolls")
+    if lp:
+        title += f"\nRSS with {lp['waiting']:,} waiting long-polls: {lp['rss_mb']:.0f} MB (target <= 300 MB)"
+    ax.set_title(title, fontsize=10)
+
+
+def _chart_peers(ax: Any, peers: dict[str, Any] | None) -> None:
+    if peers is None:
+        ax.text(0.5, 0.5, "run make bench-peers", ha="center", va="center")
+        ax.set_axis_off()
+        return
+    rates = peer_rates(peers)
+    ax.bar(list(rates), list(rates.values()), color=["#1f77b4" if k == "inboxd" else "#999999" for k in rates])
+    best = max((v for k, v in rates.items() if k != "inboxd"), default=0.0)
+    if best and "inboxd" in rates:
+        i = list(rates).index("inboxd")
+        ax.plot([i - 0.4, i + 0.4], [2 * best] * 2, color="black", linewidth=2)
+        ax.annotate("target: 2x the better peer", (i, 2 * best), textcoords="offset points", xytext=(0, 4), ha="center")
+        ax.set_ylim(0, max([*rates.values(), 2 * best]) * 1.15)
+    ax.set_ylabel("jobs/s")
+    workers = peers["config"]["claim_workers"]
+    ax.set_title(f"End-to-end no-op jobs: {workers} claimers, batch 10 where the library can")

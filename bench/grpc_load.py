@@ -1,0 +1,142 @@
+"""The inboxd side: grpc.aio clients against a real `inboxd serve`, through the generated stubs."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator
+
+import grpc
+from google.protobuf.duration_pb2 import Duration
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from bench.loop import Step, percentile
+from bench.workload import EVENT_TYPE, PAYLOAD_BYTES, Keys, cycle
+from inboxd_client.v1 import inbox_pb2, inbox_pb2_grpc
+
+Stub = inbox_pb2_grpc.InboxServiceStub
+
+
+@contextlib.asynccontextmanager
+async def stubs(target: str, channels: int = 1) -> AsyncIterator[list[Stub]]:
+    """`channels` separate connections (HTTP/2 streams share one connection per channel)."""
+    opened = [grpc.aio.insecure_channel(target) for _ in range(channels)]
+    try:
+        for chan in opened:
+            await asyncio.wait_for(chan.channel_ready(), 30)
+        yield [inbox_pb2_grpc.InboxServiceStub(chan) for chan in opened]  # type: ignore[no-untyped-call]
+    finally:
+        for chan in opened:
+            await chan.close(None)
+
+
+def empty_rpc_steps(target_channel: grpc.aio.Channel, clients: int) -> list[Step]:
+    """grpc.health.v1 Check: what one RPC costs the server with no inboxd work in it (auth interceptor included)."""
+    stub = health_pb2_grpc.HealthStub(target_channel)
+    request = health_pb2.HealthCheckRequest(service="")
+
+    async def step() -> int:
+        await stub.Check(request)
+        return 1
+
+    return [step] * clients
+
+
+def _event(namespace: str, key: str) -> inbox_pb2.AcceptRequest:
+    return inbox_pb2.AcceptRequest(namespace=namespace, event_key=key, event_type=EVENT_TYPE, payload=PAYLOAD_BYTES)
+
+
+def accept_steps(stub: Stub, clients: int, namespace: str, keys: Keys) -> list[Step]:
+    async def step() -> int:
+        key = keys.next()
+        await stub.Accept(_event(namespace, key))
+        keys.keep(key)
+        return 1
+
+    return [step] * clients
+
+
+def accept_batch_steps(stub: Stub, clients: int, namespace: str, keys: Keys, rows: int) -> list[Step]:
+    async def step() -> int:
+        request = inbox_pb2.AcceptBatchRequest(events=[_event(namespace, k) for k in keys.batch(rows)])
+        await stub.AcceptBatch(request)
+        return rows
+
+    return [step] * clients
+
+
+def duplicate_steps(stub: Stub, clients: int, namespace: str, keys: list[str]) -> list[Step]:
+    repeat = cycle(keys)
+
+    async def step() -> int:
+        response = await stub.Accept(_event(namespace, next(repeat)))
+        if response.outcome != inbox_pb2.ACCEPT_OUTCOME_DUPLICATE:
+            raise RuntimeError(f"expected a duplicate, got outcome {response.outcome}")
+        return 1
+
+    return [step] * clients
+
+
+def claim_complete_steps(stub: Stub, workers: int, namespace: str, batch: int) -> list[Step]:
+    """A no-op worker: Claim up to `batch`, then Complete each (concurrently, as a worker pool would)."""
+
+    def step_for(index: int) -> Step:
+        request = inbox_pb2.ClaimRequest(namespaces=[namespace], max_events=batch, worker_id=f"bench-{index}")
+
+        async def step() -> int | None:
+            claimed = (await stub.Claim(request)).events
+            if not claimed:
+                return None
+            await asyncio.gather(
+                *(
+                    stub.Complete(
+                        inbox_pb2.CompleteRequest(
+                            namespace=e.namespace, event_key=e.event_key, claim_token=e.claim_token
+                        )
+                    )
+                    for e in claimed
+                )
+            )
+            return len(claimed)
+
+        return step
+
+    return [step_for(i) for i in range(workers)]
+
+
+async def wakeup_latencies(
+    waiting: Stub, accepting: Stub, namespace: str, keys: Keys, rounds: int, *, settle: float = 0.02
+) -> list[float]:
+    """Seconds from the Accept's answer to the answer of a Claim that was waiting for it."""
+    found: list[float] = []
+    claim = inbox_pb2.ClaimRequest(
+        namespaces=[namespace], max_events=1, wait=Duration(seconds=10), worker_id="bench-wake"
+    )
+    for _ in range(rounds):
+        waiter = asyncio.ensure_future(waiting.Claim(claim))
+        # Long enough for the Claim to find nothing and start waiting.
+        await asyncio.sleep(settle)
+        if waiter.done():
+            raise RuntimeError("a waiting Claim answered before anything was accepted")
+        await accepting.Accept(_event(namespace, keys.next()))
+        accepted = time.perf_counter()
+        events = (await waiter).events
+        woken = time.perf_counter()
+        if len(events) != 1:
+            raise RuntimeError(f"the waiting Claim answered {len(events)} events, not 1")
+        found.append(woken - accepted)
+        e = events[0]
+        await waiting.Complete(
+            inbox_pb2.CompleteRequest(namespace=e.namespace, event_key=e.event_key, claim_token=e.claim_token)
+        )
+    return found
+
+
+def summarize_ms(latencies: list[float]) -> dict[str, float]:
+    return {
+        "p50_ms": 1000 * percentile(latencies, 0.50),
+        "p90_ms": 1000 * percentile(latencies, 0.90),
+        "p99_ms": 1000 * percentile(latencies, 0.99),
+        "max_ms": 1000 * max(latencies, default=0.0),
+    }

@@ -1,0 +1,169 @@
+"""The raw baseline: inboxd's work done straight through psycopg, with no gRPC and no service.
+
+One AsyncConnection per client, autocommit: each statement is its own
+transaction, the fewest round trips and commits the work can take. Claims
+use inboxd's own claim query and completion function, so the database does
+the same work as under inboxd; only the batch completion is ours, because
+inboxd completes one event per call.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from datetime import timedelta
+from typing import LiteralString
+
+import psycopg
+from psycopg.rows import TupleRow
+
+from bench.loop import Step
+from bench.workload import EVENT_TYPE, PAYLOAD, Keys, cycle
+from inboxd.store.queries import QUERIES
+
+Conn = psycopg.AsyncConnection[TupleRow]
+
+INSERT_ONE: LiteralString = """
+INSERT INTO inbox_events (namespace, event_key, event_type, payload, metadata, message_id, ordering_key,
+                          revision, state, accepted_at, available_at, due_at, updated_at)
+VALUES (%(namespace)s, %(event_key)s, %(event_type)s, %(payload)s::jsonb, '{}', '', '', 0, 'pending',
+        now(), now(), now(), now())
+ON CONFLICT (namespace, event_key) DO NOTHING
+RETURNING state, accepted_at
+"""
+
+INSERT_MANY: LiteralString = """
+INSERT INTO inbox_events (namespace, event_key, event_type, payload, metadata, message_id, ordering_key,
+                          revision, state, accepted_at, available_at, due_at, updated_at)
+SELECT %(namespace)s, k.event_key, %(event_type)s, %(payload)s::jsonb, '{}', '', '', 0, 'pending',
+       now(), now(), now(), now()
+FROM unnest(%(event_keys)s::text[]) AS k(event_key)
+ORDER BY k.event_key
+ON CONFLICT (namespace, event_key) DO NOTHING
+RETURNING state, accepted_at
+"""
+
+# PROCESSING -> COMPLETED for many events in one statement, fenced by claim
+# token like inboxd_complete_event, and ending their claims the same way.
+COMPLETE_MANY: LiteralString = """
+WITH done AS (
+    UPDATE inbox_events AS e
+    SET state = 'completed', completed_at = now(), disposition = 'applied', disposition_reason = NULL,
+        due_at = NULL, lease_expires_at = NULL, updated_at = now()
+    FROM unnest(%(namespaces)s::text[], %(event_keys)s::text[], %(claim_tokens)s::text[])
+         AS d(namespace, event_key, claim_token)
+    WHERE e.namespace = d.namespace AND e.event_key = d.event_key
+      AND e.claim_token = d.claim_token AND e.state = 'processing'
+    RETURNING e.fencing_token
+)
+UPDATE inbox_claims AS c SET ended_at = now(), outcome = 'completed'
+FROM done WHERE c.fencing_token = done.fencing_token
+"""
+
+# The one implementation of PROCESSING -> COMPLETED that inboxd's Complete also runs.
+COMPLETE_ONE: LiteralString = """
+SELECT inboxd_complete_event(%(namespace)s, %(event_key)s, %(claim_token)s, 'applied', NULL, NULL)
+"""
+
+CLAIM = QUERIES["claim_events"]
+
+
+@contextlib.asynccontextmanager
+async def connections(url: str, n: int) -> AsyncIterator[list[Conn]]:
+    conns: list[Conn] = []
+    try:
+        for _ in range(n):
+            conns.append(await psycopg.AsyncConnection.connect(url, autocommit=True))
+        yield conns
+    finally:
+        for conn in conns:
+            await conn.close()
+
+
+def insert_one_steps(conns: list[Conn], namespace: str, keys: Keys) -> list[Step]:
+    def step_for(conn: Conn) -> Step:
+        async def step() -> int:
+            key = keys.next()
+            params = {"namespace": namespace, "event_key": key, "event_type": EVENT_TYPE, "payload": PAYLOAD}
+            await (await conn.execute(INSERT_ONE, params)).fetchall()
+            keys.keep(key)
+            return 1
+
+        return step
+
+    return [step_for(c) for c in conns]
+
+
+def insert_many_steps(conns: list[Conn], namespace: str, keys: Keys, rows: int) -> list[Step]:
+    def step_for(conn: Conn) -> Step:
+        async def step() -> int:
+            params = {
+                "namespace": namespace,
+                "event_keys": keys.batch(rows),
+                "event_type": EVENT_TYPE,
+                "payload": PAYLOAD,
+            }
+            await (await conn.execute(INSERT_MANY, params)).fetchall()
+            return rows
+
+        return step
+
+    return [step_for(c) for c in conns]
+
+
+def duplicate_steps(conns: list[Conn], namespace: str, keys: list[str]) -> list[Step]:
+    repeat = cycle(keys)
+
+    def step_for(conn: Conn) -> Step:
+        async def step() -> int:
+            params = {"namespace": namespace, "event_key": next(repeat), "event_type": EVENT_TYPE, "payload": PAYLOAD}
+            await (await conn.execute(INSERT_ONE, params)).fetchall()
+            return 1
+
+        return step
+
+    return [step_for(c) for c in conns]
+
+
+def claim_complete_steps(conns: list[Conn], namespace: str, batch: int) -> list[Step]:
+    """Claim up to `batch` with inboxd's claim query, then complete them: one by one, or in one statement."""
+
+    def step_for(index: int, conn: Conn) -> Step:
+        claim_params = {
+            "namespaces": [namespace],
+            "event_types": [],
+            "namespace_patterns": [],
+            "max_events": batch,
+            "lease": timedelta(seconds=30),
+            "worker_id": f"raw-{index}",
+            "max_attempts": 10,
+            "now": None,
+        }
+
+        async def step() -> int | None:
+            cur = await conn.execute(CLAIM, claim_params)
+            rows = await cur.fetchall()
+            names = [c.name for c in cur.description or ()]
+            ns_at, key_at, token_at = names.index("namespace"), names.index("event_key"), names.index("claim_token")
+            # One row of NULLs when nothing was due.
+            claimed = [(r[ns_at], r[key_at], r[token_at]) for r in rows if r[ns_at] is not None]
+            if not claimed:
+                return None
+            if batch == 1:
+                ns, key, token = claimed[0]
+                params = {"namespace": ns, "event_key": key, "claim_token": token}
+                await (await conn.execute(COMPLETE_ONE, params)).fetchall()
+            else:
+                await conn.execute(
+                    COMPLETE_MANY,
+                    {
+                        "namespaces": [c[0] for c in claimed],
+                        "event_keys": [c[1] for c in claimed],
+                        "claim_tokens": [c[2] for c in claimed],
+                    },
+                )
+            return len(claimed)
+
+        return step
+
+    return [step_for(i, c) for i, c in enumerate(conns)]
