@@ -85,7 +85,7 @@ class Database:
                 raise InvalidArgument("request", f"PostgreSQL refused a value: {exc.diag.message_primary}") from None
             except psycopg.OperationalError as exc:
                 self._check_soon()
-                raise Unavailable(f"database unavailable: {_first_line(exc)}") from None
+                raise Unavailable(f"database unavailable: {first_line(exc)}") from None
         raise AssertionError("unreachable")
 
     async def ping(self) -> None:
@@ -108,6 +108,7 @@ async def _select_one(conn: Connection) -> None:
     await conn.execute("SELECT 1")
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
+    """The first line of an error's text: psycopg's messages run on with context and hints."""
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__

@@ -13,6 +13,7 @@ from typing import LiteralString
 import psycopg
 
 from inboxd.errors import Unavailable
+from inboxd.store.database import first_line
 
 log = logging.getLogger(__name__)
 
@@ -48,9 +49,7 @@ async def migrate(conninfo: str) -> list[str]:
     try:
         return await _migrate(conninfo)
     except psycopg.OperationalError as exc:
-        raise Unavailable(
-            f"database unavailable: {str(exc).strip().splitlines()[0] if str(exc).strip() else exc!r}"
-        ) from None
+        raise Unavailable(f"database unavailable: {first_line(exc)}") from None
 
 
 async def _migrate(conninfo: str) -> list[str]:

@@ -19,6 +19,8 @@ from collections.abc import Callable, Iterable
 
 import psycopg
 
+from inboxd.store.database import first_line as _first_line
+
 log = logging.getLogger(__name__)
 
 CHANNEL = "inboxd_events"
@@ -71,7 +73,7 @@ class ReplicaSignals:
                 await conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, payload))
             except psycopg.Error as exc:
                 # Dropped, not retried: waiters poll anyway, and the database may be down.
-                log.warning("could not signal other replicas: %s", str(exc).strip().splitlines()[0:1])
+                log.warning("could not signal other replicas: %s", _first_line(exc))
                 conn = None
                 await asyncio.sleep(_RECONNECT_DELAY)
 
