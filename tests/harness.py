@@ -2,19 +2,44 @@
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from inboxd.embedded_pg import EmbeddedPostgres
 
 REPO = Path(__file__).resolve().parent.parent
+
+
+async def eventually(
+    check: Callable[[], bool | Awaitable[bool]],
+    what: str | Callable[[], str],
+    *,
+    within: float = 15.0,
+    every: float = 0.05,
+) -> None:
+    """Polls `check` (plain or async) until it holds; fails after `within` seconds, naming `what`.
+
+    For states a test cannot be signalled about; bounded, never an open-ended sleep.
+    """
+    deadline = time.monotonic() + within
+    while True:
+        outcome = check()
+        if inspect.isawaitable(outcome):
+            outcome = await outcome
+        if outcome:
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {within:.0f} s: {what if isinstance(what, str) else what()}")
+        await asyncio.sleep(every)
 
 
 def throwaway_postgres(*, durable: bool = False) -> EmbeddedPostgres:

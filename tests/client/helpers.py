@@ -4,32 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 from inboxd.store.database import Database
 from inboxd_client import AsyncInboxClient, Worker
+from tests.harness import eventually
 from tests.integration.helpers import read_event
 
 __all__ = ["eventually", "read_event", "running", "state_of"]
-
-
-async def eventually(
-    check: Callable[[], bool | Awaitable[bool]], what: str, *, within: float = 15.0, every: float = 0.02
-) -> None:
-    """Polls `check` until it holds, failing the test after `within` seconds."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + within
-    while True:
-        outcome = check()
-        if inspect.isawaitable(outcome):
-            outcome = await outcome
-        if outcome:
-            return
-        if loop.time() > deadline:
-            raise AssertionError(f"not within {within:.0f} s: {what}")
-        await asyncio.sleep(every)
 
 
 @contextlib.asynccontextmanager

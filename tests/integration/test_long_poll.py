@@ -21,7 +21,7 @@ from inboxd.server import RunningServer, start_server
 from inboxd.store.database import Database
 from inboxd_client.v1 import inbox_pb2
 from inboxd_client.v1.inbox_pb2_grpc import InboxServiceStub
-from tests.harness import ServerProcess
+from tests.harness import ServerProcess, eventually
 from tests.integration.helpers import accept_request, read_event, seconds
 
 NO_FALLBACK = 3600.0
@@ -42,16 +42,6 @@ async def quiet(quiet_server: RunningServer) -> AsyncIterator[InboxServiceStub]:
         yield InboxServiceStub(chan)
 
 
-async def until(condition: Any, what: str, limit: float = 10.0) -> None:
-    """Polls a condition (bounded), for states the test cannot be signalled about."""
-    loop = asyncio.get_running_loop()
-    end = loop.time() + limit
-    while not condition():
-        if loop.time() > end:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.01)
-
-
 def waiting_claim(stub: InboxServiceStub, ns: str) -> Any:
     return stub.Claim(inbox_pb2.ClaimRequest(namespaces=[ns], wait=seconds(LONG_WAIT)), timeout=LONG_WAIT + 5)
 
@@ -60,7 +50,7 @@ async def test_an_accept_on_the_same_server_wakes_a_waiting_claim(
     quiet: InboxServiceStub, quiet_server: RunningServer, ns: str
 ) -> None:
     call = waiting_claim(quiet, ns)
-    await until(lambda: len(quiet_server.inbox.bus) > 0, "the claim to wait")
+    await eventually(lambda: len(quiet_server.inbox.bus) > 0, "the claim to wait")
     await quiet.Accept(accept_request(ns, "wake-me"))
     answer = await asyncio.wait_for(call, LONG_WAIT / 2)
     assert [e.event_key for e in answer.events] == ["wake-me"]
@@ -72,7 +62,7 @@ async def test_an_accept_on_another_server_process_wakes_a_waiting_claim(
     other = await asyncio.to_thread(ServerProcess(database_url=migrated_url).start)
     try:
         call = waiting_claim(quiet, ns)
-        await until(lambda: len(quiet_server.inbox.bus) > 0, "the claim to wait")
+        await eventually(lambda: len(quiet_server.inbox.bus) > 0, "the claim to wait")
         async with grpc.aio.insecure_channel(other.target) as chan:
             await InboxServiceStub(chan).Accept(accept_request(ns, "from-afar"))
         answer = await asyncio.wait_for(call, LONG_WAIT / 2)
@@ -85,7 +75,7 @@ async def test_a_waiting_claim_is_not_woken_by_events_it_does_not_want(
     quiet: InboxServiceStub, quiet_server: RunningServer, ns: str
 ) -> None:
     call = waiting_claim(quiet, ns)
-    await until(lambda: len(quiet_server.inbox.bus) > 0, "the claim to wait")
+    await eventually(lambda: len(quiet_server.inbox.bus) > 0, "the claim to wait")
     await quiet.Accept(accept_request(ns + "-elsewhere", "not-mine"))
     await quiet.Accept(accept_request(ns, "mine"))
     answer = await asyncio.wait_for(call, LONG_WAIT / 2)
@@ -96,9 +86,9 @@ async def test_a_cancelled_wait_leaves_nothing_claimed(
     quiet: InboxServiceStub, quiet_server: RunningServer, db: Database, ns: str
 ) -> None:
     call = waiting_claim(quiet, ns)
-    await until(lambda: len(quiet_server.inbox.bus) > 0, "the claim to wait")
+    await eventually(lambda: len(quiet_server.inbox.bus) > 0, "the claim to wait")
     call.cancel()
-    await until(lambda: len(quiet_server.inbox.bus) == 0, "the server to drop the cancelled wait")
+    await eventually(lambda: len(quiet_server.inbox.bus) == 0, "the server to drop the cancelled wait")
     await quiet.Accept(accept_request(ns, "k"))
     row = await read_event(db, ns, "k")
     assert (row["state"], row["attempt"]) == ("pending", 0)
@@ -138,11 +128,7 @@ async def test_a_claim_cancelled_mid_transaction_releases_what_it_took(
         row = await read_event(db, ns, "k")
         return bool(row["state"] == "pending" and row["fencing_token"] is not None)
 
-    loop = asyncio.get_running_loop()
-    end = loop.time() + 10
-    while not await released():
-        assert loop.time() < end, "the orphaned claim was not released"
-        await asyncio.sleep(0.02)
+    await eventually(released, "the orphaned claim to be released", within=10)
     row = await read_event(db, ns, "k")
     assert row["attempt"] == 0
 

@@ -8,16 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
 import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
-import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, LiteralString
@@ -27,7 +25,7 @@ import psycopg
 from inboxd.embedded_pg import EmbeddedPostgres
 from inboxd.store.migrate import migrate
 from inboxd_client import AsyncInboxClient
-from tests.harness import REPO, ServerProcess, throwaway_postgres
+from tests.harness import REPO, ServerProcess, eventually, throwaway_postgres
 
 # Each call gets a deadline, so a call that hangs fails the scenario instead of stalling the run.
 CALL_DEADLINE = 20.0
@@ -167,26 +165,6 @@ async def conflicts(url: str, ns: str) -> int:
 
 
 # -- waiting --
-
-
-async def eventually(
-    check: Callable[[], bool | Awaitable[bool]],
-    what: str | Callable[[], str],
-    *,
-    within: float,
-    every: float = 0.1,
-) -> None:
-    """Polls `check` (plain or async) until it holds; fails after `within` seconds, naming `what` (or its result)."""
-    deadline = time.monotonic() + within
-    while True:
-        outcome = check()
-        if inspect.isawaitable(outcome):
-            outcome = await outcome
-        if outcome:
-            return
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {within:.0f} s: {what if isinstance(what, str) else what()}")
-        await asyncio.sleep(every)
 
 
 # -- worker processes --

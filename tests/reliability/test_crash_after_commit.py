@@ -26,9 +26,9 @@ import pytest
 
 from inboxd.embedded_pg import EmbeddedPostgres
 from inboxd_client import AcceptOutcome, AsyncInboxClient, Unavailable, accept_request
-from tests.harness import ServerProcess
+from tests.harness import ServerProcess, eventually
 from tests.reliability import ledger
-from tests.reliability.rig import client, eventually, namespace, own_cluster, query, quiesced, serving, states
+from tests.reliability.rig import client, namespace, own_cluster, query, quiesced, serving, states
 
 SCENARIO = "crash after commit"
 ROUNDS = 3

@@ -35,11 +35,11 @@ from inboxd_client import (
     accept_request,
 )
 from inboxd_client.v1 import inbox_pb2
+from tests.harness import eventually
 from tests.reliability import ledger
 from tests.reliability.rig import (
     client,
     crash_postgres,
-    eventually,
     namespace,
     own_cluster,
     query,

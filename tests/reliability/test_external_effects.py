@@ -24,9 +24,9 @@ from pathlib import Path
 
 from inboxd_client import accept_request
 from tests.client.fake_email_api import SEND_PATH, FakeEmailApi, Sent
-from tests.harness import REPO
+from tests.harness import REPO, eventually
 from tests.reliability import ledger
-from tests.reliability.rig import PyProcess, client, eventually, namespace, processes, query, serving, states
+from tests.reliability.rig import PyProcess, client, namespace, processes, query, serving, states
 
 SCENARIO = "external effects"
 EXAMPLE = REPO / "clients" / "python" / "examples" / "email_worker.py"

@@ -22,8 +22,9 @@ import asyncio
 from collections import Counter
 
 from inboxd_client import AsyncInboxClient, EventContext, PermanentError, Worker, accept_request
+from tests.harness import eventually
 from tests.reliability import ledger
-from tests.reliability.rig import client, eventually, namespace, query, serving, states
+from tests.reliability.rig import client, namespace, query, serving, states
 
 SCENARIO = "poison messages"
 MAX_ATTEMPTS = 3

@@ -28,8 +28,9 @@ import psycopg
 
 from inboxd_client import accept_request
 from inboxd_client.v1 import inbox_pb2, types_pb2
+from tests.harness import eventually
 from tests.reliability import ledger
-from tests.reliability.rig import PyProcess, client, eventually, execute, namespace, processes, query, serving, states
+from tests.reliability.rig import PyProcess, client, execute, namespace, processes, query, serving, states
 from tests.reliability.stale_worker import FENCED_WRITE, account_id
 
 SCENARIO = "stale worker"

@@ -19,9 +19,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from inboxd_client import accept_request
+from tests.harness import eventually
 from tests.reliability import ledger
 from tests.reliability.crash_worker import EFFECTS_TABLE
-from tests.reliability.rig import PyProcess, client, eventually, namespace, processes, query, serving, states
+from tests.reliability.rig import PyProcess, client, namespace, processes, query, serving, states
 
 SCENARIO = "worker crash"
 EVENTS = 150
