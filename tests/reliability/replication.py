@@ -113,19 +113,22 @@ async def replicated_pair(*, synchronous: bool) -> AsyncIterator[ReplicatedPair]
 # -- the standby cut off, the primary's death, and the standby's promotion --
 
 
-async def cut_off_standby(primary: EmbeddedPostgres) -> int:
+async def wal_sender(primary: EmbeddedPostgres) -> int:
+    """The pid of the primary's process that streams WAL to the standby."""
+    rows = await query(
+        primary.conninfo, "SELECT pid FROM pg_stat_replication WHERE application_name = %s", (STANDBY_NAME,)
+    )
+    assert len(rows) == 1, f"one WAL sender streams to the standby, not {len(rows)}"
+    return int(rows[0][0])
+
+
+def cut_off_standby(wal_sender_pid: int) -> None:
     """SIGSTOPs the primary's WAL sender: the standby falls behind, as over a slow or broken link.
 
     A synchronous primary then holds every COMMIT (wait event SyncRep); an
     asynchronous one goes on answering, its WAL shipped to nobody.
     """
-    rows = await query(
-        primary.conninfo, "SELECT pid FROM pg_stat_replication WHERE application_name = %s", (STANDBY_NAME,)
-    )
-    assert len(rows) == 1, f"one WAL sender streams to the standby, not {len(rows)}"
-    pid = int(rows[0][0])
-    os.kill(pid, signal.SIGSTOP)
-    return pid
+    os.kill(wal_sender_pid, signal.SIGSTOP)
 
 
 async def held_commits(primary: EmbeddedPostgres) -> int:
@@ -171,12 +174,17 @@ def freeze_primary(pg: EmbeddedPostgres) -> list[int]:
     return pids
 
 
-async def kill_frozen(pids: list[int]) -> None:
-    """SIGKILLs them all, as a machine that dies takes every process with it; waits until they are gone."""
+async def kill_frozen(pg: EmbeddedPostgres, pids: list[int]) -> None:
+    """SIGKILLs them all, as a machine that dies takes every process with it; waits until they are gone.
+
+    The dead postmaster's pid file goes too: a later `pg_ctl stop` must not
+    signal whatever process is given that pid next.
+    """
     for pid in pids:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
     await eventually(lambda: all(_gone(pid) for pid in pids), "the primary's processes are gone", within=15.0)
+    (pg.data_dir / "postmaster.pid").unlink(missing_ok=True)
 
 
 def promote(standby: EmbeddedPostgres) -> None:

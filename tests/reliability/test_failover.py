@@ -53,6 +53,7 @@ from tests.reliability.replication import (
     kill_frozen,
     promote,
     replicated_pair,
+    wal_sender,
 )
 from tests.reliability.rig import client, namespace, query, serving, states
 
@@ -317,8 +318,8 @@ async def test_a_failover_to_a_promoted_standby_under_load_loses_nothing_acknowl
                 before_kill = await sequence_state(pair.primary.conninfo)
 
                 # The standby falls behind; then the primary dies with whatever it has not shipped.
+                cut_off_standby(await wal_sender(pair.primary))
                 acked_in_sync = len(books.acked)
-                await cut_off_standby(pair.primary)
 
                 async def behind() -> bool:
                     return len(books.acked) >= acked_in_sync + LAG_ACKS or await held_commits(pair.primary) >= LAG_HELD
@@ -328,7 +329,7 @@ async def test_a_failover_to_a_promoted_standby_under_load_loses_nothing_acknowl
                 frozen = freeze_primary(pair.primary)
                 acked_unshipped = len(books.acked) - acked_in_sync
                 books.phase = OUTAGE  # nothing begun from here on can reach the old primary
-                await kill_frozen(frozen)
+                await kill_frozen(pair.primary, frozen)
                 await eventually(
                     books.refused_again,
                     lambda: f"Accepts and Claims are refused with no primary: {books.describe()}",
