@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import io
 import json
 import logging
 from typing import Any
@@ -12,11 +11,10 @@ import grpc
 import pytest
 
 from inboxd import validation
-from inboxd.logs import JsonFormatter
 from inboxd.store.database import Database
 from inboxd_client.v1 import inbox_pb2
 from inboxd_client.v1.inbox_pb2_grpc import InboxServiceStub
-from tests.integration.helpers import accept_request, expect_status
+from tests.integration.helpers import accept_request, captured_logs, expect_status
 
 ACCEPTED = inbox_pb2.ACCEPT_OUTCOME_ACCEPTED
 DUPLICATE = inbox_pb2.ACCEPT_OUTCOME_DUPLICATE
@@ -85,14 +83,7 @@ async def test_a_value_postgresql_refuses_names_its_event_and_spares_the_neighbo
 
 
 async def test_at_info_the_log_has_one_line_per_group_and_none_per_event(inbox: InboxServiceStub, ns: str) -> None:
-    out = io.StringIO()
-    handler = logging.StreamHandler(out)
-    handler.setFormatter(JsonFormatter())
-    root = logging.getLogger()
-    level = root.level
-    root.addHandler(handler)
-    root.setLevel(logging.INFO)
-    try:
+    with captured_logs(logging.INFO) as out:
         await inbox.AcceptBatch(inbox_pb2.AcceptBatchRequest(events=[accept_request(ns, f"k{i}") for i in range(50)]))
         await inbox.Accept(accept_request(ns, "k0"))
         claimed = await inbox.Claim(inbox_pb2.ClaimRequest(namespaces=[ns], max_events=10))
@@ -100,9 +91,6 @@ async def test_at_info_the_log_has_one_line_per_group_and_none_per_event(inbox: 
             await inbox.Complete(
                 inbox_pb2.CompleteRequest(namespace=ns, event_key=event.event_key, claim_token=event.claim_token)
             )
-    finally:
-        root.removeHandler(handler)
-        root.setLevel(level)
     lines = [json.loads(line) for line in out.getvalue().splitlines()]
     messages = [line["msg"] for line in lines]
     assert len(claimed.events) == 10
