@@ -249,8 +249,11 @@ async def work(
 
 
 async def listeners(url: str) -> int:
-    """inboxd's LISTEN sessions on the cluster at `url`."""
-    rows = await query(url, "SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'LISTEN %%'")
+    """inboxd's LISTEN sessions on the cluster at `url` (by their name, or by their one statement)."""
+    rows = await query(
+        url,
+        "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'inboxd-listener' OR query LIKE 'LISTEN %%'",
+    )
     return int(rows[0][0])
 
 
