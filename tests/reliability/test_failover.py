@@ -416,7 +416,7 @@ async def test_a_failover_to_a_promoted_standby_under_load_loses_nothing_acknowl
     tally.note("highest fencing token before the kill", highest_before)
     tally.note("lowest after", min(new_era))
     tally.note("tokens after the kill at or below the highest before", backwards)
-    tally.note("sequence last_value on the primary before the kill", before_kill[0])
+    tally.note("sequence last_value on the primary before the cut-off", before_kill[0])
     tally.note("on the promoted standby", after_promotion[0])
 
     if not synchronous:
