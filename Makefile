@@ -4,7 +4,7 @@ PY      := $(VENV)/bin/python
 PYTHON  ?= python3
 
 .DEFAULT_GOAL := help
-.PHONY: help setup run test check pytest lint typecheck layers buf-lint proto proto-check bench bench-peers clean
+.PHONY: help setup run test check pytest reliability-async lint typecheck layers buf-lint proto proto-check bench bench-peers clean
 
 help: ## list the chores
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -36,6 +36,9 @@ check: proto-check lint typecheck layers buf-lint ## static checks only
 
 pytest: setup ## the test suite (starts its own PostgreSQL unless DATABASE_URL is set)
 	$(PY) -m pytest
+
+reliability-async: setup ## the failover scenario with an ASYNCHRONOUS standby: reports what it lost, asserts nothing
+	$(PY) -m pytest tests/reliability/test_failover.py -m failover_async
 
 lint: setup ## ruff
 	$(VENV)/bin/ruff check server tests clients/python clients/edge bench

@@ -24,6 +24,7 @@ from inboxd.observed_inbox import ObservedInbox
 from inboxd.operations import Operations
 from inboxd.store.database import Database
 from inboxd.store.notifications import ReplicaSignals
+from inboxd.store.settings_check import warn_if_not_durable
 from inboxd.validation import MAX_METADATA_BYTES
 from inboxd_client.v1 import admin_pb2, inbox_pb2
 
@@ -116,6 +117,7 @@ async def start_server(
     running._closers.append(inbox.signals.stop)
     await ops.start()
     running._closers.append(ops.stop)
+    await warn_if_not_durable(db)
     await _report_health(running, db)
     running._tasks.append(asyncio.create_task(_watch_health(running, db)))
     return running
