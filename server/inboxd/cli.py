@@ -30,6 +30,7 @@ from inboxd.logs import configure_logging
 from inboxd.server import start_server
 from inboxd.store.database import Database
 from inboxd.store.migrate import migrate
+from inboxd.supervisor import Supervisor
 
 log = logging.getLogger("inboxd")
 
@@ -47,6 +48,7 @@ _SETTING_FLAGS = {
     "--max-attempts": "max_attempts",
     "--retention": "retention",
     "--payload-retention": "payload_retention",
+    "--workers": "workers",
 }
 # On/off flags that force a setting on: flag -> Settings field.
 _SWITCH_FLAGS = {
@@ -179,11 +181,16 @@ async def _serve(settings: Settings) -> None:
     registry = TokenRegistry(settings.tokens_file) if settings.tokens_file else None
     if registry is None:
         log.warning("no tokens file: every RPC, admin included, is open to callers on loopback")
+    # The database is started (embedded) and migrated once, here, and stopped
+    # last, after every server process has drained.
     database = _Database(settings)
     url = await asyncio.to_thread(database.start)
     try:
         await _migrate_with_patience(url)
-        await _serve_in_this_process(settings, url, registry, stop)
+        if settings.workers > 1:
+            await Supervisor(settings, url, stop).run()
+        else:
+            await _serve_in_this_process(settings, url, registry, stop)
     finally:
         await asyncio.to_thread(database.stop)
 
