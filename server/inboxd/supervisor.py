@@ -106,6 +106,7 @@ class ChildProcess:
 
     async def start(self) -> None:
         """Starts the process and waits (bounded) until it serves; ChildFailed otherwise."""
+        self.close_stdin()  # a previous run's, if any
         try:
             self.proc = await asyncio.create_subprocess_exec(
                 sys.executable, "-m", "inboxd.server_child",
@@ -146,6 +147,10 @@ class ChildProcess:
 
     def kill(self) -> None:
         self.signal(signal.SIGKILL)
+
+    def close_stdin(self) -> None:
+        if self.proc is not None and self.proc.stdin is not None:
+            self.proc.stdin.close()
 
     async def wait(self) -> int:
         assert self.proc is not None
@@ -245,10 +250,9 @@ class Supervisor:
         live = [child for child in self.children if child.proc is not None and child.proc.returncode is None]
         for child in live:
             child.signal(signal.SIGTERM)
-        if not live:
-            return
         limit = self.settings.shutdown_grace.total_seconds() + EXIT_MARGIN_SECONDS
-        await asyncio.wait([asyncio.create_task(child.wait()) for child in live], timeout=limit)
+        if live:
+            await asyncio.wait([asyncio.create_task(child.wait()) for child in live], timeout=limit)
         for child in live:
             if child.proc is not None and child.proc.returncode is None:
                 log.error(
@@ -256,6 +260,8 @@ class Supervisor:
                 )
                 child.kill()
                 await child.wait()
+        for child in self.children:
+            child.close_stdin()
 
     def _forward_sighup(self) -> None:
         for child in self.children:
