@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Coroutine, Iterable, Sequence
+from collections import Counter
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -73,31 +74,34 @@ class Inbox:
 
     async def accept(self, events: Sequence[NewEvent]) -> list[AcceptResult]:
         """Accepts events in one transaction (shared with concurrent callers); answers after it commits."""
-        results = await self._accepts.submit(events)
-        self.wake_claimers(
-            (e.namespace, e.event_type)
-            for e, r in zip(events, results, strict=True)
-            if r.outcome is AcceptOutcome.ACCEPTED and self._claimable_now(e.available_at)
-        )
-        return results
+        return await self._accepts.submit(events)
 
     async def _accept_group(self, events: list[NewEvent]) -> list[AcceptResult]:
         now = self.clock()
-        return await self.db.run(lambda conn: accept_events(conn, events, now), transaction=False)
+        results = await self.db.run(lambda conn: accept_events(conn, events, now), transaction=False)
+        self.wake_claimers(self._claimable(events, results, now))
+        return results
 
-    def _claimable_now(self, available_at: datetime | None) -> bool:
-        if available_at is None:
-            return True
-        now = self.clock() or datetime.now(UTC)
-        return available_at <= now
+    @staticmethod
+    def _claimable(
+        events: Sequence[NewEvent], results: Sequence[AcceptResult], now: datetime | None
+    ) -> Counter[tuple[str, str]]:
+        """New events claimable right away, counted per (namespace, event_type): one wake-up each."""
+        cutoff = now or datetime.now(UTC)
+        counts: Counter[tuple[str, str]] = Counter()
+        for event, result in zip(events, results, strict=True):
+            if result.outcome is AcceptOutcome.ACCEPTED and (
+                event.available_at is None or event.available_at <= cutoff
+            ):
+                counts[event.namespace, event.event_type] += 1
+        return counts
 
-    def wake_claimers(self, events: Iterable[tuple[str, str]]) -> None:
-        """Tells waiting Claims, here and on other replicas, that these (namespace, type) became claimable."""
-        woken = list(events)
-        for namespace, event_type in woken:
-            self.bus.notify(namespace, event_type)
-        if woken and self.signals is not None:
-            self.signals.publish(woken)
+    def wake_claimers(self, counts: Mapping[tuple[str, str], int]) -> None:
+        """Tells waiting Claims, here and on other replicas, how many events of each (namespace, type) are claimable."""
+        for (namespace, event_type), count in counts.items():
+            self.bus.notify(namespace, event_type, count)
+        if counts and self.signals is not None:
+            self.signals.publish(counts)
 
     def on_replica_signal(self, events: list[tuple[str, str, int]] | None) -> None:
         """Another replica made events claimable (None: it may have, look again)."""
@@ -201,12 +205,12 @@ class Inbox:
     async def release(self, fence: Fence) -> None:
         now = self.clock()
         namespace, _, event_type = await self.db.run(lambda conn: claims.release_event(conn, fence, now))
-        self.wake_claimers([(namespace, event_type)])
+        self.wake_claimers({(namespace, event_type): 1})
 
     async def release_many(self, fences: Sequence[Fence]) -> None:
         now = self.clock()
         released = await self.db.run(lambda conn: claims.release_events(conn, fences, now))
-        self.wake_claimers((ns, t) for ns, _, t in released)
+        self.wake_claimers(Counter((ns, t) for ns, _, t in released))
 
 
 def truncate_error(error: str) -> str:

@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import enum
 import time
+from collections import Counter as CountOf
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily, Metric
@@ -128,6 +130,9 @@ class Metrics(InboxObserver):
             "inboxd_rpc_duration_seconds", "RPC latency by method and status code.", ["method", "code"],
             buckets=RPC_BUCKETS, registry=r,
         )  # fmt: skip
+        # Label lookups cost a lock and a tuple per call: the hot paths keep their children.
+        self._rpc_timers: dict[tuple[str, str], Any] = {}
+        self._accept_counters = {outcome: self.accepts.labels(outcome.value) for outcome in AcceptOutcome}
         # Known label values start at 0, so rate() sees the first increment.
         for outcome in AcceptOutcome:
             self.accepts.labels(outcome.value)
@@ -140,13 +145,17 @@ class Metrics(InboxObserver):
 
     def observe_rpc(self, method: str, code: enum.Enum, seconds: float) -> None:
         """The handler's callback: one RPC answered with `code` after `seconds`."""
-        self.rpc_duration.labels(method, code.name).observe(seconds)
+        key = (method, code.name)
+        timer = self._rpc_timers.get(key)
+        if timer is None:
+            timer = self._rpc_timers[key] = self.rpc_duration.labels(method, code.name)
+        timer.observe(seconds)
 
     # -- InboxObserver --
 
     def accepted(self, events: Sequence[NewEvent], results: Sequence[AcceptResult]) -> None:
-        for result in results:
-            self.accepts.labels(result.outcome.value).inc()
+        for outcome, count in CountOf(r.outcome for r in results).items():
+            self._accept_counters[outcome].inc(count)
 
     def claimed(self, worker_id: str, batch: ClaimBatch) -> None:
         self.claims.inc(len(batch.events))

@@ -41,8 +41,10 @@ class ObservedInbox(Inbox):
             self.observer.stale_claim_rejected(call, fence)
             raise
 
-    async def accept(self, events: Sequence[NewEvent]) -> list[AcceptResult]:
-        results = await super().accept(events)
+    async def _accept_group(self, events: list[NewEvent]) -> list[AcceptResult]:
+        # Per group, not per call: counters move and the log writes once for
+        # all the callers who shared the transaction.
+        results = await super()._accept_group(events)
         self.observer.accepted(events, results)
         return results
 

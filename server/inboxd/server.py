@@ -14,7 +14,6 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from inboxd.api.admin_servicer import AdminServicer
-from inboxd.api.auth import AuthInterceptor
 from inboxd.api.handlers import generic_handler
 from inboxd.api.inbox_servicer import MAX_BATCH_EVENTS, InboxServicer
 from inboxd.auth import TokenRegistry
@@ -110,15 +109,15 @@ async def start_server(
     inbox = ObservedInbox(db, settings, clock)
     inbox.fallback_poll_seconds = settings.fallback_poll.total_seconds()
     ops = Operations.for_inbox(inbox, instance_duties=worker_index is None)
-    interceptor = AuthInterceptor(registry, ops.metrics.observe_rpc)
-    options = server_options(settings, reuse_port=worker_index is not None)
-    server = grpc.aio.server(options=options, interceptors=[interceptor])
+    # No interceptor: each inboxd method's own wrapper authenticates (api.handlers),
+    # so health checks and reflection pay nothing for it.
+    server = grpc.aio.server(options=server_options(settings, reuse_port=worker_index is not None))
     inbox.signals = ReplicaSignals(db.conninfo, inbox.on_replica_signal)
     inbox.signals.start()
     server.add_generic_rpc_handlers(
         (
-            generic_handler(INBOX_SERVICE, InboxServicer(inbox), ops.metrics.observe_rpc),
-            generic_handler(ADMIN_SERVICE, AdminServicer(ops.operators), ops.metrics.observe_rpc),
+            generic_handler(INBOX_SERVICE, InboxServicer(inbox), ops.metrics.observe_rpc, registry),
+            generic_handler(ADMIN_SERVICE, AdminServicer(ops.operators), ops.metrics.observe_rpc, registry),
         )
     )
     health_servicer = health.aio.HealthServicer()  # type: ignore[attr-defined]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
@@ -61,10 +62,14 @@ def instant_from_proto(field: str, ts: Timestamp) -> datetime:
     return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(seconds=ts.seconds, microseconds=ts.nanos // 1000)
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+
 def instant_to_proto(value: datetime) -> Timestamp:
-    ts = Timestamp()
-    ts.FromDatetime(value.astimezone(UTC))
-    return ts
+    # Integer arithmetic on an aware datetime: no time tuple, no float.
+    seconds, micros = divmod((value - _EPOCH) // _MICROSECOND, 1_000_000)
+    return Timestamp(seconds=seconds, nanos=micros * 1000)
 
 
 def duration_from_proto(field: str, value: Duration) -> timedelta:
@@ -104,6 +109,24 @@ def accept_response(result: AcceptResult) -> inbox_pb2.AcceptResponse:
         state=EVENT_STATE_TO_PROTO[result.state],
         accepted_at=instant_to_proto(result.accepted_at),
     )
+
+
+def accept_responses(results: Sequence[AcceptResult]) -> list[inbox_pb2.AcceptResponse]:
+    """One response per result; the events of a group share their acceptance time, so it is converted once."""
+    instants: dict[datetime, Timestamp] = {}
+    responses = []
+    for result in results:
+        accepted_at = instants.get(result.accepted_at)
+        if accepted_at is None:
+            accepted_at = instants[result.accepted_at] = instant_to_proto(result.accepted_at)
+        responses.append(
+            inbox_pb2.AcceptResponse(
+                outcome=ACCEPT_OUTCOME_TO_PROTO[result.outcome],
+                state=EVENT_STATE_TO_PROTO[result.state],
+                accepted_at=accepted_at,
+            )
+        )
+    return responses
 
 
 DEFAULT_LEASE = timedelta(seconds=30)

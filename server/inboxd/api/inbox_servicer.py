@@ -13,7 +13,7 @@ import grpc
 
 from inboxd.api import convert
 from inboxd.api.identity import current_caller
-from inboxd.errors import InvalidArgument, TooManyRequests
+from inboxd.errors import InvalidArgument, RefusedEvent, TooManyRequests
 from inboxd.inbox import Inbox
 from inboxd_client.v1 import inbox_pb2
 
@@ -33,7 +33,10 @@ class InboxServicer:
 
     async def Accept(self, request: inbox_pb2.AcceptRequest, context: Context) -> inbox_pb2.AcceptResponse:
         event = convert.new_event(request, self.inbox.settings.max_payload_bytes)
-        [result] = await self.inbox.accept([event])
+        try:
+            [result] = await self.inbox.accept([event])
+        except RefusedEvent as exc:
+            raise InvalidArgument(exc.field, exc.problem) from None
         return convert.accept_response(result)
 
     async def AcceptBatch(
@@ -48,8 +51,12 @@ class InboxServicer:
                 events.append(convert.new_event(item, self.inbox.settings.max_payload_bytes))
             except InvalidArgument as exc:
                 raise InvalidArgument(f"events[{index}].{exc.field}", exc.problem) from None
-        results = await self.inbox.accept(events)
-        return inbox_pb2.AcceptBatchResponse(results=[convert.accept_response(r) for r in results])
+        try:
+            results = await self.inbox.accept(events)
+        except RefusedEvent as exc:
+            field = exc.field if exc.index is None else f"events[{exc.index}].{exc.field}"
+            raise InvalidArgument(field, exc.problem) from None
+        return inbox_pb2.AcceptBatchResponse(results=convert.accept_responses(results))
 
     async def Claim(self, request: inbox_pb2.ClaimRequest, context: Context) -> inbox_pb2.ClaimResponse:
         claim = convert.claim_request(request)
