@@ -248,6 +248,11 @@ class Supervisor:
     async def _drain(self) -> None:
         """SIGTERM to every child: each finishes its in-flight calls within the grace; SIGKILL after."""
         live = [child for child in self.children if child.proc is not None and child.proc.returncode is None]
+        if live:
+            log.info(
+                "shutting down: %d server processes finish their in-flight calls for up to %s",
+                len(live), self.settings.shutdown_grace,
+            )  # fmt: skip
         for child in live:
             child.signal(signal.SIGTERM)
         limit = self.settings.shutdown_grace.total_seconds() + EXIT_MARGIN_SECONDS
