@@ -139,6 +139,9 @@ async def two_workers(migrated_url: str, instance_dir: Path) -> AsyncIterator[Se
     try:
         yield serve
     finally:
+        if serve.proc is not None and serve.proc.poll() is None:
+            serve.proc.terminate()
+            await asyncio.to_thread(serve.proc.wait, 60)
         serve.kill()
         for pid in worker_pids(serve).values():
             if pid_alive(pid):
