@@ -42,7 +42,17 @@ def max_message_bytes(settings: Settings) -> int:
     return MAX_BATCH_EVENTS * per_event + 64 * 1024
 
 
-def server_options(settings: Settings) -> list[tuple[str, int]]:
+def worker_health_name(index: int) -> str:
+    """The health-check name only server process `index` answers SERVING to, under --workers N.
+
+    The kernel hands each connection to one process; checking this name on a
+    channel tells which process that channel's connection reached.
+    """
+    return f"inboxd.worker.{index}"
+
+
+def server_options(settings: Settings, *, reuse_port: bool = False) -> list[tuple[str, int]]:
+    """`reuse_port`: several server processes bind the same port (SO_REUSEPORT), under --workers N."""
     size = max_message_bytes(settings)
     return [
         # Bursts of thousands of concurrent calls (and thousands of waiting
@@ -51,7 +61,7 @@ def server_options(settings: Settings) -> list[tuple[str, int]]:
         ("grpc.server.max_pending_requests_hard_limit", 200_000),
         ("grpc.max_receive_message_length", size),
         ("grpc.max_send_message_length", size),
-        ("grpc.so_reuseport", 0),
+        ("grpc.so_reuseport", 1 if reuse_port else 0),
     ]
 
 
@@ -65,12 +75,14 @@ class RunningServer:
     health: Any  # grpc_health.v1.health.aio.HealthServicer, untyped upstream
     # Metrics, stats gauges, retention and the operators' use cases.
     ops: Operations | None = None
+    # The names health checking answers for: the whole server, its services, and the worker's own.
+    health_names: tuple[str, ...] = ("", *SERVICE_NAMES)
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
     _closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
 
     async def stop(self, grace: float) -> None:
         """Stops taking calls, lets in-flight ones finish within `grace` seconds."""
-        for service in ("", *SERVICE_NAMES):
+        for service in self.health_names:
             await self.health.set(service, health_pb2.HealthCheckResponse.NOT_SERVING)
         for task in self._tasks:
             task.cancel()
@@ -87,13 +99,20 @@ async def start_server(
     *,
     clock: Clock = database_clock,
     registry: TokenRegistry | None = None,
+    worker_index: int | None = None,
 ) -> RunningServer:
-    """Starts serving on settings.listen; `registry` None means no tokens (loopback only)."""
+    """Starts serving on settings.listen; `registry` None means no tokens (loopback only).
+
+    `worker_index` makes this one of several server processes on one port
+    (--workers N): it binds with SO_REUSEPORT and leaves the instance's
+    duties (gauges, retention, /metrics) to the parent.
+    """
     inbox = ObservedInbox(db, settings, clock)
-    ops = Operations.for_inbox(inbox)
+    inbox.fallback_poll_seconds = settings.fallback_poll.total_seconds()
+    ops = Operations.for_inbox(inbox, instance_duties=worker_index is None)
     # No interceptor: each inboxd method's own wrapper authenticates (api.handlers),
     # so health checks and reflection pay nothing for it.
-    server = grpc.aio.server(options=server_options(settings))
+    server = grpc.aio.server(options=server_options(settings, reuse_port=worker_index is not None))
     inbox.signals = ReplicaSignals(db.conninfo, inbox.on_replica_signal)
     inbox.signals.start()
     server.add_generic_rpc_handlers(
@@ -114,6 +133,8 @@ async def start_server(
         raise RuntimeError(f"could not listen on {settings.listen}")
     await server.start()
     running = RunningServer(server, port, inbox, health_servicer, ops=ops)
+    if worker_index is not None:
+        running.health_names += (worker_health_name(worker_index),)
     running._closers.append(inbox.signals.stop)
     await ops.start()
     running._closers.append(ops.stop)
@@ -145,7 +166,7 @@ async def _report_health(running: RunningServer, db: Database) -> None:
         status = health_pb2.HealthCheckResponse.SERVING
     except Unavailable:
         status = health_pb2.HealthCheckResponse.NOT_SERVING
-    for service in ("", *SERVICE_NAMES):
+    for service in running.health_names:
         await running.health.set(service, status)
 
 
