@@ -97,7 +97,11 @@ def profiles(bench: dict[str, Any], before: dict[str, Any] | None) -> list[str]:
         "the workload, in windows of their own after the measured ones. Only Python frames are seen: time in C "
         "(grpc's core, psycopg's C parts, the kernel) is charged to the Python frame that called it. Own: the "
         "function was the leaf; inclusive: it was on the stack (the event loop's, runpy's and threading's "
-        "frames, on every stack, are left out). In % of the profile's samples.",
+        "frames, on every stack, are left out). In % of the profile's samples. A leaf of `Handle._run` or "
+        "`Thread.run` is time in C called straight from an event-loop callback or a thread (grpc's Cython "
+        "server and C core, asyncio's C task step). By part: a sample counts for the part (inboxd, psycopg, "
+        "grpc, asyncio, logging, json, prometheus_client) of the frame nearest its leaf that belongs to one; "
+        "other standard modules (re, threading, enum ...) count for their caller's part.",
     ]
     if before:
         out += [
