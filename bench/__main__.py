@@ -107,16 +107,24 @@ def main(argv: list[str] | None = None) -> int:
     path = save(results, config, name)
     print(f"\nresults in {path} ({results['wall_s']:.0f} s)\n")
     if args.command == "profile":
-        return 0
+        return _failures(results)
     partial = args.quick or bool(config.only)
     print(console_summary(quick=partial))
     if partial:
         doc, png = write_docs(quick=True)
         print(f"\nquick run: bench/results/*.json and docs/ left as they were; the page is in {doc}")
-        return 0
+        return _failures(results)
     doc, png = write_docs()
     print(f"\nwrote {doc} and {png}")
-    return 0
+    return _failures(results)
+
+
+def _failures(results: dict[str, Any]) -> int:
+    """1 when a phase failed (its figures are missing from the page), after everything else was written."""
+    failed = results.get("failed_phases", {})
+    for name, error in failed.items():
+        print(f"phase {name} FAILED: {error}", file=sys.stderr)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

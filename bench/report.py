@@ -64,6 +64,8 @@ def _header(bench: dict[str, Any]) -> list[str]:
         f"What the server offered, found out at run time: {found or 'not recorded'}.",
         "",
     ]
+    for name, error in bench.get("failed_phases", {}).items():
+        out += [f"Phase `{name}` failed, so its figures are not measured: `{error}`", ""]
     noisy = [
         f"`{name}` ({share:.0f}%)"
         for name, fig in bench["figures"].items()

@@ -244,6 +244,8 @@ def peers(peers: dict[str, Any] | None) -> list[str]:
         return [*out, "No `make bench-peers` results yet.", ""]
     figs: Figures = peers["figures"]
     v = peers["versions"]
+    for name, error in peers.get("failed_phases", {}).items():
+        out += [f"Phase `{name}` failed, so its figures are not measured: `{error}`", ""]
     out += [
         f"Run of {peers['date']} at commit {peers['git']}, same durable PostgreSQL, every queue table LOGGED. "
         f"Versions: inboxd {v.get('inboxd')}, PgQueuer {v.get('pgqueuer')}, Procrastinate {v.get('procrastinate')}.",

@@ -48,7 +48,12 @@ async def _run(config: Config, kind: str, phases: list[tuple[str, Phase]], *vers
             if config.only and name not in config.only:
                 continue
             log.info("-- %s --", name)
-            await phase(run)
+            try:
+                await phase(run)
+            except Exception as exc:
+                # One broken phase leaves its own figures unmeasured (the page says which), not the run lost.
+                log.exception("phase %s failed", name)
+                run.extra.setdefault("failed_phases", {})[name] = f"{type(exc).__name__}: {exc}"[:1000]
     finally:
         await run.stop()
     return {
