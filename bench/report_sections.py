@@ -15,9 +15,10 @@ def generator(bench: dict[str, Any]) -> list[str]:
     out = [
         "## The load generator",
         "",
-        "Every inboxd throughput figure is driven by `bench/loadgen/loadgen.mjs` (Node, worker threads, "
-        "several HTTP/2 connections), except where the tables say `python`. Its CPU per call is its own "
-        "account (`process.cpuUsage`, all threads) over the measured window; the server's is from /proc.",
+        "Every inboxd throughput figure is driven by `bench/loadgen/loadgen.mjs` (Node; gRPC framed by hand on "
+        "node:http2 with the contract's own serializers, or @grpc/grpc-js; several connections), except where "
+        "the tables say `python`. Its CPU per call is its own account (`process.cpuUsage`, all threads) over "
+        "the measured window; the server's is from /proc.",
         "",
         "| figure | generator | generator CPU per call | server CPU per call | generator ÷ server |",
         "|---|---|---|---|---|",

@@ -1,4 +1,5 @@
-// The benchmark's load generator: closed-loop gRPC callers on @grpc/grpc-js in worker threads.
+// The benchmark's load generator: closed-loop gRPC callers in Node, in one or more worker threads,
+// over hand-framed HTTP/2 (node:http2) or @grpc/grpc-js (transport.mjs).
 //
 // Why Node and not grpc.aio: a Python client spends about as much CPU per call
 // as the server it measures, on the same cores, so it measured itself. This
