@@ -67,6 +67,8 @@ def _config(args: argparse.Namespace) -> Config:
     if args.history_rows is not None:
         changes["history_rows"] = args.history_rows
     if args.peer_jobs is not None:
+        if args.peer_jobs <= 0 or args.peer_jobs % 100:
+            raise SystemExit("--peer-jobs: a positive multiple of 100 (inboxd enqueues them 100 per AcceptBatch)")
         changes["peer_jobs"] = args.peer_jobs
     if args.only:
         changes["only"] = tuple(p.strip() for p in args.only.split(",") if p.strip())

@@ -31,6 +31,8 @@ class Config:
     profile_seconds: float = 10.0
     profile_rate: int = 200
     peer_jobs: int = 20_000
+    # An unmeasured drain of this many jobs per system before the measured rounds.
+    peer_priming_jobs: int = 2000
     peer_rounds: int = 3
     peer_enqueue_callers: tuple[int, ...] = (16, 64)
     # The load generator's transport: h2 (hand-framed gRPC on node:http2) or grpc-js.
@@ -49,18 +51,20 @@ class Config:
     def smoke(cls) -> Config:
         """--quick: every phase, tiny windows; its results prove the harness works and are never published."""
         return cls(
-            warmup=0.3,
-            duration=1.0,
-            claim_prefill=20_000,
-            history_rows=100_000,
+            warmup=0.2,
+            duration=0.6,
+            prime=0.5,
+            claim_prefill=10_000,
+            history_rows=50_000,
             backlog_rows=20_000,
             wake_runs=5,
             wake_rounds=10,
             long_polls=500,
             long_poll_sample=2.0,
-            profile_seconds=2.0,
+            profile_seconds=1.0,
             profile_rate=100,
-            peer_jobs=2_000,
+            peer_jobs=1_000,
+            peer_priming_jobs=300,
             peer_rounds=1,
             noisy_retries=0,
             quick=True,

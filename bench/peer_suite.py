@@ -9,7 +9,7 @@ from typing import Any
 from bench import grpc_load, support
 from bench.cluster import execute
 from bench.peer_enqueue import ENQUEUE_NS, inboxd_python_steps, pgqueuer_steps, procrastinate_steps
-from bench.peers import PRIMING_JOBS, Inboxd, PgQueuer, Procrastinate, System, one_round
+from bench.peers import Inboxd, PgQueuer, Procrastinate, System, one_round
 from bench.run import Run
 from bench.workload import CLEAR_EVENTS
 
@@ -80,8 +80,8 @@ async def drain_phase(run: Run, urls: dict[str, str]) -> None:
         ]
         for system in systems:
             await system.setup()
-            log.info("-- %s: priming with %d jobs --", system.name, PRIMING_JOBS)
-            await one_round(system, PRIMING_JOBS, run.probe)
+            log.info("-- %s: priming with %d jobs --", system.name, config.peer_priming_jobs)
+            await one_round(system, config.peer_priming_jobs, run.probe)
         for round_no in range(config.peer_rounds):
             for system in systems:
                 result = await one_round(system, config.peer_jobs, run.probe)
