@@ -4,7 +4,7 @@ PY      := $(VENV)/bin/python
 PYTHON  ?= python3
 
 .DEFAULT_GOAL := help
-.PHONY: help setup run test check pytest lint typecheck layers buf-lint proto proto-check bench bench-peers bench-quick clean
+.PHONY: help setup run test check pytest lint typecheck layers buf-lint proto proto-check bench bench-peers clean
 
 help: ## list the chores
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -70,6 +70,7 @@ bench: setup $(VENV)/.bench-installed ## benchmark inboxd against raw PostgreSQL
 bench-peers: setup $(VENV)/.bench-installed ## benchmark inboxd beside PgQueuer and Procrastinate (~6 min); adds to docs/benchmarks.md
 	$(PY) -m bench peers
 
+.PHONY: bench-quick
 bench-quick: setup $(VENV)/.bench-installed ## smoke-test both benchmarks (~3 min); results in bench/results/quick/, never published
 	$(PY) -m bench run --quick
 	$(PY) -m bench peers --quick
