@@ -67,11 +67,16 @@ $(VENV)/.bench-installed: $(VENV)/.installed pyproject.toml
 	$(PY) -m pip install --quiet -e '.[bench]'
 	touch $@
 
-bench: setup $(VENV)/.bench-installed ## benchmark inboxd against raw PostgreSQL (~5 min, never in CI); writes docs/benchmarks.md
+bench: setup $(VENV)/.bench-installed ## benchmark inboxd against raw PostgreSQL, with profiles (~12 min, never in CI); writes docs/benchmarks.md
 	$(PY) -m bench run
 
-bench-peers: setup $(VENV)/.bench-installed ## benchmark inboxd beside PgQueuer and Procrastinate (~3 min); adds to docs/benchmarks.md
+bench-peers: setup $(VENV)/.bench-installed ## benchmark inboxd beside PgQueuer and Procrastinate (~6 min); adds to docs/benchmarks.md
 	$(PY) -m bench peers
+
+.PHONY: bench-quick
+bench-quick: setup $(VENV)/.bench-installed ## smoke-test both benchmarks (~3 min); results in bench/results/quick/, never published
+	$(PY) -m bench run --quick
+	$(PY) -m bench peers --quick
 
 clean: ## remove .venv, node_modules and the embedded database
 	rm -rf $(VENV) node_modules .inboxd
