@@ -33,6 +33,7 @@ from inboxd_client import (
     Worker,
 )
 from inboxd_client.builders import complete_request
+from inboxd_client.completions import CompletionBatcher
 from inboxd_client.v1 import inbox_pb2, types_pb2
 from tests.client.conftest import FAST_RETRY
 from tests.client.helpers import accept, eventually, read_event, running, state_of
@@ -164,3 +165,16 @@ async def test_handlers_that_finish_together_share_one_complete_batch_and_each_l
     [taken] = rival
     row = await read_event(db, ns, "stale")
     assert (row["state"], row["claim_token"]) == ("processing", taken.claim_token)
+
+
+async def test_a_full_batch_goes_out_at_once_without_waiting_for_the_window(
+    server: RunningServer, db: Database, ns: str
+) -> None:
+    client = RecordingClient(f"127.0.0.1:{server.port}", retry=FAST_RETRY, timeout=10.0)
+    async with client:
+        events = await claim_all(client, ns, "a", "b", "c", "d")
+        # A window no test would wait out: only the size can send these.
+        batcher = CompletionBatcher(client, window=600.0, max_items=2)
+        await asyncio.wait_for(asyncio.gather(*(batcher.complete(e) for e in events.values())), 30)
+        assert client.batches == [2, 2]
+    assert [await state_of(db, ns, k) for k in "abcd"] == ["completed"] * 4

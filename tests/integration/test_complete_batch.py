@@ -238,3 +238,21 @@ async def test_inboxd_complete_event_keeps_its_answers(inbox: InboxServiceStub, 
     assert await answer("missing", "t") == "not_found"
     row = await read_event(db, ns, "a")
     assert (row["state"], row["disposition"]) == ("completed", "applied")
+
+
+async def test_nasty_items_get_their_own_documented_codes_never_internal(inbox: InboxServiceStub, ns: str) -> None:
+    nasty = ["", "\x00", "a\x00b", "' OR 1=1 --", "%", "_", "\\", "*", "é" * 300, "🙂" * 129, "\u202e"]
+    completions = [
+        inbox_pb2.CompleteRequest(
+            namespace=ns + value if i % 3 else value,
+            event_key=value or "k",
+            claim_token=value if i % 2 else "t",
+            disposition=i % 5,  # type: ignore[arg-type]  # 3 and 4 are no Disposition at all
+            reason=value,
+        )
+        for i, value in enumerate(nasty * 3)
+    ]
+    response = await inbox.CompleteBatch(inbox_pb2.CompleteBatchRequest(completions=completions))
+    assert len(response.results) == len(completions)
+    assert set(codes(response)) <= {INVALID, NOT_FOUND}
+    assert INVALID in codes(response) and NOT_FOUND in codes(response)
