@@ -32,6 +32,7 @@ from inboxd.domain import (
 from inboxd.errors import InboxError
 from inboxd.store import actions, claims
 from inboxd.store.accepts import accept_events
+from inboxd.store.claims import Completion
 from inboxd.store.database import Connection, Database
 from inboxd.store.notifications import ReplicaSignals
 from inboxd.wakeups import WakeBus
@@ -45,6 +46,9 @@ Clock = Callable[[], datetime | None]
 # wake-up, a delayed event coming due, or a lease expiring.
 FALLBACK_POLL_SECONDS = 1.0
 MAX_ERROR_BYTES = 4096
+# How long a completion waits for an event row another transaction holds
+# before it answers UNAVAILABLE (nothing changed; retry).
+COMPLETE_LOCK_TIMEOUT = timedelta(seconds=1)
 
 
 def database_clock() -> datetime | None:
@@ -59,6 +63,7 @@ class Inbox:
     bus: WakeBus = field(default_factory=WakeBus)
     signals: ReplicaSignals | None = None
     fallback_poll_seconds: float = FALLBACK_POLL_SECONDS
+    complete_lock_timeout: timedelta = COMPLETE_LOCK_TIMEOUT
     _background: set[asyncio.Task[object]] = field(default_factory=set)
 
     @property
@@ -70,7 +75,7 @@ class Inbox:
 
     def __post_init__(self) -> None:
         self._accepts: Coalescer[NewEvent, AcceptResult] = Coalescer(self._accept_group)
-        self._completions: Coalescer[claims.Completion, InboxError | None] = Coalescer(self._complete_group)
+        self._completions: Coalescer[Completion, InboxError | None] = Coalescer(self._complete_group)
 
     async def accept(self, events: Sequence[NewEvent]) -> list[AcceptResult]:
         """Accepts events in one transaction (shared with concurrent callers); answers after it commits."""
@@ -166,13 +171,39 @@ class Inbox:
 
     async def complete(self, fence: Fence, disposition: Disposition, reason: str) -> None:
         """Completes the claim; concurrent completions share one transaction."""
-        [refusal] = await self._completions.submit([claims.Completion(fence, disposition.value, reason)])
+        [refusal] = await self._complete_all([Completion(fence, disposition, reason)])
         if refusal is not None:
             raise refusal
 
-    async def _complete_group(self, completions: list[claims.Completion]) -> list[InboxError | None]:
+    async def complete_many(self, completions: Sequence[Completion]) -> list[InboxError | None]:
+        """Completes each claim, judged alone: per item None (done) or its refusal, in order.
+
+        The items go into one transaction as one submission (shared with
+        concurrent callers), except an item whose row another transaction
+        holds: it is retried on its own afterwards (see `_complete_all`).
+        """
+        return await self._complete_all(completions)
+
+    async def _complete_all(self, completions: Sequence[Completion]) -> list[InboxError | None]:
+        results = await self._completions.submit(completions)
+        # A row held by another transaction (a worker completing in its own,
+        # say) was skipped, not waited for, so it held nobody else back. Only
+        # now, outside the group, do those items wait, each alone and bounded.
+        held = [i for i, result in enumerate(results) if isinstance(result, claims.RowLocked)]
+        if held:
+            retried = await asyncio.gather(*(self._complete_held(completions[i]) for i in held))
+            for i, result in zip(held, retried, strict=True):
+                results[i] = result
+        return results
+
+    async def _complete_group(self, completions: list[Completion]) -> list[InboxError | None]:
         now = self.clock()
         return await self.db.run(lambda conn: claims.complete_events(conn, completions, now))
+
+    async def _complete_held(self, completion: Completion) -> InboxError | None:
+        now = self.clock()
+        timeout = self.complete_lock_timeout
+        return await self.db.run(lambda conn: claims.complete_event_waiting(conn, completion, timeout, now))
 
     async def fail(self, fence: Fence, error: str, *, permanent: bool, retry_after: timedelta | None) -> FailResult:
         now = self.clock()

@@ -256,3 +256,66 @@ test('a fenced call without a claim token is refused before it is sent', async (
   await assert.rejects(inbox.complete({ namespace: 'n', eventKey: 'k' }), TypeError);
   assert.equal(status.ABORTED, 10);
 });
+
+test('handlers that finish together share one CompleteBatch; each sees its own result', needsInboxd, async () => {
+  const ns = namespace();
+  const keys = ['k1', 'k2', 'k3', 'stale'];
+  for (const eventKey of keys) await inbox.accept({ namespace: ns, eventKey, eventType: 't', payload: {} });
+  const counting = client();
+  const batches = [];
+  let singles = 0;
+  const completeMany = counting.completeMany.bind(counting);
+  counting.completeMany = async (items) => {
+    batches.push(items.length);
+    return completeMany(items);
+  };
+  const complete = counting.complete.bind(counting);
+  counting.complete = async (item) => {
+    singles += 1;
+    return complete(item);
+  };
+  let rival = null;
+  let releaseAll;
+  const together = new Promise((resolve) => {
+    releaseAll = resolve;
+  });
+  let started = 0;
+  const worker = new Worker(counting, {
+    namespaces: [ns],
+    concurrency: keys.length,
+    waitMs: 500,
+    // A wide window, so "together" does not depend on how busy the machine is.
+    completeWindowMs: 1_000,
+    handler: async (job) => {
+      if (job.event.eventKey === 'stale') {
+        // Meanwhile this claim ends and another takes the event: its result must be refused.
+        await inbox.release(job.fence);
+        [rival] = (await inbox.claim({ namespaces: [ns] })).events;
+      }
+      started += 1;
+      if (started === keys.length) releaseAll();
+      await together;
+    },
+  });
+  const outcomes = new Map();
+  worker.on('settled', ({ event, outcome }) => outcomes.set(event.eventKey, outcome));
+  const running = worker.run();
+  try {
+    await poll(() => (outcomes.size === keys.length ? true : undefined), { withinMs: 20_000 });
+  } finally {
+    await worker.stop();
+    await running;
+    counting.close();
+  }
+  assert.deepEqual(batches, [keys.length]);
+  assert.equal(singles, 0);
+  assert.deepEqual(Object.fromEntries(outcomes), {
+    k1: 'completed',
+    k2: 'completed',
+    k3: 'completed',
+    stale: 'superseded',
+  });
+  // The rival's claim is untouched by the stale completion.
+  assert.ok(rival);
+  await inbox.complete(rival);
+});

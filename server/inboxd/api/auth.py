@@ -29,6 +29,11 @@ def _claim(request: Any) -> Iterable[tuple[str, str]]:
     return [(f"namespaces[{i}]", n) for i, n in enumerate(request.namespaces)]
 
 
+def _none(request: Any) -> Iterable[tuple[str, str]]:
+    # Namespaces checked per item by the servicer: one item's namespace must not refuse the others.
+    return []
+
+
 def _optional(request: Any) -> Iterable[tuple[str, str]]:
     # Empty means "all namespaces": only a caller granted "*" may ask that.
     return [("namespace", request.namespace or "*")]
@@ -42,6 +47,7 @@ RULES: dict[str, tuple[Scope, NamespacesOf]] = {
     _INBOX + "Claim": (Scope.WORK, _claim),
     _INBOX + "RenewLease": (Scope.WORK, _one),
     _INBOX + "Complete": (Scope.WORK, _one),
+    _INBOX + "CompleteBatch": (Scope.WORK, _none),
     _INBOX + "Fail": (Scope.WORK, _one),
     _INBOX + "Release": (Scope.WORK, _one),
     _INBOX + "RecordActionOutcome": (Scope.WORK, _one),

@@ -6,10 +6,12 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
+import grpc
 from google.protobuf.duration_pb2 import Duration
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from inboxd import validation
+from inboxd.api.status import status_for
 from inboxd.domain import (
     AcceptOutcome,
     AcceptResult,
@@ -25,7 +27,8 @@ from inboxd.domain import (
     Namespace,
     NewEvent,
 )
-from inboxd.errors import InvalidArgument
+from inboxd.errors import InboxError, InvalidArgument
+from inboxd.store.claims import Completion
 from inboxd_client.v1 import inbox_pb2, types_pb2
 
 
@@ -193,6 +196,20 @@ def disposition(request: inbox_pb2.CompleteRequest) -> tuple[Disposition, str]:
     if chosen is Disposition.IGNORED and not reason.strip():
         raise InvalidArgument("reason", "is required when the disposition is IGNORED")
     return chosen, reason
+
+
+def completion(request: inbox_pb2.CompleteRequest) -> Completion:
+    """A Complete's fields, checked in the order Complete checks them."""
+    checked = fence(request)
+    chosen, reason = disposition(request)
+    return Completion(checked, chosen, reason)
+
+
+def completion_result(outcome: InboxError | None) -> inbox_pb2.CompleteResult:
+    """One CompleteBatch item's answer: the status code Complete would have answered, and why."""
+    if outcome is None:
+        return inbox_pb2.CompleteResult(code=grpc.StatusCode.OK.value[0])
+    return inbox_pb2.CompleteResult(code=status_for(outcome).value[0], message=str(outcome))
 
 
 def action_outcome(request: inbox_pb2.RecordActionOutcomeRequest) -> tuple[str, ActionState, str, str]:

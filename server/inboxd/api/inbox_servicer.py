@@ -13,11 +13,13 @@ import grpc
 
 from inboxd.api import convert
 from inboxd.api.identity import current_caller
-from inboxd.errors import InvalidArgument, RefusedEvent, TooManyRequests
+from inboxd.errors import InboxError, InvalidArgument, RefusedEvent, TooManyRequests
 from inboxd.inbox import Inbox
+from inboxd.store.claims import Completion
 from inboxd_client.v1 import inbox_pb2
 
 MAX_BATCH_EVENTS = 500
+MAX_BATCH_COMPLETIONS = 500
 # A waiting Claim answers this long before the caller's deadline.
 DEADLINE_MARGIN_SECONDS = 0.2
 
@@ -101,6 +103,31 @@ class InboxServicer:
         disposition, reason = convert.disposition(request)
         await self.inbox.complete(fence, disposition, reason)
         return inbox_pb2.CompleteResponse()
+
+    async def CompleteBatch(
+        self, request: inbox_pb2.CompleteBatchRequest, context: Context
+    ) -> inbox_pb2.CompleteBatchResponse:
+        count = len(request.completions)
+        if not 1 <= count <= MAX_BATCH_COMPLETIONS:
+            raise InvalidArgument("completions", f"holds {count} completions; send 1 to {MAX_BATCH_COMPLETIONS}")
+        caller = current_caller()
+        outcomes: list[InboxError | None] = [None] * count
+        accepted: list[tuple[int, Completion]] = []
+        for index, item in enumerate(request.completions):
+            # Judged alone, in the order a lone Complete is: its namespace
+            # grant (the interceptor checked only the scope), then its fields.
+            try:
+                caller.require_namespace(item.namespace, f"completions[{index}].namespace")
+                accepted.append((index, convert.completion(item)))
+            except InvalidArgument as exc:
+                outcomes[index] = InvalidArgument(f"completions[{index}].{exc.field}", exc.problem)
+            except InboxError as exc:
+                outcomes[index] = exc
+        if accepted:
+            done = await self.inbox.complete_many([c for _, c in accepted])
+            for (index, _), outcome in zip(accepted, done, strict=True):
+                outcomes[index] = outcome
+        return inbox_pb2.CompleteBatchResponse(results=[convert.completion_result(o) for o in outcomes])
 
     async def Fail(self, request: inbox_pb2.FailRequest, context: Context) -> inbox_pb2.FailResponse:
         fence = convert.fence(request)
