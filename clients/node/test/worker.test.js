@@ -53,11 +53,14 @@ test("renews a slow job's lease, so no one else can claim it while it runs", nee
   await inbox.accept({ namespace: ns, eventKey: 'slow', eventType: 't', payload: {} });
   let renewals = 0;
   let handlerDone = false;
+  let started;
+  const handlerStarted = new Promise((resolve) => { started = resolve; });
   const worker = new Worker(inbox, {
     namespaces: [ns],
     leaseMs: 2_000,
     waitMs: 200,
     handler: async () => {
+      started();
       // The job itself is slower than its lease: 3.5 s of work on a 2 s lease.
       await sleep(3_500);
       handlerDone = true;
@@ -66,6 +69,8 @@ test("renews a slow job's lease, so no one else can claim it while it runs", nee
   worker.on('renewed', () => renewals++);
   const settled = settledOf(worker, 'slow');
   const running = worker.run();
+  // Only once the worker holds the event: before that, a rival's Claim may rightly win it.
+  await handlerStarted;
   // A competitor long-polls the namespace the whole time; had the lease lapsed, it would get the event.
   const rival = client();
   const stolen = [];
