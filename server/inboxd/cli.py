@@ -40,6 +40,7 @@ _SETTING_FLAGS = {
     "--data-dir": "data_dir",
     "--listen": "listen",
     "--metrics-listen": "metrics_listen",
+    "--console-listen": "console_listen",
     "--tokens-file": "tokens_file",
     "--tls-cert": "tls_cert",
     "--tls-key": "tls_key",
