@@ -221,3 +221,31 @@ async def test_pages_fit_a_phone_screen(rig: Rig, context: BrowserContext, width
         await phone.goto(path)
         overflow = await phone.evaluate("document.documentElement.scrollWidth - window.innerWidth")
         assert overflow <= 0, f"{path} is {overflow}px wider than a {width}px screen"
+
+
+async def _tab_through(page: Page, times: int) -> list[str]:
+    reached = []
+    for _ in range(times):
+        await page.keyboard.press("Tab")
+        reached.append(await page.evaluate("(e => e.getAttribute('href') || e.textContent)(document.activeElement)"))
+    return reached
+
+
+async def test_the_keyboard_reaches_the_navigation_and_skips_to_the_content(rig: Rig, page: Page) -> None:
+    await rig.accept(f"{rig.shop}/keys", "evt_1")
+    await sign_in(page, rig.tokens.operator)
+    await expect(page).to_have_url("/overview")
+    navigation = await _tab_through(page, 6)
+    assert navigation == ["#main", "/overview", "/overview", "/events", "/dead-letters", "Sign out"], navigation
+    await page.goto("/overview")
+    await page.keyboard.press("Tab")
+    await expect(page.get_by_role("link", name="Skip to content")).to_be_focused()
+    await page.keyboard.press("Enter")
+    await expect(page.locator("main")).to_be_focused()
+    # The table's scrolling region, then its first namespace link.
+    assert (await _tab_through(page, 2))[1].startswith("/events?namespace="), "the skip link skipped nothing"
+    await page.goto("/overview")
+    await page.get_by_role("link", name=f"{rig.shop}/keys").focus()
+    await page.keyboard.press("Enter")
+    await expect(page.get_by_role("heading", level=1)).to_have_text("Events")
+    await expect(page.get_by_label("Namespace")).to_have_value(f"{rig.shop}/keys")

@@ -136,6 +136,7 @@ class Console:
             response = await handler(request)
         except web.HTTPException as exc:  # aiohttp's own: no such route, a method not allowed
             exc.headers.update(_HEADERS)
+            exc.headers["Cache-Control"] = "no-store"
             raise
         except Unauthenticated as exc:
             if request.method == "GET" and request.path != "/overview/fragment":
