@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import os
+import socket
 import ssl
+import subprocess
+import sys
 from pathlib import Path
 
 import aiohttp
@@ -14,6 +19,7 @@ from inboxd.config import ConfigError, Settings
 from inboxd.server import start_server
 from inboxd.store.database import Database
 from tests.console.rig import Rig, write_tokens
+from tests.harness import ServerProcess
 from tests.integration.certs import make_certs
 
 
@@ -109,3 +115,37 @@ async def test_the_payload_and_the_token_never_reach_the_logs(rig: Rig, caplog: 
     assert "078-05-1120" not in caplog.text
     assert rig.tokens.operator not in caplog.text
     assert "evt_private" not in caplog.text
+
+
+async def test_inboxd_serve_refuses_a_console_beyond_loopback_without_tokens(migrated_url: str) -> None:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("INBOXD_")}
+    done = await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, "-m", "inboxd", "serve", "--listen", "127.0.0.1:0", "--console-listen", "0.0.0.0:0"],
+        env={**clean, "DATABASE_URL": migrated_url},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "refusing to serve the console on 0.0.0.0:0 without a tokens file" in done.stderr
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+async def test_inboxd_serve_serves_the_console_on_console_listen(migrated_url: str) -> None:
+    port = _free_port()
+    server = ServerProcess(migrated_url, env={"INBOXD_CONSOLE_LISTEN": f"127.0.0.1:{port}"})
+    await asyncio.to_thread(server.start)
+    try:
+        async with aiohttp.ClientSession() as http, http.get(f"http://127.0.0.1:{port}/signin") as answer:
+            assert answer.status == 200
+            assert "Sign in" in await answer.text()
+    finally:
+        assert await asyncio.to_thread(server.terminate) == 0
