@@ -111,9 +111,8 @@ class Console:
         await self._runner.setup()
         site = web.TCPSite(self._runner, host.strip("[]") or None, int(port), ssl_context=ssl_context)
         await site.start()
-        server = site._server  # aiohttp keeps the bound sockets only there
-        assert server is not None and server.sockets, "the console's site did not bind"  # type: ignore[attr-defined]
-        self.port = int(server.sockets[0].getsockname()[1])  # type: ignore[attr-defined]
+        # (host, port) for IPv4, (host, port, flow, scope) for IPv6: the port is second either way.
+        self.port = int(self._runner.addresses[0][1])
         return self.port
 
     async def stop(self) -> None:
