@@ -20,9 +20,10 @@ async def rig(db: Database, tmp_path_factory: pytest.TempPathFactory) -> AsyncIt
     shop, other = unique_tenants()
     tokens = write_tokens(tmp_path_factory.mktemp("console") / "tokens.toml", shop)
     settings = Settings(listen="127.0.0.1:0", console_listen="127.0.0.1:0", tokens_file=tokens.file)
-    running = await start_server(settings, db, registry=TokenRegistry(tokens.file))
+    registry = TokenRegistry(tokens.file)
+    running = await start_server(settings, db, registry=registry)
     async with grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as channel:
-        yield Rig(running, tokens, channel, shop=shop, other=other)
+        yield Rig(running, tokens, registry, channel, shop=shop, other=other)
     await running.stop(1.0)
 
 

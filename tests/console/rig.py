@@ -14,7 +14,7 @@ from typing import Any
 
 import grpc
 
-from inboxd.auth import Scope, entry_toml, new_token
+from inboxd.auth import Scope, TokenRegistry, entry_toml, new_token
 from inboxd.server import RunningServer
 from inboxd_client.v1 import admin_pb2, admin_pb2_grpc, inbox_pb2, inbox_pb2_grpc, types_pb2
 
@@ -55,6 +55,8 @@ def write_tokens(path: Path, shop: str) -> Tokens:
 class Rig:
     server: RunningServer
     tokens: Tokens
+    # The server's registry: a test may edit the tokens file and reload it, as SIGHUP would.
+    registry: TokenRegistry
     channel: grpc.aio.Channel
     # This run's namespaces: the operator's tenant, and another tenant it must never see.
     shop: str

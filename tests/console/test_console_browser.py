@@ -126,6 +126,30 @@ async def test_the_session_cookie_is_httponly_and_samesite_strict(
     assert await page.evaluate("document.cookie") == ""
 
 
+async def test_signing_out_ends_the_session(rig: Rig, page: Page, context: BrowserContext) -> None:
+    await sign_in(page, rig.tokens.operator)
+    await page.get_by_role("button", name="Sign out").click()
+    await expect(page).to_have_url("/signin")
+    assert [c for c in await context.cookies() if c["name"] == "inboxd_console"] == []
+    await page.goto("/dead-letters")
+    await expect(page).to_have_url("/signin")
+
+
+async def test_a_token_removed_from_the_tokens_file_is_refused_at_its_next_click(rig: Rig, page: Page) -> None:
+    await sign_in(page, rig.tokens.operator)
+    await expect(page).to_have_url("/overview")
+    kept = rig.tokens.file.read_text()
+    entries = kept.split("[[token]]")
+    rig.tokens.file.write_text("[[token]]".join(e for e in entries if '"ops-oncall"' not in e))
+    try:
+        rig.registry.reload()  # what SIGHUP does
+        await page.get_by_role("link", name="Events").click()
+        await expect(page).to_have_url("/signin")
+    finally:
+        rig.tokens.file.write_text(kept)
+        rig.registry.reload()
+
+
 async def test_a_post_without_the_csrf_token_is_refused(rig: Rig, page: Page) -> None:
     ns = f"{rig.shop}/payments"
     await rig.dead_letter(ns, "evt_csrf")
