@@ -189,7 +189,7 @@ async def _serve(settings: Settings) -> None:
     try:
         await _migrate_with_patience(url)
         if settings.workers > 1:
-            await Supervisor(settings, url, stop).run()
+            await Supervisor(settings, url, stop, registry).run()
         else:
             await _serve_in_this_process(settings, url, registry, stop)
     finally:

@@ -139,9 +139,11 @@ def _free_port() -> int:
         return port
 
 
-async def test_inboxd_serve_serves_the_console_on_console_listen(migrated_url: str) -> None:
+@pytest.mark.parametrize("workers", ["1", "2"])
+async def test_inboxd_serve_serves_the_console_on_console_listen(migrated_url: str, workers: str) -> None:
+    """Under --workers 2 the parent serves it, once: a child binding it too would fail to start."""
     port = _free_port()
-    server = ServerProcess(migrated_url, env={"INBOXD_CONSOLE_LISTEN": f"127.0.0.1:{port}"})
+    server = ServerProcess(migrated_url, env={"INBOXD_CONSOLE_LISTEN": f"127.0.0.1:{port}", "INBOXD_WORKERS": workers})
     await asyncio.to_thread(server.start)
     try:
         async with aiohttp.ClientSession() as http, http.get(f"http://127.0.0.1:{port}/signin") as answer:

@@ -221,8 +221,7 @@ async def start_console(settings: Settings, operators: Operators, registry: Toke
         listen,
         tokens_file=registry is not None,
         tls=tls,
-        # INBOXD_TRUSTED_NETWORK, where this inboxd has that setting.
-        trusted_network=bool(getattr(settings, "trusted_network", False)),
+        trusted_network=settings.trusted_network,
     )
     if refusal is not None:
         raise ConfigError(refusal)
