@@ -140,8 +140,12 @@ class Inbox:
     async def _claim_once(self, request: ClaimRequest) -> ClaimBatch:
         now = self.clock()
         max_attempts = self.settings.max_attempts
+        # One statement on an autocommit connection: one round trip, no BEGIN/COMMIT.
         task = asyncio.ensure_future(
-            self.db.run(lambda conn: claims.claim_events(conn, request, max_attempts=max_attempts, now=now))
+            self.db.run(
+                lambda conn: claims.claim_events(conn, request, max_attempts=max_attempts, now=now),
+                transaction=False,
+            )
         )
         try:
             # Shielded: a caller who goes away mid-claim must not leave events
@@ -167,7 +171,8 @@ class Inbox:
 
     async def renew_lease(self, fence: Fence, lease: timedelta) -> datetime:
         now = self.clock()
-        return await self.db.run(lambda conn: claims.renew_lease(conn, fence, lease, now))
+        # A single fenced UPDATE; when it matches nothing, the diagnosis is a read of its own.
+        return await self.db.run(lambda conn: claims.renew_lease(conn, fence, lease, now), transaction=False)
 
     async def complete(self, fence: Fence, disposition: Disposition, reason: str) -> None:
         """Completes the claim; concurrent completions share one transaction."""
@@ -235,12 +240,14 @@ class Inbox:
 
     async def release(self, fence: Fence) -> None:
         now = self.clock()
-        namespace, _, event_type = await self.db.run(lambda conn: claims.release_event(conn, fence, now))
+        namespace, _, event_type = await self.db.run(
+            lambda conn: claims.release_event(conn, fence, now), transaction=False
+        )
         self.wake_claimers({(namespace, event_type): 1})
 
     async def release_many(self, fences: Sequence[Fence]) -> None:
         now = self.clock()
-        released = await self.db.run(lambda conn: claims.release_events(conn, fences, now))
+        released = await self.db.run(lambda conn: claims.release_events(conn, fences, now), transaction=False)
         self.wake_claimers(Counter((ns, t) for ns, _, t in released))
 
 
