@@ -76,12 +76,12 @@ async def backlog_url(migrated_url: str) -> AsyncIterator[str]:
         yield url
 
 
-def _prepared_claim() -> str:
-    """The claim statement with $n placeholders, for PREPARE."""
-    text = QUERIES["claim_events"]
+def _prepared(query: str, parameters: tuple[str, ...]) -> str:
+    """A named query with $n placeholders, for PREPARE."""
+    text = QUERIES[query]
     names = set(re.findall(r"%\((\w+)\)s", text))
-    assert names == set(_PARAMETERS), f"the claim's parameters changed: {sorted(names)}"
-    for number, name in enumerate(_PARAMETERS, start=1):
+    assert names == set(parameters), f"the parameters of {query} changed: {sorted(names)}"
+    for number, name in enumerate(parameters, start=1):
         text = text.replace(f"%({name})s", f"${number}")
     return text.replace("%%", "%")
 
@@ -121,18 +121,24 @@ async def explain_claim(conn: Any, plan_cache_mode: str, **request: Any) -> dict
         "lease": timedelta(seconds=30),
         **request,
     }
+    return await explain_prepared(conn, plan_cache_mode, "claim_events", _PARAMETERS, values)
+
+
+async def explain_prepared(
+    conn: Any, plan_cache_mode: str, query: str, parameters: tuple[str, ...], values: dict[str, Any]
+) -> dict[str, Any]:
     async with conn.transaction(force_rollback=True):
         await conn.execute(f"SET LOCAL plan_cache_mode = {plan_cache_mode}")
-        await conn.execute("PREPARE claim AS " + _prepared_claim())
-        placeholders = ", ".join(["%s"] * len(_PARAMETERS))
+        await conn.execute("PREPARE planned AS " + _prepared(query, parameters))
+        placeholders = ", ".join(["%s"] * len(parameters))
         cur = psycopg.AsyncClientCursor(conn)
         await cur.execute(
-            f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE claim({placeholders})",
-            [values[name] for name in _PARAMETERS],
+            f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE planned({placeholders})",
+            [values[name] for name in parameters],
         )
         row = await cur.fetchone()
         assert row is not None
-        await conn.execute("DEALLOCATE claim")
+        await conn.execute("DEALLOCATE planned")
     document = row[0] if isinstance(row[0], list) else json.loads(row[0])
     plan: dict[str, Any] = document[0]
     return plan
@@ -175,6 +181,34 @@ async def test_a_claim_over_every_namespace_reads_only_what_it_takes(backlog_url
     async with await psycopg.AsyncConnection.connect(backlog_url, autocommit=True) as conn:
         plan = await explain_claim(conn, plan_cache_mode, max_events=10)
     assert rows_read(plan) < BOUND, json.dumps(plan["Plan"], indent=1)[:4000]
+
+
+_POLL_PARAMETERS = ("patterns", "namespaces", "event_types", "pattern_types", "now", "cap", "anywhere_types")
+POLL_SHAPES = {
+    "waiters on named namespaces": {"namespaces": ["tenant-b/empty", "tenant-c/x"], "event_types": ["", "test.event"]},
+    "waiters narrowed by patterns": {"patterns": ["tenant-b/%"], "pattern_types": [""]},
+}
+
+
+@pytest.mark.parametrize("plan_cache_mode", ["force_generic_plan", "force_custom_plan"])
+@pytest.mark.parametrize("shape", sorted(POLL_SHAPES))
+async def test_the_wake_up_poll_for_empty_namespaces_reads_a_bounded_number_of_rows_beside_a_backlog(
+    backlog_url: str, plan_cache_mode: str, shape: str
+) -> None:
+    values = {
+        "patterns": [],
+        "namespaces": [],
+        "event_types": [],
+        "pattern_types": [],
+        "now": None,
+        "cap": 100,
+        "anywhere_types": [],
+        **POLL_SHAPES[shape],
+    }
+    async with await psycopg.AsyncConnection.connect(backlog_url, autocommit=True) as conn:
+        plan = await explain_prepared(conn, plan_cache_mode, "due_kinds", _POLL_PARAMETERS, values)
+    assert rows_read(plan) < BOUND, json.dumps(plan["Plan"], indent=1)[:4000]
+    assert buffers_read(plan) < BOUND, json.dumps(plan["Plan"], indent=1)[:4000]
 
 
 async def test_a_fresh_migrate_leaves_every_table_analyzed(fresh_url: str) -> None:
