@@ -201,3 +201,14 @@ def like_to_regex(pattern: str) -> str:
         else:
             parts.append(re.escape(char))
     return "(?:" + "".join(parts) + ")"
+
+
+def like_prefix(pattern: str) -> str:
+    """The literal text an SQL LIKE pattern starts with: every name it matches begins with it."""
+    prefix: list[str] = []
+    chars = iter(pattern)
+    for char in chars:
+        if char in "%_":
+            break
+        prefix.append(next(chars, "\\") if char == "\\" else char)
+    return "".join(prefix)

@@ -25,6 +25,7 @@ from inboxd.store.migrate import migrate
 from inboxd.store.queries import QUERIES
 
 BACKLOG = 100_000
+OTHER_NAMESPACES = 300
 # Generous: the claim reads a handful of index pages for an empty namespace,
 # and the old plan read all 100,000 rows of the other namespace.
 BOUND = 100
@@ -32,6 +33,7 @@ BOUND = 100
 # The claim statement's parameters, in the order PREPARE numbers them.
 _PARAMETERS = (
     "now",
+    "namespace_prefixes",
     "namespaces",
     "namespace_patterns",
     "max_attempts",
@@ -64,7 +66,7 @@ async def fresh_url(migrated_url: str) -> AsyncIterator[str]:
 
 @pytest.fixture(scope="module")
 async def backlog_url(migrated_url: str) -> AsyncIterator[str]:
-    """A fresh database whose namespace tenant-a/busy holds BACKLOG due PENDING events."""
+    """A fresh database: BACKLOG due PENDING events in tenant-a/busy, one in each of OTHER_NAMESPACES more."""
     async with fresh_database(migrated_url) as url:
         async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
             await load_backlog(conn, "tenant-a/busy")
@@ -73,6 +75,14 @@ async def backlog_url(migrated_url: str) -> AsyncIterator[str]:
                 " due_at, updated_at) VALUES ('tenant-b/delayed', 'later', 'test.event', '{}', now(),"
                 " now() + interval '1 day', now() + interval '1 day', now())"
             )
+            # Many other tenants with open work: a token's patterns must not walk them all either.
+            await conn.execute(
+                "INSERT INTO inbox_events (namespace, event_key, event_type, payload, accepted_at, available_at,"
+                " due_at, updated_at) SELECT format('tenant-z/%%s', i), 'k', 'test.event', '{}', now(), now(),"
+                " now(), now() FROM generate_series(1, %s) AS i",
+                (OTHER_NAMESPACES,),
+            )
+            await conn.execute("ANALYZE inbox_events")
         yield url
 
 
@@ -114,6 +124,7 @@ async def explain_claim(conn: Any, plan_cache_mode: str, **request: Any) -> dict
         "now": None,
         "namespaces": [],
         "namespace_patterns": [],
+        "namespace_prefixes": [],
         "max_attempts": 10,
         "event_types": [],
         "max_events": 10,
@@ -161,7 +172,7 @@ CLAIM_SHAPES = {
     "one namespace": {"namespaces": ["tenant-b/empty"]},
     "several namespaces": {"namespaces": ["tenant-b/empty", "tenant-c/empty"]},
     "several namespaces and a type": {"namespaces": ["tenant-b/empty", "tenant-c/x"], "event_types": ["test.event"]},
-    "a token's namespace patterns": {"namespace_patterns": ["tenant-b/%"]},
+    "a token's namespace patterns": {"namespace_patterns": ["tenant-b/%"], "namespace_prefixes": ["tenant-b/"]},
 }
 
 
@@ -183,10 +194,19 @@ async def test_a_claim_over_every_namespace_reads_only_what_it_takes(backlog_url
     assert rows_read(plan) < BOUND, json.dumps(plan["Plan"], indent=1)[:4000]
 
 
-_POLL_PARAMETERS = ("patterns", "namespaces", "event_types", "pattern_types", "now", "cap", "anywhere_types")
+_POLL_PARAMETERS = (
+    "prefixes",
+    "patterns",
+    "namespaces",
+    "event_types",
+    "pattern_types",
+    "now",
+    "cap",
+    "anywhere_types",
+)
 POLL_SHAPES = {
     "waiters on named namespaces": {"namespaces": ["tenant-b/empty", "tenant-c/x"], "event_types": ["", "test.event"]},
-    "waiters narrowed by patterns": {"patterns": ["tenant-b/%"], "pattern_types": [""]},
+    "waiters narrowed by patterns": {"patterns": ["tenant-b/%"], "pattern_types": [""], "prefixes": ["tenant-b/"]},
 }
 
 
@@ -196,6 +216,7 @@ async def test_the_wake_up_poll_for_empty_namespaces_reads_a_bounded_number_of_r
     backlog_url: str, plan_cache_mode: str, shape: str
 ) -> None:
     values = {
+        "prefixes": [],
         "patterns": [],
         "namespaces": [],
         "event_types": [],

@@ -32,6 +32,7 @@ from inboxd.domain import (
 from inboxd.errors import ClaimSuperseded, InboxError, NotFound, Unavailable
 from inboxd.store.database import Connection
 from inboxd.store.queries import QUERIES
+from inboxd.wakeups import like_prefix
 
 SUPERSEDED = "claim superseded: this claim token is not the current claim of the event"
 
@@ -45,6 +46,7 @@ async def claim_events(
             "namespaces": list(request.namespaces),
             "event_types": list(request.event_types),
             "namespace_patterns": list(request.namespace_patterns),
+            "namespace_prefixes": sorted({like_prefix(p) for p in request.namespace_patterns}),
             "max_events": request.max_events,
             "lease": request.lease,
             "worker_id": request.worker_id,

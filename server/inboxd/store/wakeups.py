@@ -6,7 +6,7 @@ from datetime import datetime
 
 from inboxd.store.database import Connection
 from inboxd.store.queries import QUERIES
-from inboxd.wakeups import Wanted
+from inboxd.wakeups import Wanted, like_prefix
 
 # Due rows counted per wanted namespace: enough to wake as many waiters.
 DUE_CAP = 100
@@ -24,6 +24,7 @@ async def due_kinds(
             "namespaces": [namespace for namespace, _ in in_namespaces],
             "event_types": [event_type for _, event_type in in_namespaces],
             "patterns": [pattern for pattern, _ in by_patterns],
+            "prefixes": sorted({like_prefix(pattern) for pattern, _ in by_patterns}),
             "pattern_types": [event_type for _, event_type in by_patterns],
             "anywhere_types": sorted(wanted.anywhere),
             "now": now,

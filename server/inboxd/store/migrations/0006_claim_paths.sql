@@ -5,7 +5,10 @@
 -- out every due row of every other namespace (42 ms beside a 100,000-event
 -- backlog). Here each named namespace is one range of this index: the oldest
 -- due rows of that namespace and nothing else. The wake-up poller reads it too.
-CREATE INDEX inbox_events_namespace_due ON inbox_events (namespace, due_at) WHERE due_at IS NOT NULL;
+-- In byte order (COLLATE "C"), so that the namespaces under a token's
+-- pattern prefix ("mailera/") are one contiguous range whatever the
+-- database's collation; queries name the collation to use it.
+CREATE INDEX inbox_events_namespace_due ON inbox_events (namespace COLLATE "C", due_at) WHERE due_at IS NOT NULL;
 
 -- The Claim over every namespace keeps an index on due_at alone. Its
 -- predicate now names the open states (the same rows: due_at is set exactly

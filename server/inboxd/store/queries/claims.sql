@@ -14,9 +14,10 @@
 -- namespaces' rows, under a custom or a generic plan alike (the untaken
 -- branches are one-time filters on the parameters):
 --   named namespaces: per namespace, a range of inbox_events_namespace_due;
---   no namespace, granted patterns: a skip scan lists the namespaces that have
---     open rows (one index descent each, whatever their backlog), the patterns
---     keep the granted ones, then per namespace as above;
+--   no namespace, granted patterns: a skip scan from each pattern's literal
+--     prefix lists the namespaces under it that have open rows (one index
+--     descent each, whatever their backlog), the patterns keep the granted
+--     ones, then per namespace as above;
 --   every namespace: inbox_events_due, oldest first (its predicate names the
 --     open states, which only this branch states, so the per-namespace scans
 --     cannot take it and walk other namespaces' rows in due order).
@@ -26,18 +27,22 @@
 WITH RECURSIVE clock AS (
     SELECT coalesce(%(now)s::timestamptz, now()) AS now
 ), open_namespaces AS (
-    (SELECT e.namespace FROM inbox_events AS e
-     WHERE e.due_at IS NOT NULL
-       AND cardinality(%(namespaces)s::text[]) = 0 AND cardinality(%(namespace_patterns)s::text[]) > 0
-     ORDER BY e.namespace
-     LIMIT 1)
+    -- From each pattern's literal prefix, the namespaces with open rows, one
+    -- index descent each, up to the first that no longer has the prefix
+    -- (byte order, so those with a prefix are contiguous).
+    SELECT p.prefix, (SELECT e.namespace FROM inbox_events AS e
+                      WHERE e.due_at IS NOT NULL AND e.namespace COLLATE "C" >= p.prefix
+                      ORDER BY e.namespace COLLATE "C"
+                      LIMIT 1) AS namespace
+    FROM unnest(%(namespace_prefixes)s::text[]) AS p(prefix)
+    WHERE cardinality(%(namespaces)s::text[]) = 0
     UNION ALL
-    SELECT (SELECT e.namespace FROM inbox_events AS e
-            WHERE e.due_at IS NOT NULL AND e.namespace > o.namespace
-            ORDER BY e.namespace
-            LIMIT 1)
+    SELECT o.prefix, (SELECT e.namespace FROM inbox_events AS e
+                      WHERE e.due_at IS NOT NULL AND e.namespace COLLATE "C" > o.namespace
+                      ORDER BY e.namespace COLLATE "C"
+                      LIMIT 1)
     FROM open_namespaces AS o
-    WHERE o.namespace IS NOT NULL
+    WHERE starts_with(o.namespace, o.prefix)
 ), wanted AS (
     SELECT n.namespace FROM unnest(%(namespaces)s::text[]) AS n(namespace)
     WHERE cardinality(%(namespace_patterns)s::text[]) = 0 OR n.namespace LIKE ANY(%(namespace_patterns)s::text[])
@@ -50,7 +55,7 @@ WITH RECURSIVE clock AS (
             SELECT e.namespace, e.event_key, e.state AS state_before, e.fencing_token AS old_fencing_token,
                    e.attempt >= %(max_attempts)s AS exhausted, e.due_at
             FROM inbox_events AS e
-            WHERE e.namespace = wanted.namespace
+            WHERE e.namespace COLLATE "C" = wanted.namespace
               AND e.due_at <= coalesce(%(now)s::timestamptz, now())
               AND (cardinality(%(event_types)s::text[]) = 0 OR e.event_type = ANY(%(event_types)s::text[]))
             ORDER BY e.due_at

@@ -5,21 +5,22 @@
 -- Which (namespace, event_type) the waiters want have due rows, and how many
 -- (up to `cap` per namespace or for the any-namespace waiters). Reads no
 -- rows of namespaces nobody waits for: per wanted namespace a range of
--- inbox_events_namespace_due; patterns are resolved by a skip scan of the
--- namespaces that have open rows; waiters for any namespace share one walk
+-- inbox_events_namespace_due; patterns are resolved by a skip scan, from each
+-- pattern's literal prefix, of the namespaces that have open rows; waiters for any namespace share one walk
 -- of inbox_events_due. An event_type of '' means any type. Takes no locks.
 WITH RECURSIVE open_namespaces AS (
-    (SELECT e.namespace FROM inbox_events AS e
-     WHERE e.due_at IS NOT NULL AND cardinality(%(patterns)s::text[]) > 0
-     ORDER BY e.namespace
-     LIMIT 1)
+    SELECT p.prefix, (SELECT e.namespace FROM inbox_events AS e
+                      WHERE e.due_at IS NOT NULL AND e.namespace COLLATE "C" >= p.prefix
+                      ORDER BY e.namespace COLLATE "C"
+                      LIMIT 1) AS namespace
+    FROM unnest(%(prefixes)s::text[]) AS p(prefix)
     UNION ALL
-    SELECT (SELECT e.namespace FROM inbox_events AS e
-            WHERE e.due_at IS NOT NULL AND e.namespace > o.namespace
-            ORDER BY e.namespace
-            LIMIT 1)
+    SELECT o.prefix, (SELECT e.namespace FROM inbox_events AS e
+                      WHERE e.due_at IS NOT NULL AND e.namespace COLLATE "C" > o.namespace
+                      ORDER BY e.namespace COLLATE "C"
+                      LIMIT 1)
     FROM open_namespaces AS o
-    WHERE o.namespace IS NOT NULL
+    WHERE starts_with(o.namespace, o.prefix)
 ), wanted AS (
     SELECT w.namespace, w.event_type
     FROM unnest(%(namespaces)s::text[], %(event_types)s::text[]) AS w(namespace, event_type)
@@ -37,7 +38,7 @@ WITH RECURSIVE open_namespaces AS (
     FROM per_namespace AS w CROSS JOIN LATERAL (
         SELECT e.namespace, e.event_type
         FROM inbox_events AS e
-        WHERE e.namespace = w.namespace
+        WHERE e.namespace COLLATE "C" = w.namespace
           AND e.due_at <= coalesce(%(now)s::timestamptz, now())
           AND (w.any_type OR e.event_type = ANY(w.event_types))
         ORDER BY e.due_at
