@@ -6,17 +6,19 @@ past expiry and grace: no sleeping, and no other test's rows touched.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 
 import grpc
 
 from inboxd.domain import EventState
 from inboxd.rescuer import run_rescue_pass
-from inboxd.server import RunningServer
+from inboxd.server import RunningServer, start_server
 from inboxd.store.database import Database
 from inboxd_client.v1 import inbox_pb2
 from inboxd_client.v1.inbox_pb2_grpc import InboxServiceStub
 from tests.conftest import CLOCKED_SETTINGS, FakeClock
+from tests.harness import eventually
 from tests.integration.helpers import accept_request, expect_status, read_event, seconds
 from tests.integration.test_claims import claim_one, fenced
 
@@ -93,3 +95,24 @@ async def test_a_rescued_event_is_claimed_again_with_its_next_attempt(
     again = await claim_one(work, ns)
     assert again.attempt == first.attempt + 1
     assert again.fencing_token > first.fencing_token
+
+
+async def test_a_server_runs_the_rescuer_on_its_interval(db: Database, ns: str) -> None:
+    """The loop Operations starts: no pass by hand, the clock moved past expiry and grace."""
+    own_clock = FakeClock()
+    settings = replace(CLOCKED_SETTINGS, rescue_interval=timedelta(milliseconds=100))
+    running = await start_server(settings, db, clock=own_clock)
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as chan:
+            stub = InboxServiceStub(chan)
+            await stub.Accept(accept_request(ns, "k"))
+            event = await claim_one(stub, ns, lease=seconds(1))
+            own_clock.advance(1 + GRACE.total_seconds() + 1)
+
+            async def rescued() -> bool:
+                return bool((await read_event(db, ns, "k"))["state"] == "pending")
+
+            await eventually(rescued, "the rescuer to return the expired lease")
+            await expect_status(stub.Complete(inbox_pb2.CompleteRequest(**fenced(event))), grpc.StatusCode.ABORTED)
+    finally:
+        await running.stop(1.0)
