@@ -23,6 +23,7 @@ from inboxd.server import RunningServer, start_server
 from inboxd.store.database import Database
 from inboxd_client.v1 import inbox_pb2
 from inboxd_client.v1.inbox_pb2_grpc import InboxServiceStub
+from tests.conftest import NO_RESCUER
 from tests.harness import ServerProcess, eventually
 from tests.integration.helpers import accept_request, read_event, seconds
 
@@ -32,7 +33,7 @@ LONG_WAIT = 50.0
 
 @pytest.fixture(scope="module")
 async def quiet_server(db: Database) -> AsyncIterator[RunningServer]:
-    running = await start_server(Settings(listen="127.0.0.1:0"), db)
+    running = await start_server(Settings(listen="127.0.0.1:0", rescue_interval=NO_RESCUER), db)
     running.inbox.fallback_poll_seconds = NO_FALLBACK
     yield running
     await running.stop(1.0)
@@ -154,7 +155,9 @@ async def _transactions(db: Database) -> int:
 async def test_a_thousand_idle_waiting_claims_cost_a_handful_of_transactions_a_second(db: Database, ns: str) -> None:
     """Counted in pg_stat_database, which backends report up to 10 s late: settle first, then count."""
     waiters = 1000
-    running = await start_server(Settings(listen="127.0.0.1:0", max_waiting_claims_per_caller=2 * waiters), db)
+    running = await start_server(
+        Settings(listen="127.0.0.1:0", max_waiting_claims_per_caller=2 * waiters, rescue_interval=NO_RESCUER), db
+    )
     try:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as chan:
             stub = InboxServiceStub(chan)
@@ -191,7 +194,7 @@ async def test_a_wake_up_reaches_the_waiter_whose_token_may_claim_the_event(
     tokens = {name: new_token() for name in grants}
     path = tmp_path / "tokens.toml"
     path.write_text("\n".join(entry_toml(n, tokens[n], scopes[n], grants[n]) for n in grants))
-    settings = Settings(listen="127.0.0.1:0", tokens_file=path)
+    settings = Settings(listen="127.0.0.1:0", tokens_file=path, rescue_interval=NO_RESCUER)
     running = await start_server(settings, db, registry=TokenRegistry(path))
     running.inbox.fallback_poll_seconds = NO_FALLBACK
     try:
