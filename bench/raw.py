@@ -82,6 +82,7 @@ def claim_params(namespace: str, batch: int, worker_id: str) -> dict[str, Any]:
         "namespace": namespace,
         "event_types": [],
         "namespace_patterns": [],
+        "namespace_prefixes": [],
         "max_events": batch,
         "lease": timedelta(seconds=30),
         "worker_id": worker_id,
