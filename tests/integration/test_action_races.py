@@ -11,7 +11,7 @@ import pytest
 
 from inboxd.domain import ActionState, ClaimToken, EventKey, Fence, Namespace
 from inboxd.errors import ClaimSuperseded
-from inboxd.store.actions import record_action
+from inboxd.store.actions import action_history, record_action
 from inboxd.store.database import Database
 from inboxd_client.v1 import inbox_pb2
 from inboxd_client.v1.inbox_pb2_grpc import InboxServiceStub
@@ -127,3 +127,21 @@ async def _current_fencing_token(db: Database, ns: str) -> int:
         return int((await cur.fetchone())[0])
 
     return await db.run(read)
+
+
+async def test_every_record_is_kept_in_the_actions_history_applied_or_not(
+    work: InboxServiceStub, db: Database, ns: str, clock: FakeClock
+) -> None:
+    older, newer = await taken_over(work, ns, clock)
+    await record(work, newer, INTENDED)
+    await record(work, older, FAILED, detail="late")
+    await record(work, newer, SUCCEEDED, external_ref="m")
+    await record(work, newer, SUCCEEDED, external_ref="m")
+    history = await db.run(lambda conn: action_history(conn, ns, "k"))
+    assert [(h.state, h.fencing_token, h.applied, h.detail) for h in history] == [
+        (ActionState.INTENDED, older.fencing_token, True, ""),
+        (ActionState.INTENDED, newer.fencing_token, True, ""),
+        (ActionState.FAILED, older.fencing_token, False, "late"),
+        (ActionState.SUCCEEDED, newer.fencing_token, True, ""),
+        (ActionState.SUCCEEDED, newer.fencing_token, False, ""),
+    ]
