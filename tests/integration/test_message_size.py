@@ -9,14 +9,13 @@ import grpc
 import pytest
 
 from inboxd.config import ConfigError, Settings, load_settings
-from inboxd.server import max_message_bytes, start_server
+from inboxd.server import MAX_BATCH_TOTAL_BYTES, max_message_bytes, start_server
 from inboxd.store.database import Database
 from inboxd_client.v1 import inbox_pb2
 from inboxd_client.v1.inbox_pb2_grpc import InboxServiceStub
 from tests.integration.helpers import accept_request, expect_status
 
 MiB = 1024 * 1024
-MAX_BATCH_TOTAL_BYTES = 32 * MiB
 # grpc takes its message limits as a C int.
 C_INT_MAX = 2**31 - 1
 
