@@ -15,6 +15,7 @@ from typing import Any
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from inboxd.auth import Scope, entry_toml, new_token
 from inboxd.config import Settings
@@ -210,8 +211,26 @@ async def test_a_foreign_worker_cannot_touch_an_event_through_fenced_calls_with_
 
 
 async def test_health_and_reflection_stay_open(chan: grpc.aio.Channel) -> None:
-    answer = await health_pb2_grpc.HealthStub(chan).Check(health_pb2.HealthCheckRequest(service=""))
-    assert answer.status == health_pb2.HealthCheckResponse.SERVING
+    # The server does guard its services: without a token, an inboxd call is refused...
+    refused = inbox_pb2_grpc.InboxServiceStub(chan).Accept(accept_request("tenant-a/x", "k"))
+    assert await code_of(refused) == grpc.StatusCode.UNAUTHENTICATED
+    # ...while health and reflection answer the same tokenless caller.
+    for service in ("", "inboxd.v1.InboxService", "inboxd.v1.InboxAdminService"):
+        answer = await health_pb2_grpc.HealthStub(chan).Check(health_pb2.HealthCheckRequest(service=service))
+        assert answer.status == health_pb2.HealthCheckResponse.SERVING, service
+    reflect = reflection_pb2_grpc.ServerReflectionStub(chan)
+    requests = [
+        reflection_pb2.ServerReflectionRequest(list_services=""),
+        reflection_pb2.ServerReflectionRequest(file_containing_symbol="inboxd.v1.InboxService"),
+    ]
+    answers = [answer async for answer in reflect.ServerReflectionInfo(iter(requests))]
+    assert [a.WhichOneof("message_response") for a in answers] == [
+        "list_services_response",
+        "file_descriptor_response",
+    ]
+    names = {service.name for service in answers[0].list_services_response.service}
+    assert {"inboxd.v1.InboxService", "inboxd.v1.InboxAdminService"} <= names
+    assert answers[1].file_descriptor_response.file_descriptor_proto
 
 
 async def test_one_caller_cannot_hold_more_than_its_share_of_waiting_claims(
