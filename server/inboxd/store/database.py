@@ -12,7 +12,7 @@ import psycopg.errors
 from psycopg.rows import TupleRow
 from psycopg_pool import AsyncConnectionPool, PoolClosed, PoolTimeout
 
-from inboxd.errors import InvalidArgument, Unavailable
+from inboxd.errors import DatabaseFault, InvalidArgument, Unavailable
 
 log = logging.getLogger(__name__)
 
@@ -98,6 +98,11 @@ class Database:
             except psycopg.DataError as exc:
                 # Validation should have caught it; never let a caller's bytes become INTERNAL.
                 raise InvalidArgument("request", f"PostgreSQL refused a value: {exc.diag.message_primary}") from None
+            except (psycopg.ProgrammingError, psycopg.InternalError) as exc:
+                # A statement inboxd got wrong, a trigger, a fault inside PostgreSQL: INTERNAL,
+                # never grpc's UNKNOWN; logged here, since the caller only sees the status.
+                log.error("database error: %s", first_line(exc), exc_info=True)
+                raise DatabaseFault(f"database error: {first_line(exc)}") from None
             except psycopg.OperationalError as exc:
                 self._check_soon()
                 if _lost_connection(exc):
