@@ -13,7 +13,8 @@ from inboxd.domain import ActionState, ClaimToken, EventKey, Fence, Namespace
 from inboxd.errors import ClaimSuperseded
 from inboxd.store.actions import action_history, record_action
 from inboxd.store.database import Database
-from inboxd_client.v1 import inbox_pb2
+from inboxd_client.v1 import admin_pb2, inbox_pb2
+from inboxd_client.v1.admin_pb2_grpc import InboxAdminServiceStub
 from inboxd_client.v1.inbox_pb2_grpc import InboxServiceStub
 from tests.conftest import FakeClock
 from tests.harness import eventually
@@ -130,7 +131,7 @@ async def _current_fencing_token(db: Database, ns: str) -> int:
 
 
 async def test_every_record_is_kept_in_the_actions_history_applied_or_not(
-    work: InboxServiceStub, db: Database, ns: str, clock: FakeClock
+    work: InboxServiceStub, admin: InboxAdminServiceStub, db: Database, ns: str, clock: FakeClock
 ) -> None:
     older, newer = await taken_over(work, ns, clock)
     await record(work, newer, INTENDED)
@@ -145,3 +146,13 @@ async def test_every_record_is_kept_in_the_actions_history_applied_or_not(
         (ActionState.SUCCEEDED, newer.fencing_token, True, ""),
         (ActionState.SUCCEEDED, newer.fencing_token, False, ""),
     ]
+    # Operators see the same in GetEvent.
+    shown = (await admin.GetEvent(admin_pb2.GetEventRequest(namespace=ns, event_key="k"))).event.action_history
+    assert [(h.action, h.state, h.fencing_token, h.applied, h.external_ref) for h in shown] == [
+        ("send-welcome:v1", INTENDED, older.fencing_token, True, ""),
+        ("send-welcome:v1", INTENDED, newer.fencing_token, True, ""),
+        ("send-welcome:v1", FAILED, older.fencing_token, False, ""),
+        ("send-welcome:v1", SUCCEEDED, newer.fencing_token, True, "m"),
+        ("send-welcome:v1", SUCCEEDED, newer.fencing_token, False, "m"),
+    ]
+    assert all(h.HasField("recorded_at") for h in shown)

@@ -9,22 +9,10 @@ from typing import Any
 from inboxd.actions import ActionWrite, plan_action_write
 from inboxd.domain import ActionRecord, ActionState, Fence, FencingToken
 from inboxd.errors import ClaimSuperseded, NotFound
+from inboxd.records import ActionHistoryEntry
 from inboxd.store.claims import action_record
 from inboxd.store.database import Connection
 from inboxd.store.queries import QUERIES
-
-
-@dataclass(frozen=True, slots=True)
-class ActionHistoryEntry:
-    """One record an action received; `applied` is False when it changed nothing."""
-
-    action: str
-    state: ActionState
-    external_ref: str
-    detail: str
-    fencing_token: FencingToken
-    applied: bool
-    recorded_at: datetime
 
 
 @dataclass(frozen=True, slots=True)
