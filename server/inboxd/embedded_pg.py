@@ -224,8 +224,9 @@ class EmbeddedPostgres:
     def _give_to_postgres(self, *paths: Path) -> None:
         """As root, the cluster's files belong to `postgres` (root still reads them)."""
         if self._as_postgres():
+            owner = pwd.getpwnam("postgres")
             for path in paths:
-                shutil.chown(path, "postgres", "postgres")
+                os.chown(path, owner.pw_uid, owner.pw_gid)
 
     def _trusts_local_users(self) -> bool:
         """True for a cluster made by an older inboxd: pg_hba.conf has a `trust` rule."""

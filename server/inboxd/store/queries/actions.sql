@@ -4,12 +4,16 @@
 -- Whether the event exists, and the claim the token names: its fencing token
 -- and whether it is the event's current claim. An outcome is accepted from
 -- any claim ever issued for the event; intent only from the current one.
+-- The key-share lock is the one the ledger's foreign keys take anyway, taken
+-- first: every ledger write then locks the event before the action row, the
+-- order retention's cascading delete takes them in, so the two cannot deadlock.
 SELECT c.fencing_token,
        (e.state = 'processing' AND e.claim_token = c.claim_token) AS is_current
 FROM inbox_events AS e
 LEFT JOIN inbox_claims AS c
        ON c.claim_token = %(claim_token)s AND c.namespace = e.namespace AND c.event_key = e.event_key
 WHERE e.namespace = %(namespace)s AND e.event_key = %(event_key)s
+FOR KEY SHARE OF e
 
 -- name: action_claim_lookup_for_intent
 -- The same, for INTENDED: the event row stays share-locked until the intent is
