@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
+import inboxd_client.worker as worker_module
 from inboxd.store.database import Database
 from inboxd_client import AsyncInboxClient, EventContext, SyncEventContext, Worker
 from tests.client.helpers import accept, eventually, read_event, running
@@ -60,3 +63,27 @@ async def test_the_handler_timeout_must_be_positive(client: AsyncInboxClient) ->
             raise AssertionError(f"handler_timeout={bad} was taken")
     assert Worker(client, handle).handler_timeout == 15 * 60
     assert Worker(client, handle, handler_timeout=None).handler_timeout is None
+
+
+async def test_a_handler_that_swallows_its_cancellation_is_failed_all_the_same(
+    client: AsyncInboxClient, db: Database, ns: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(worker_module, "TIMEOUT_CANCEL_GRACE", 0.3)
+    release = asyncio.Event()
+
+    async def stubborn(ctx: EventContext) -> None:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            await release.wait()  # ignores the cancellation and hangs on
+
+    await accept(client, ns, "k")
+    worker = Worker(client, stubborn, namespaces=[ns], wait=1.0, lease=2.0, handler_timeout=0.5)
+    try:
+        async with running(worker):
+            await eventually(lambda: worker.stats.failed == 1, "the stubborn event failed")
+    finally:
+        release.set()
+    row = await read_event(db, ns, "k")
+    assert (row["state"], row["attempt"]) == ("pending", 1)
+    assert "HandlerTimeout" in row["last_error"]
