@@ -19,7 +19,7 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from inboxd.auth import Scope, entry_toml, new_token
 from inboxd.config import Settings
-from inboxd.server import RunningServer, start_server
+from inboxd.server import MAX_BATCH_TOTAL_BYTES, RunningServer, start_server
 from inboxd.store.database import Database
 from inboxd_client.v1 import admin_pb2, admin_pb2_grpc, inbox_pb2, inbox_pb2_grpc, types_pb2
 from tests.harness import ServerProcess
@@ -231,6 +231,18 @@ async def test_health_and_reflection_stay_open(chan: grpc.aio.Channel) -> None:
     names = {service.name for service in answers[0].list_services_response.service}
     assert {"inboxd.v1.InboxService", "inboxd.v1.InboxAdminService"} <= names
     assert answers[1].file_descriptor_response.file_descriptor_proto
+
+
+async def test_a_tokenless_batch_beyond_the_size_limit_is_refused_by_size_not_held_for_the_token_check(
+    chan: grpc.aio.Channel,
+) -> None:
+    # grpc holds a whole message before the token is checked: the size limit is what bounds it.
+    filler = "x" * (900 * 1024)
+    events = [
+        accept_request("tenant-a/x", f"k{i}", {"fill": filler}) for i in range(MAX_BATCH_TOTAL_BYTES // len(filler) + 2)
+    ]
+    call = inbox_pb2_grpc.InboxServiceStub(chan).AcceptBatch(inbox_pb2.AcceptBatchRequest(events=events))
+    assert await code_of(call) == grpc.StatusCode.RESOURCE_EXHAUSTED
 
 
 async def test_one_caller_cannot_hold_more_than_its_share_of_waiting_claims(
