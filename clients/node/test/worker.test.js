@@ -53,11 +53,16 @@ test("renews a slow job's lease, so no one else can claim it while it runs", nee
   await inbox.accept({ namespace: ns, eventKey: 'slow', eventType: 't', payload: {} });
   let renewals = 0;
   let handlerDone = false;
+  let handlerStarted;
+  const started = new Promise((resolve) => {
+    handlerStarted = resolve;
+  });
   const worker = new Worker(inbox, {
     namespaces: [ns],
     leaseMs: 2_000,
     waitMs: 200,
     handler: async () => {
+      handlerStarted();
       // The job itself is slower than its lease: 3.5 s of work on a 2 s lease.
       await sleep(3_500);
       handlerDone = true;
@@ -66,6 +71,8 @@ test("renews a slow job's lease, so no one else can claim it while it runs", nee
   worker.on('renewed', () => renewals++);
   const settled = settledOf(worker, 'slow');
   const running = worker.run();
+  // The rival starts once the worker holds the event: before that, it could win the first claim.
+  await started;
   // A competitor long-polls the namespace the whole time; had the lease lapsed, it would get the event.
   const rival = client();
   const stolen = [];
