@@ -4,7 +4,7 @@ PY      := $(VENV)/bin/python
 PYTHON  ?= python3
 
 .DEFAULT_GOAL := help
-.PHONY: help setup run test check pytest lint typecheck layers buf-lint proto proto-check bench bench-peers clean
+.PHONY: help setup run test check pytest reliability-async lint typecheck layers buf-lint proto proto-check bench bench-peers clean
 
 help: ## list the chores
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -37,6 +37,9 @@ check: proto-check lint typecheck layers buf-lint ## static checks only
 pytest: setup ## the test suite (starts its own PostgreSQL unless DATABASE_URL is set)
 	$(PY) -m pytest
 
+reliability-async: setup ## the failover scenario with an ASYNCHRONOUS standby: reports what it lost, asserts nothing
+	$(PY) -m pytest tests/reliability/test_failover.py -m failover_async
+
 lint: setup ## ruff
 	$(VENV)/bin/ruff check server tests clients/python clients/edge bench
 	$(VENV)/bin/ruff format --check server tests clients/python clients/edge bench
@@ -64,11 +67,16 @@ $(VENV)/.bench-installed: $(VENV)/.installed pyproject.toml
 	$(PY) -m pip install --quiet -e '.[bench]'
 	touch $@
 
-bench: setup $(VENV)/.bench-installed ## benchmark inboxd against raw PostgreSQL (~5 min, never in CI); writes docs/benchmarks.md
+bench: setup $(VENV)/.bench-installed ## benchmark inboxd against raw PostgreSQL, with profiles (~12 min, never in CI); writes docs/benchmarks.md
 	$(PY) -m bench run
 
-bench-peers: setup $(VENV)/.bench-installed ## benchmark inboxd beside PgQueuer and Procrastinate (~3 min); adds to docs/benchmarks.md
+bench-peers: setup $(VENV)/.bench-installed ## benchmark inboxd beside PgQueuer and Procrastinate (~6 min); adds to docs/benchmarks.md
 	$(PY) -m bench peers
+
+.PHONY: bench-quick
+bench-quick: setup $(VENV)/.bench-installed ## smoke-test both benchmarks (~3 min); results in bench/results/quick/, never published
+	$(PY) -m bench run --quick
+	$(PY) -m bench peers --quick
 
 clean: ## remove .venv, node_modules and the embedded database
 	rm -rf $(VENV) node_modules .inboxd

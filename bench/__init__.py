@@ -1,36 +1,42 @@
-"""inboxd's benchmark harness (issue 10): what inboxd costs over raw PostgreSQL, and beside its peers.
+"""inboxd's benchmark harness (issues 10, 13 and 14): what inboxd costs over raw PostgreSQL, and beside its peers.
 
 Never part of the test suite or CI: it takes minutes, wants a quiet machine
-and installs its own extras (`pip install -e '.[bench]'`).
+and installs its own extras (`pip install -e '.[bench]'`: py-spy, uvloop,
+matplotlib, PgQueuer, Procrastinate).
 
 Commands (from the repository root):
 
-    make bench          # python -m bench run:   inboxd against raw PostgreSQL, about 5 min
-    make bench-peers    # python -m bench peers: inboxd beside PgQueuer and Procrastinate, about 3 min
+    make bench          # python -m bench run:   inboxd against raw PostgreSQL, with profiles, about 12 min
+    make bench-peers    # python -m bench peers: inboxd beside PgQueuer and Procrastinate, about 6 min
+    make bench-quick    # both with --quick: a smoke run; results in bench/results/quick/, never published
+    python -m bench profile         # only the server profiles: the "before" of a change
     python -m bench report          # rewrite docs/benchmarks.md and .png from bench/results/*.json
-    python -m bench run --quick     # a smoke run: short windows, small history; writes nothing to docs/
 
 What a run does:
 
-- starts its own PostgreSQL (fsync and synchronous_commit on, as in
-  production) in a fresh folder under /tmp, and removes it afterwards;
-- migrates inboxd's schema into two databases: `inboxd` for the real server,
-  `inboxd_raw` for the raw baseline, which runs the same SQL straight through
-  psycopg (one AsyncConnection per client, autocommit) with no gRPC and no
-  service in between;
-- runs `python -m inboxd serve` as a subprocess; the load generator is this
-  process, so server and clients never share one Python interpreter;
-- measures each workload in a closed loop (every client sends its next
-  request when the previous one is answered) over a fixed window after a
-  warm-up, and records the CPU time the server, PostgreSQL and the load
-  generator spent in that window;
+- starts its own PostgreSQL (fsync and synchronous_commit on) in a fresh
+  folder under /tmp, removed afterwards; migrates inboxd's schema into
+  `inboxd` (the real server's) and `inboxd_raw` (the raw baseline's);
+- runs `python -m inboxd serve` as a subprocess (`--workers 1` when the
+  server has the flag) and finds out what else the server can do
+  (support.py), so a figure it cannot serve is reported as not measured;
+- drives every gRPC throughput figure from a Node process
+  (loadgen/loadgen.mjs), which costs less CPU per call than the server;
+  the raw baseline and the peers run in this process (psycopg, uvloop);
+- measures each figure in a closed loop over a fixed window after a
+  warm-up, with the CPU time of the server, PostgreSQL and the generator
+  over that window; profiles the server with py-spy in windows of its own;
 - writes bench/results/<kind>.json, then docs/benchmarks.md and
   docs/benchmarks.png from whichever results exist.
 
-Modules: `cluster` (PostgreSQL), `server` (the inboxd subprocess), `cpu`
-(process accounting), `loop` (the closed-loop driver), `workload` (keys and
-payload), `raw` and `grpc_load` (the two sides of each comparison),
-`history` (5 million completed rows), `longpolls`, `peers`, `suite` (the
-order of a run), `figures` (pairs, targets, console table), `report` (the
-doc) and `chart` (the PNG).
+Modules: `config` (sizes), `run` (a run: cluster, server, probe, figures),
+`suites` and `peer_suite` (the order of the phases), `phases/` (accept,
+claim, profiling, startup, idle, scaling, history), `node_load` and
+`loadgen/` (the Node generator), `grpc_load` (grpc.aio callers: wake-up,
+long-polls, the peers' Python side), `raw` (the raw baseline), `plans`
+(EXPLAIN of the claim, generic and custom), `profiles` (py-spy), `support`,
+`cluster`, `server`, `cpu`, `loop`, `workload`, `history`, `longpolls`,
+`peers` and `peer_enqueue`, `record` (a stored figure), `figures` and
+`targets` (what is compared with what), `report`, `report_sections` and
+`chart` (the page).
 """

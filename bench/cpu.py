@@ -115,3 +115,20 @@ class CpuProbe:
 
 def group_cpu_seconds(pids: Iterable[int]) -> float:
     return sum(process_cpu_seconds(pid) for pid in pids)
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """`pid` and every live descendant, with the children each has reaped: a server of several processes."""
+    total = process_cpu_seconds(pid, with_children=True)
+    for child in children_of(pid):
+        total += tree_cpu_seconds(child)
+    return total
+
+
+def tree_rss_bytes(pid: int) -> int:
+    """VmRSS of `pid` and every live descendant."""
+    try:
+        total = rss_bytes(pid)
+    except (OSError, RuntimeError):
+        return 0
+    return total + sum(tree_rss_bytes(child) for child in children_of(pid))

@@ -1,15 +1,14 @@
-"""What the figures mean: which inboxd figure is compared with which, the targets, and the console table."""
+"""Which figure is compared with which, and the small formatting helpers every report section shares."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-Figures = dict[str, dict[str, Any]]
+from bench.record import percent_of_core, server_us_per
 
-# Above this share of one core used by processes that are not ours, a window is called noisy.
-NOISY_PERCENT = 20.0
+Figures = dict[str, dict[str, Any]]
+PARTS = ("server", "postgres", "loadgen", "client", "other")
 
 
 @dataclass(frozen=True)
@@ -22,12 +21,22 @@ class Pair:
     raw_label: str
 
 
+def top_concurrency(bench: dict[str, Any]) -> int:
+    return int(max(bench["config"]["concurrency"]))
+
+
 def pairs(top: int) -> list[Pair]:
     return [
         Pair("Accept, 1 caller", "inboxd.accept.c1", "raw.insert.c1", "single-row INSERT, 1 client"),
         Pair("Accept, 16 callers", "inboxd.accept.c16", "raw.insert.c16", "single-row INSERT, 16 clients"),
         Pair(
             f"Accept, {top} callers", f"inboxd.accept.c{top}", f"raw.insert.c{top}", f"single-row INSERT, {top} clients"
+        ),
+        Pair(
+            f"Accept, {top} callers, --workers 2",
+            f"inboxd.accept.c{top}.workers2",
+            f"raw.insert.c{top}",
+            f"single-row INSERT, {top} clients",
         ),
         Pair(
             f"Empty RPC (grpc.health Check), {top} callers",
@@ -42,186 +51,65 @@ def pairs(top: int) -> list[Pair]:
             f"raw.duplicate.c{top}",
             f"INSERT of existing keys, {top} clients",
         ),
-        Pair("Claim -> Complete, batch 1, 16 workers", "inboxd.claim1", "raw.claim1", "claim 1, complete 1"),
+        Pair("Claim 1 -> Complete, 16 workers", "inboxd.claim1", "raw.claim1", "claim 1, complete it"),
+        Pair("Claim 10 -> Complete each, 16 workers", "inboxd.claim10", "raw.claim10", "claim 10, complete in one"),
         Pair(
-            "Claim -> Complete, batch 10, 16 workers",
-            "inboxd.claim10",
-            "raw.claim10",
-            "claim 10, complete 10 in one statement",
+            "Claim 10 -> CompleteBatch, 16 workers", "inboxd.claim10.batch", "raw.claim10", "claim 10, complete in one"
         ),
         Pair(
-            "Claim -> Complete, batch 10, 5M completed rows",
+            "Claim 10 -> Complete each, first seconds after start",
+            "inboxd.claim10.cold",
+            "raw.claim10",
+            "claim 10, complete in one (primed)",
+        ),
+        Pair(
+            "Claim 10 -> Complete each, over the history",
             "inboxd.claim10.history",
             "raw.claim10.history",
-            "the same, over the same 5M rows",
-        ),
-    ]
-
-
-@dataclass(frozen=True)
-class Target:
-    label: str
-    wanted: str
-    measured: Callable[[Figures, dict[str, Any] | None], float | None]
-    shown: Callable[[float], str]
-    met: Callable[[float], bool]
-    # The figure whose CPU split explains a miss.
-    explain_with: str | None = None
-
-
-def _ratio(a: str, b: str) -> Callable[[Figures, dict[str, Any] | None], float | None]:
-    def measured(figs: Figures, _peers: dict[str, Any] | None) -> float | None:
-        if a in figs and b in figs and figs[b]["value"]:
-            return float(figs[a]["value"]) / float(figs[b]["value"])
-        return None
-
-    return measured
-
-
-def _field(name: str, key: str) -> Callable[[Figures, dict[str, Any] | None], float | None]:
-    def measured(figs: Figures, _peers: dict[str, Any] | None) -> float | None:
-        return float(figs[name][key]) if name in figs else None
-
-    return measured
-
-
-def _over_best_peer(_figs: Figures, peers: dict[str, Any] | None) -> float | None:
-    if not peers:
-        return None
-    rates = peer_rates(peers)
-    best = max((v for k, v in rates.items() if k != "inboxd"), default=0.0)
-    return rates.get("inboxd", 0.0) / best if best else None
-
-
-def targets(top: int) -> list[Target]:
-    times = "{:.2f}x".format
-    return [
-        Target(
-            f"Accept, {top} concurrent single-event callers",
-            f">= 1.5x raw single-row INSERT tx/s at {top} clients",
-            _ratio(f"inboxd.accept.c{top}", f"raw.insert.c{top}"),
-            times,
-            lambda v: v >= 1.5,
-            f"inboxd.accept.c{top}",
-        ),
-        Target(
-            "AcceptBatch of 100",
-            ">= 0.7x raw 100-row INSERT rows/s",
-            _ratio("inboxd.accept_batch", "raw.insert_batch"),
-            times,
-            lambda v: v >= 0.7,
-            "inboxd.accept_batch",
-        ),
-        Target(
-            "Claim -> Complete, batch 10",
-            ">= 0.7x raw claim-10-then-complete rows/s",
-            _ratio("inboxd.claim10", "raw.claim10"),
-            times,
-            lambda v: v >= 0.7,
-            "inboxd.claim10",
-        ),
-        Target(
-            "Claim -> Complete, batch 10, beside peers",
-            ">= 2x the better of PgQueuer and Procrastinate (make bench-peers)",
-            _over_best_peer,
-            times,
-            lambda v: v >= 2.0,
-        ),
-        Target(
-            "Wake-up latency p50",
-            "<= 5 ms",
-            _field("inboxd.wakeup", "p50_ms"),
-            "{:.2f} ms".format,
-            lambda v: v <= 5.0,
-        ),
-        Target(
-            "Wake-up latency p99",
-            "<= 50 ms",
-            _field("inboxd.wakeup", "p99_ms"),
-            "{:.2f} ms".format,
-            lambda v: v <= 50.0,
-        ),
-        Target(
-            "Claim -> Complete with 5M completed rows",
-            ">= 0.9x the empty-table figure",
-            _ratio("inboxd.claim10.history", "inboxd.claim10"),
-            times,
-            lambda v: v >= 0.9,
-            "inboxd.claim10.history",
-        ),
-        Target(
-            "Server RSS, 5,000 waiting long-polls",
-            "<= 300 MB",
-            _field("inboxd.longpolls", "rss_mb"),
-            "{:.0f} MB".format,
-            lambda v: v <= 300.0,
+            "the same, over the same rows",
         ),
     ]
 
 
 def peer_rates(peers: dict[str, Any]) -> dict[str, float]:
-    """Mean jobs/s per system over the rounds."""
+    """Mean drain jobs/s per system over the rounds."""
     found: dict[str, list[float]] = {}
     for r in peers.get("rounds", []):
         found.setdefault(r["system"], []).append(float(r["jobs_per_s"]))
     return {k: sum(v) / len(v) for k, v in found.items()}
 
 
-def top_concurrency(bench: dict[str, Any]) -> int:
-    return int(max(bench["config"]["concurrency"]))
-
-
 def shown_value(fig: dict[str, Any] | None) -> str:
     if fig is None:
         return "-"
+    if not fig.get("ops", 1):
+        return "no call answered in the window"
     v = float(fig["value"])
     return f"{v:,.0f} {fig['unit']}" if v >= 100 else f"{v:,.1f} {fig['unit']}"
 
 
 def cpu_line(fig: dict[str, Any]) -> str:
-    cpu = fig.get("cpu")
-    if not cpu or not cpu["seconds"]:
-        return "-"
+    """Each part's CPU over the window, in % of one core."""
     parts = []
-    for part in ("server", "postgres", "client", "other"):
-        if part in cpu["used"]:
-            pct = 100 * cpu["used"][part] / cpu["seconds"]
+    for part in PARTS:
+        pct = percent_of_core(fig, part)
+        if pct is not None and part in (fig.get("cpu") or {}).get("used", {}):
             parts.append(f"{part} {pct:.0f}%")
-    return ", ".join(parts)
+    return ", ".join(parts) or "-"
 
 
-def per_unit(fig: dict[str, Any], part: str) -> float | None:
-    cpu = fig.get("cpu")
-    units = fig.get("units") if fig["unit"] == "rows/s" else fig.get("ops")
-    if not cpu or not units or part not in cpu["used"]:
-        return None
-    return 1e6 * float(cpu["used"][part]) / float(units)
+def per_unit_line(fig: dict[str, Any]) -> str:
+    """Each part's CPU µs per unit (row or request)."""
+    unit = "row" if fig.get("unit") == "rows/s" else "call"
+    found = [
+        f"{part} {us:,.0f} µs"
+        for part in PARTS
+        if part != "other" and (us := server_us_per(fig, part)) is not None and us >= 0.5
+    ]
+    return f"per {unit}: " + ", ".join(found) if found else "-"
 
 
-# -- the console table --
-
-
-def console_table(bench: dict[str, Any], peers: dict[str, Any] | None) -> str:
-    figs: Figures = bench["figures"]
-    lines = [f"{'measurement':48} {'raw PostgreSQL':>18} {'inboxd':>18} {'inboxd/raw':>10}"]
-    for p in pairs(top_concurrency(bench)):
-        inboxd, rawfig = figs.get(p.inboxd), figs.get(p.raw) if p.raw else None
-        ratio = f"{inboxd['value'] / rawfig['value']:.2f}x" if inboxd and rawfig and rawfig["value"] else "-"
-        lines.append(f"{p.label:48} {shown_value(rawfig):>18} {shown_value(inboxd):>18} {ratio:>10}")
-    lines.append("")
-    lines.append(f"{'target':48} {'wanted':>40} {'measured':>10}  met")
-    for t in targets(top_concurrency(bench)):
-        v = t.measured(figs, peers)
-        shown = t.shown(v) if v is not None else "-"
-        verdict = "-" if v is None else ("yes" if t.met(v) else "NO")
-        lines.append(f"{t.label:48} {t.wanted:>40} {shown:>10}  {verdict}")
-    return "\n".join(lines)
-
-
-def console_peers(peers: dict[str, Any]) -> str:
-    rates = peer_rates(peers)
-    lines = [f"{'system':16} {'jobs/s (mean)':>14}   rounds"]
-    for system, rate in rates.items():
-        each = ", ".join(f"{r['jobs_per_s']:,.0f}" for r in peers["rounds"] if r["system"] == system)
-        lines.append(f"{system:16} {rate:>14,.0f}   {each}")
-    return "\n".join(lines)
+def ratio(figs: Figures, a: str, b: str) -> float | None:
+    if a in figs and b in figs and figs[b]["value"]:
+        return float(figs[a]["value"]) / float(figs[b]["value"])
+    return None

@@ -1,4 +1,4 @@
-"""The inboxd side: grpc.aio clients against a real `inboxd serve`, through the generated stubs."""
+"""grpc.aio clients in this process: wake-up latency, long-polls, and the peers' like-for-like Python side."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator
+from typing import Any
 
 import grpc
 from google.protobuf.duration_pb2 import Duration
@@ -29,6 +30,13 @@ async def stubs(target: str, channels: int = 1) -> AsyncIterator[list[Stub]]:
     finally:
         for chan in opened:
             await chan.close(None)
+
+
+@contextlib.asynccontextmanager
+async def channel(target: str) -> AsyncIterator[grpc.aio.Channel]:
+    async with grpc.aio.insecure_channel(target) as opened:
+        await asyncio.wait_for(opened.channel_ready(), 30)
+        yield opened
 
 
 def empty_rpc_steps(target_channel: grpc.aio.Channel, clients: int) -> list[Step]:
@@ -78,8 +86,23 @@ def duplicate_steps(stub: Stub, clients: int, namespace: str, keys: list[str]) -
     return [step] * clients
 
 
-def claim_complete_steps(stub: Stub, workers: int, namespace: str, batch: int) -> list[Step]:
-    """A no-op worker: Claim up to `batch`, then Complete each (concurrently, as a worker pool would)."""
+def complete_batch_call(channel: grpc.aio.Channel) -> Any | None:
+    """InboxService.CompleteBatch on `channel`, when the Python stubs know its messages; None otherwise."""
+    request_type = getattr(inbox_pb2, "CompleteBatchRequest", None)
+    response_type = getattr(inbox_pb2, "CompleteBatchResponse", None)
+    if request_type is None or response_type is None:
+        return None
+    return channel.unary_unary(
+        "/inboxd.v1.InboxService/CompleteBatch",
+        request_serializer=request_type.SerializeToString,
+        response_deserializer=response_type.FromString,
+    )
+
+
+def claim_complete_steps(
+    stub: Stub, workers: int, namespace: str, batch: int, complete_batch: Any | None = None
+) -> list[Step]:
+    """A no-op worker: Claim up to `batch`, then one CompleteBatch, or Complete each concurrently."""
 
     def step_for(index: int) -> Step:
         request = inbox_pb2.ClaimRequest(namespaces=[namespace], max_events=batch, worker_id=f"bench-{index}")
@@ -88,6 +111,16 @@ def claim_complete_steps(stub: Stub, workers: int, namespace: str, batch: int) -
             claimed = (await stub.Claim(request)).events
             if not claimed:
                 return None
+            if complete_batch is not None:
+                completions = [
+                    inbox_pb2.CompleteRequest(namespace=e.namespace, event_key=e.event_key, claim_token=e.claim_token)
+                    for e in claimed
+                ]
+                response = await complete_batch(inbox_pb2.CompleteBatchRequest(completions=completions))  # type: ignore[attr-defined]
+                refused = [r for r in response.results if r.code != 0]
+                if refused:
+                    raise RuntimeError(f"CompleteBatch refused {len(refused)} items, first: {refused[0].message}")
+                return len(claimed)
             await asyncio.gather(
                 *(
                     stub.Complete(

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import time
-from datetime import timedelta
 from typing import LiteralString
 
 import psycopg
-from psycopg import AsyncClientCursor
 
 from bench.workload import EVENT_TYPE, PAYLOAD
 from inboxd.store.queries import QUERIES
@@ -45,29 +43,6 @@ async def insert_history(url: str, rows: int) -> dict[str, float]:
         "table_total_mb": sizes[0] / 1024 / 1024,
         "heap_mb": sizes[1] / 1024 / 1024,
     }
-
-
-async def explain_claim(url: str, namespace: str, max_events: int) -> str:
-    """EXPLAIN (ANALYZE, BUFFERS) of inboxd's claim query, in a transaction rolled back afterwards."""
-    params = {
-        "namespaces": [namespace],
-        "event_types": [],
-        "namespace_patterns": [],
-        "max_events": max_events,
-        "lease": timedelta(seconds=30),
-        "worker_id": "explain",
-        "max_attempts": 10,
-        "now": None,
-    }
-    async with await psycopg.AsyncConnection.connect(url) as conn:
-        # Client-side binding: EXPLAIN cannot take server-side parameters.
-        cur = AsyncClientCursor(conn)
-        # Run once so the plan below is a warm one, as every claim but the first would see.
-        await cur.execute(QUERIES["claim_events"], params)
-        await cur.execute("EXPLAIN (ANALYZE, BUFFERS) " + QUERIES["claim_events"], params)
-        plan = "\n".join(str(row[0]) for row in await cur.fetchall())
-        await conn.rollback()
-    return plan
 
 
 async def time_stats_query(url: str) -> float:

@@ -3,8 +3,9 @@
 Same PostgreSQL (durable), same payload, same number of concurrent claimers
 (WORKERS), each taking up to BATCH jobs per round trip where the library can:
 
-- inboxd: WORKERS loops of Claim(max_events=BATCH), then Complete each;
-  its server holds a pool of 20 connections;
+- inboxd: WORKERS grpc.aio loops of Claim(max_events=BATCH), then one
+  CompleteBatch when the server has it, else Complete each; its server
+  holds a pool of 20 connections;
 - PgQueuer: WORKERS QueueManagers, one connection each, run(batch_size=BATCH,
   mode=drain); completions go through its own batching log buffer;
 - Procrastinate: WORKERS workers of concurrency BATCH sharing a pool of 20
@@ -28,17 +29,16 @@ from typing import Any, LiteralString, Protocol
 import psycopg
 
 from bench.cluster import checkpoint, execute
+from bench.config import WORKERS
 from bench.cpu import CpuProbe, CpuShare
 from bench.grpc_load import Stub, accept_batch_steps, claim_complete_steps
 from bench.loop import closed_loop
 from bench.workload import PAYLOAD, PAYLOAD_BYTES, Keys
 
-WORKERS = 16
 BATCH = 10
 POOL = 20
 ENQUEUE_CHUNK = 1000
 DRAIN_CAP_SECONDS = 180.0
-PRIMING_JOBS = 2000
 REAP_SECONDS = 1.0
 
 
@@ -131,6 +131,8 @@ async def _require_logged(url: str, tables: tuple[str, ...]) -> None:
 class Inboxd:
     stub: Stub
     url: str
+    # InboxService.CompleteBatch (grpc_load.complete_batch_call), or None: Complete each.
+    complete_batch: Any = None
     name: str = "inboxd"
     _round: int = 0
     _namespace: str = ""
@@ -157,7 +159,9 @@ class Inboxd:
 
     async def drain(self) -> int:
         result = await closed_loop(
-            claim_complete_steps(self.stub, WORKERS, self._namespace, BATCH), warmup=0.0, duration=DRAIN_CAP_SECONDS
+            claim_complete_steps(self.stub, WORKERS, self._namespace, BATCH, self.complete_batch),
+            warmup=0.0,
+            duration=DRAIN_CAP_SECONDS,
         )
         return result.units
 

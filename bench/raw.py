@@ -2,17 +2,20 @@
 
 One AsyncConnection per client, autocommit: each statement is its own
 transaction, the fewest round trips and commits the work can take. Claims
-use inboxd's own claim query and completion function, so the database does
-the same work as under inboxd; only the batch completion is ours, because
-inboxd completes one event per call.
+use inboxd's own claim query (looked up by name, its parameters filled by
+name), so the database does the same claim work as under inboxd. Completion
+is one fenced set-based statement of our own, for one event or ten: the
+least work PostgreSQL can do for the transition, whatever inboxd's current
+completion path is.
 """
 
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import AsyncIterator
 from datetime import timedelta
-from typing import LiteralString
+from typing import Any, LiteralString
 
 import psycopg
 from psycopg.rows import TupleRow
@@ -60,12 +63,36 @@ UPDATE inbox_claims AS c SET ended_at = now(), outcome = 'completed'
 FROM done WHERE c.fencing_token = done.fencing_token
 """
 
-# The one implementation of PROCESSING -> COMPLETED that inboxd's Complete also runs.
-COMPLETE_ONE: LiteralString = """
-SELECT inboxd_complete_event(%(namespace)s, %(event_key)s, %(claim_token)s, 'applied', NULL, NULL)
-"""
+# inboxd's claim statement, under the first of these names its query files use.
+CLAIM_QUERY_NAMES = ("claim_events", "events_claim", "event_claim", "claim")
+_PLACEHOLDER = re.compile(r"%\((\w+)\)s")
 
-CLAIM = QUERIES["claim_events"]
+
+def claim_query() -> tuple[str, LiteralString]:
+    for name in CLAIM_QUERY_NAMES:
+        if name in QUERIES:
+            return name, QUERIES[name]
+    raise RuntimeError(f"none of {CLAIM_QUERY_NAMES} among inboxd's named queries: teach bench/raw.py the new name")
+
+
+def claim_params(namespace: str, batch: int, worker_id: str) -> dict[str, Any]:
+    """Values for every placeholder of the claim query, by name; an unknown one is an error that names it."""
+    known: dict[str, Any] = {
+        "namespaces": [namespace],
+        "namespace": namespace,
+        "event_types": [],
+        "namespace_patterns": [],
+        "max_events": batch,
+        "lease": timedelta(seconds=30),
+        "worker_id": worker_id,
+        "max_attempts": 10,
+        "now": None,
+    }
+    wanted = dict.fromkeys(_PLACEHOLDER.findall(claim_query()[1]))
+    unknown = [name for name in wanted if name not in known]
+    if unknown:
+        raise RuntimeError(f"inboxd's claim query takes {unknown}, which bench/raw.py does not know how to fill")
+    return {name: known[name] for name in wanted}
 
 
 @contextlib.asynccontextmanager
@@ -126,22 +153,14 @@ def duplicate_steps(conns: list[Conn], namespace: str, keys: list[str]) -> list[
 
 
 def claim_complete_steps(conns: list[Conn], namespace: str, batch: int) -> list[Step]:
-    """Claim up to `batch` with inboxd's claim query, then complete them: one by one, or in one statement."""
+    """Claim up to `batch` with inboxd's claim query, then complete them in one fenced statement."""
+    _name, claim = claim_query()
 
     def step_for(index: int, conn: Conn) -> Step:
-        claim_params = {
-            "namespaces": [namespace],
-            "event_types": [],
-            "namespace_patterns": [],
-            "max_events": batch,
-            "lease": timedelta(seconds=30),
-            "worker_id": f"raw-{index}",
-            "max_attempts": 10,
-            "now": None,
-        }
+        params = claim_params(namespace, batch, f"raw-{index}")
 
         async def step() -> int | None:
-            cur = await conn.execute(CLAIM, claim_params)
+            cur = await conn.execute(claim, params)
             rows = await cur.fetchall()
             names = [c.name for c in cur.description or ()]
             ns_at, key_at, token_at = names.index("namespace"), names.index("event_key"), names.index("claim_token")
@@ -149,19 +168,14 @@ def claim_complete_steps(conns: list[Conn], namespace: str, batch: int) -> list[
             claimed = [(r[ns_at], r[key_at], r[token_at]) for r in rows if r[ns_at] is not None]
             if not claimed:
                 return None
-            if batch == 1:
-                ns, key, token = claimed[0]
-                params = {"namespace": ns, "event_key": key, "claim_token": token}
-                await (await conn.execute(COMPLETE_ONE, params)).fetchall()
-            else:
-                await conn.execute(
-                    COMPLETE_MANY,
-                    {
-                        "namespaces": [c[0] for c in claimed],
-                        "event_keys": [c[1] for c in claimed],
-                        "claim_tokens": [c[2] for c in claimed],
-                    },
-                )
+            await conn.execute(
+                COMPLETE_MANY,
+                {
+                    "namespaces": [c[0] for c in claimed],
+                    "event_keys": [c[1] for c in claimed],
+                    "claim_tokens": [c[2] for c in claimed],
+                },
+            )
             return len(claimed)
 
         return step

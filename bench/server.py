@@ -1,4 +1,4 @@
-"""`python -m inboxd serve` as a subprocess: its own interpreter, its own core if one is free."""
+"""`python -m inboxd serve` as a subprocess: its own interpreter (or several, with `--workers`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.cpu import process_cpu_seconds, rss_bytes
+from bench.cpu import rss_bytes, tree_cpu_seconds, tree_rss_bytes
 
 READY_PREFIX = "inboxd serving on "
 
@@ -22,6 +22,8 @@ class BenchServer:
     database_url: str
     log_path: Path
     env: Mapping[str, str] = field(default_factory=dict)
+    # `--workers N` when the server has it (None: the server's own default, one process).
+    workers: int | None = None
     proc: subprocess.Popen[str] | None = None
     port: int = 0
 
@@ -35,7 +37,7 @@ class BenchServer:
         }
         with self.log_path.open("ab") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "inboxd", "serve"],
+                [sys.executable, "-m", "inboxd", "serve", *(["--workers", str(self.workers)] if self.workers else [])],
                 env=env,
                 stdout=subprocess.PIPE,
                 stderr=log,
@@ -62,10 +64,11 @@ class BenchServer:
         return f"127.0.0.1:{self.port}"
 
     def cpu_seconds(self) -> float:
-        return process_cpu_seconds(self.pid)
+        """The whole server: with `--workers`, the parent and every child process."""
+        return tree_cpu_seconds(self.pid)
 
     def rss(self) -> int:
-        return rss_bytes(self.pid)
+        return tree_rss_bytes(self.pid)
 
     def peak_rss(self) -> int:
         return rss_bytes(self.pid, "VmHWM")

@@ -15,13 +15,22 @@ from pathlib import Path
 from inboxd.admin_cli import COMMANDS as ADMIN_COMMANDS
 from inboxd.admin_cli import add_admin_commands, run_admin_command
 from inboxd.auth import Scope, TokenRegistry, TokensFileError, entry_toml, new_token
-from inboxd.config import ConfigError, Settings, env_names, load_settings
+from inboxd.config import (
+    RETENTION_FLOOR,
+    ConfigError,
+    Settings,
+    env_names,
+    load_settings,
+    serving_refusal,
+    shown_duration,
+)
 from inboxd.embedded_pg import EmbeddedPostgres, EmbeddedPostgresError, private_parent, runs_as_postgres_user
 from inboxd.errors import Unavailable
 from inboxd.logs import configure_logging
 from inboxd.server import start_server
 from inboxd.store.database import Database
 from inboxd.store.migrate import migrate
+from inboxd.supervisor import Supervisor
 
 log = logging.getLogger("inboxd")
 
@@ -39,6 +48,12 @@ _SETTING_FLAGS = {
     "--max-attempts": "max_attempts",
     "--retention": "retention",
     "--payload-retention": "payload_retention",
+    "--workers": "workers",
+}
+# On/off flags that force a setting on: flag -> Settings field.
+_SWITCH_FLAGS = {
+    "--force-retention": "retention_force",
+    "--trusted-network": "trusted_network",
 }
 MIGRATE_WAIT_SECONDS = 60.0
 
@@ -47,6 +62,10 @@ def _add_setting_flags(parser: argparse.ArgumentParser) -> None:
     env = env_names()
     for flag, field_name in _SETTING_FLAGS.items():
         parser.add_argument(flag, dest=field_name, default=None, help=f"same as {env[field_name]}")
+    for flag, field_name in _SWITCH_FLAGS.items():
+        parser.add_argument(
+            flag, dest=field_name, action="store_const", const="1", default=None, help=f"same as {env[field_name]}=1"
+        )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -67,7 +86,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _settings(args: argparse.Namespace) -> Settings:
-    overrides = {field_name: getattr(args, field_name, None) for field_name in _SETTING_FLAGS.values()}
+    names = (*_SETTING_FLAGS.values(), *_SWITCH_FLAGS.values())
+    overrides = {field_name: getattr(args, field_name, None) for field_name in names}
     return load_settings(os.environ, overrides)
 
 
@@ -132,39 +152,66 @@ async def _migrate_with_patience(url: str) -> None:
             await asyncio.sleep(1.0)
 
 
-async def _serve(settings: Settings) -> None:
-    if settings.tokens_file is None and settings.listens_beyond_loopback():
-        raise SystemExit(
-            f"inboxd: refusing to listen on {settings.listen} without a tokens file: every RPC would be "
-            "open to the network. Set INBOXD_TOKENS_FILE, or listen on 127.0.0.1."
+def warn_about_forced_settings(settings: Settings) -> None:
+    """Settings that weaken a guarantee on purpose are said loudly, at every start."""
+    if settings.retention < RETENTION_FLOOR:
+        log.warning(
+            "INBOXD_RETENTION=%s is under the floor of %s, forced by INBOXD_RETENTION_FORCE: a provider's "
+            "redelivery after that long is processed again as a new event",
+            shown_duration(settings.retention),
+            shown_duration(RETENTION_FLOOR),
         )
+    if settings.trusted_network and settings.listens_beyond_loopback() and settings.tls_cert is None:
+        log.warning(
+            "INBOXD_TRUSTED_NETWORK is set: bearer tokens cross the network to %s in plaintext; "
+            "only a TLS-terminating proxy on a network you trust may stand between callers and inboxd",
+            settings.listen,
+        )
+
+
+async def _serve(settings: Settings) -> None:
+    refusal = serving_refusal(settings)
+    if refusal is not None:
+        raise SystemExit(f"inboxd: {refusal}")
+    warn_about_forced_settings(settings)
     # Handlers first: a SIGTERM during start-up must still stop cleanly (and
     # stop the embedded PostgreSQL), not kill the process with the default action.
     stop = _stop_on_signals()
     # Read before anything starts: a broken tokens file must stop start-up, not open the door.
     registry = TokenRegistry(settings.tokens_file) if settings.tokens_file else None
+    if registry is None:
+        log.warning("no tokens file: every RPC, admin included, is open to callers on loopback")
+    # The database is started (embedded) and migrated once, here, and stopped
+    # last, after every server process has drained.
     database = _Database(settings)
     url = await asyncio.to_thread(database.start)
     try:
         await _migrate_with_patience(url)
-        db = Database(url, max_size=settings.pool_size)
-        await db.open()
-        try:
-            running = await start_server(settings, db, registry=registry)
-            host = settings.listen.rpartition(":")[0]
-            if registry is None:
-                log.warning("no tokens file: every RPC, admin included, is open to callers on loopback")
-            else:
-                _reload_on_sighup(registry)
-            # One line on stdout, for scripts and tests that wait for readiness.
-            print(f"inboxd serving on {host}:{running.port}", flush=True)
-            await stop.wait()
-            log.info("shutting down: finishing in-flight calls for up to %s", settings.shutdown_grace)
-            await running.stop(settings.shutdown_grace.total_seconds())
-        finally:
-            await db.close()
+        if settings.workers > 1:
+            await Supervisor(settings, url, stop).run()
+        else:
+            await _serve_in_this_process(settings, url, registry, stop)
     finally:
         await asyncio.to_thread(database.stop)
+
+
+async def _serve_in_this_process(
+    settings: Settings, url: str, registry: TokenRegistry | None, stop: asyncio.Event
+) -> None:
+    db = Database(url, max_size=settings.pool_size)
+    await db.open()
+    try:
+        running = await start_server(settings, db, registry=registry)
+        host = settings.listen.rpartition(":")[0]
+        if registry is not None:
+            _reload_on_sighup(registry)
+        # One line on stdout, for scripts and tests that wait for readiness.
+        print(f"inboxd serving on {host}:{running.port}", flush=True)
+        await stop.wait()
+        log.info("shutting down: finishing in-flight calls for up to %s", settings.shutdown_grace)
+        await running.stop(settings.shutdown_grace.total_seconds())
+    finally:
+        await db.close()
 
 
 def _reload_on_sighup(registry: TokenRegistry) -> None:

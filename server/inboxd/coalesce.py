@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from inboxd.errors import InvalidArgument
@@ -22,10 +22,10 @@ Item = TypeVar("Item")
 Result = TypeVar("Result")
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class _Submission(Generic[Item, Result]):
     items: Sequence[Item]
-    done: asyncio.Future[list[Result]] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
+    done: asyncio.Future[list[Result]]
 
 
 class Coalescer(Generic[Item, Result]):
@@ -41,25 +41,34 @@ class Coalescer(Generic[Item, Result]):
         self._run_batch = run_batch
         self._max_items = max_items
         # More than one transaction in flight lets one collect while another commits.
-        self._slots = asyncio.Semaphore(max_inflight)
+        self._max_inflight = max_inflight
+        self._flushing = 0
         self._queue: deque[_Submission[Item, Result]] = deque()
         self._flushers: set[asyncio.Task[None]] = set()
 
     async def submit(self, items: Sequence[Item]) -> list[Result]:
-        """Results for `items`, in order, once the transaction holding them has committed."""
-        submission: _Submission[Item, Result] = _Submission(items)
-        self._queue.append(submission)
-        task = asyncio.create_task(self._flush())
-        self._flushers.add(task)
-        task.add_done_callback(self._flushers.discard)
-        # Shielded: a caller who gives up does not cancel its neighbours' transaction.
-        return await asyncio.shield(submission.done)
+        """Results for `items`, in order, once the transaction holding them has committed.
 
-    async def _flush(self) -> None:
-        async with self._slots:
-            group = self._take_group()
-            if group:
-                await self._run_group(group)
+        A caller who gives up (is cancelled) only stops waiting: its items
+        stay in their group, so its neighbours' transaction is never cancelled.
+        """
+        done: asyncio.Future[list[Result]] = asyncio.get_running_loop().create_future()
+        self._queue.append(_Submission(items, done))
+        if self._flushing < self._max_inflight:
+            # A flusher drains the queue group by group; at most max_inflight
+            # of them run, so a burst of callers costs no task per caller.
+            self._flushing += 1
+            task = asyncio.create_task(self._flush_while_queued())
+            self._flushers.add(task)
+            task.add_done_callback(self._flushers.discard)
+        return await done
+
+    async def _flush_while_queued(self) -> None:
+        try:
+            while self._queue:
+                await self._run_group(self._take_group())
+        finally:
+            self._flushing -= 1
 
     def _take_group(self) -> list[_Submission[Item, Result]]:
         group: list[_Submission[Item, Result]] = []

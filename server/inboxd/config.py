@@ -11,6 +11,16 @@ from pathlib import Path
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, None: 1.0}
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off", "")
+
+# The dedupe window: a provider's redelivery after it is a new event, so a
+# shorter window is almost always a typo (INBOXD_RETENTION=0) rather than a plan.
+RETENTION_FLOOR = timedelta(hours=1)
+
+
+# More processes than this on one host is a typo; more cores are better used by more replicas.
+MAX_WORKERS = 64
 
 
 class ConfigError(ValueError):
@@ -23,6 +33,16 @@ def parse_duration(name: str, text: str) -> timedelta:
     if not match:
         raise ConfigError(f"{name}={text!r} is not a duration such as 500ms, 30s, 15m, 2h or 7d")
     return timedelta(seconds=float(match.group(1)) * _UNIT_SECONDS[match.group(2)])
+
+
+def parse_flag(name: str, text: str) -> bool:
+    """'1', 'true', 'yes', 'on' (or their opposites), any case."""
+    value = text.strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ConfigError(f"{name}={text!r} is neither 1/true/yes/on nor 0/false/no/off")
 
 
 def parse_size(name: str, text: str) -> int:
@@ -57,6 +77,14 @@ class Settings:
     # An action INTENDED for longer than this counts as unresolved.
     action_stale_after: timedelta = timedelta(minutes=15)
     pool_size: int = 20
+    # A waiting Claim looks again this often even without a wake-up signal (one lost, say).
+    fallback_poll: timedelta = timedelta(seconds=1)
+    # Server processes sharing the listen port (SO_REUSEPORT); 1: this process serves.
+    workers: int = 1
+    # Allows a retention under RETENTION_FLOOR (logged loudly at start-up).
+    retention_force: bool = False
+    # Allows bearer tokens in plaintext beyond loopback: TLS ends at a proxy in front (logged loudly).
+    trusted_network: bool = False
 
     @property
     def listen_host(self) -> str:
@@ -94,12 +122,46 @@ _ENV: dict[str, tuple[str, object]] = {
     "INBOXD_POOL_SIZE": ("pool_size", int),
     "INBOXD_ACTION_STALE_AFTER": ("action_stale_after", parse_duration),
     "INBOXD_MAX_WAITING_CLAIMS_PER_CALLER": ("max_waiting_claims_per_caller", int),
+    "INBOXD_FALLBACK_POLL": ("fallback_poll", parse_duration),
+    "INBOXD_WORKERS": ("workers", int),
+    "INBOXD_RETENTION_FORCE": ("retention_force", parse_flag),
+    "INBOXD_TRUSTED_NETWORK": ("trusted_network", parse_flag),
 }
+_NAMED_PARSERS = (parse_duration, parse_size, parse_flag)
 
 
 def env_names() -> dict[str, str]:
     """Field name -> environment variable, for flags' help texts."""
     return {field_name: env for env, (field_name, _) in _ENV.items()}
+
+
+def shown_duration(value: timedelta) -> str:
+    """A duration as the settings write it: 7d, 2h, 15m, 30s, 500ms."""
+    ms = round(value.total_seconds() * 1000)
+    if ms == 0:
+        return "0"
+    for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000)):
+        if ms and ms % size == 0:
+            return f"{ms // size}{unit}"
+    return f"{ms}ms"
+
+
+def serving_refusal(settings: Settings) -> str | None:
+    """Why `inboxd serve` must not start with these settings (bearer tokens exposed), or None."""
+    if not settings.listens_beyond_loopback():
+        return None
+    if settings.tokens_file is None:
+        return (
+            f"refusing to listen on {settings.listen} without a tokens file: every RPC would be "
+            "open to the network. Set INBOXD_TOKENS_FILE, or listen on 127.0.0.1."
+        )
+    if settings.tls_cert is None and not settings.trusted_network:
+        return (
+            f"refusing to listen on {settings.listen} without TLS: bearer tokens would cross the network "
+            "in plaintext. Set INBOXD_TLS_CERT and INBOXD_TLS_KEY, listen on 127.0.0.1, or, when a proxy in "
+            "front terminates TLS on a network you trust, set INBOXD_TRUSTED_NETWORK=1 (--trusted-network)."
+        )
+    return None
 
 
 def load_settings(env: Mapping[str, str], overrides: Mapping[str, str | None] | None = None) -> Settings:
@@ -120,7 +182,7 @@ def load_settings(env: Mapping[str, str], overrides: Mapping[str, str | None] | 
         parser = parsers[field_name]
         env_name = env_names()[field_name]
         try:
-            values[field_name] = parser(env_name, text) if parser in (parse_duration, parse_size) else parser(text)  # type: ignore[operator]
+            values[field_name] = parser(env_name, text) if parser in _NAMED_PARSERS else parser(text)  # type: ignore[operator]
         except ValueError as exc:
             raise ConfigError(f"{env_name}={text!r}: {exc}") from None
     settings = replace(Settings(), **values)  # type: ignore[arg-type]
@@ -139,6 +201,17 @@ def _check(settings: Settings) -> None:
         raise ConfigError("INBOXD_BACKOFF_FACTOR must be at least 1")
     if settings.pool_size < 2:
         raise ConfigError("INBOXD_POOL_SIZE must be at least 2")
+    if settings.fallback_poll <= timedelta(0):
+        raise ConfigError("INBOXD_FALLBACK_POLL must be positive")
+    if not 1 <= settings.workers <= MAX_WORKERS:
+        raise ConfigError(f"INBOXD_WORKERS must be between 1 and {MAX_WORKERS}, not {settings.workers}")
+    if settings.retention < RETENTION_FLOOR and not settings.retention_force:
+        raise ConfigError(
+            f"INBOXD_RETENTION={shown_duration(settings.retention)} is under the floor of "
+            f"{shown_duration(RETENTION_FLOOR)}: it is the dedupe window, and a provider's redelivery after it "
+            "is processed again as a new event. Set it longer than providers keep redelivering (days), or, "
+            "if you mean it, force it with INBOXD_RETENTION_FORCE=1 (--force-retention)."
+        )
     if ":" not in settings.listen:
         raise ConfigError(f"INBOXD_LISTEN={settings.listen!r} needs a host and a port, e.g. 127.0.0.1:50051")
     if (settings.tls_cert is None) != (settings.tls_key is None):

@@ -16,6 +16,14 @@ class InvalidArgument(InboxError):
         self.problem = problem
 
 
+class RefusedEvent(InvalidArgument):
+    """PostgreSQL refused a value of one event of a group; `index` is its position (None: not found out)."""
+
+    def __init__(self, index: int | None, field: str, problem: str) -> None:
+        super().__init__(field, problem)
+        self.index = index
+
+
 class NotFound(InboxError):
     """No event has that (namespace, event_key)."""
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Coroutine, Iterable, Sequence
+from collections import Counter
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -31,6 +32,7 @@ from inboxd.domain import (
 from inboxd.errors import InboxError
 from inboxd.store import actions, claims
 from inboxd.store.accepts import accept_events
+from inboxd.store.claims import Completion
 from inboxd.store.database import Connection, Database
 from inboxd.store.notifications import ReplicaSignals
 from inboxd.wakeups import WakeBus
@@ -44,6 +46,9 @@ Clock = Callable[[], datetime | None]
 # wake-up, a delayed event coming due, or a lease expiring.
 FALLBACK_POLL_SECONDS = 1.0
 MAX_ERROR_BYTES = 4096
+# How long a completion waits for an event row another transaction holds
+# before it answers UNAVAILABLE (nothing changed; retry).
+COMPLETE_LOCK_TIMEOUT = timedelta(seconds=1)
 
 
 def database_clock() -> datetime | None:
@@ -58,6 +63,7 @@ class Inbox:
     bus: WakeBus = field(default_factory=WakeBus)
     signals: ReplicaSignals | None = None
     fallback_poll_seconds: float = FALLBACK_POLL_SECONDS
+    complete_lock_timeout: timedelta = COMPLETE_LOCK_TIMEOUT
     _background: set[asyncio.Task[object]] = field(default_factory=set)
 
     @property
@@ -69,35 +75,38 @@ class Inbox:
 
     def __post_init__(self) -> None:
         self._accepts: Coalescer[NewEvent, AcceptResult] = Coalescer(self._accept_group)
-        self._completions: Coalescer[claims.Completion, InboxError | None] = Coalescer(self._complete_group)
+        self._completions: Coalescer[Completion, InboxError | None] = Coalescer(self._complete_group)
 
     async def accept(self, events: Sequence[NewEvent]) -> list[AcceptResult]:
         """Accepts events in one transaction (shared with concurrent callers); answers after it commits."""
-        results = await self._accepts.submit(events)
-        self.wake_claimers(
-            (e.namespace, e.event_type)
-            for e, r in zip(events, results, strict=True)
-            if r.outcome is AcceptOutcome.ACCEPTED and self._claimable_now(e.available_at)
-        )
-        return results
+        return await self._accepts.submit(events)
 
     async def _accept_group(self, events: list[NewEvent]) -> list[AcceptResult]:
         now = self.clock()
-        return await self.db.run(lambda conn: accept_events(conn, events, now), transaction=False)
+        results = await self.db.run(lambda conn: accept_events(conn, events, now), transaction=False)
+        self.wake_claimers(self._claimable(events, results, now))
+        return results
 
-    def _claimable_now(self, available_at: datetime | None) -> bool:
-        if available_at is None:
-            return True
-        now = self.clock() or datetime.now(UTC)
-        return available_at <= now
+    @staticmethod
+    def _claimable(
+        events: Sequence[NewEvent], results: Sequence[AcceptResult], now: datetime | None
+    ) -> Counter[tuple[str, str]]:
+        """New events claimable right away, counted per (namespace, event_type): one wake-up each."""
+        cutoff = now or datetime.now(UTC)
+        counts: Counter[tuple[str, str]] = Counter()
+        for event, result in zip(events, results, strict=True):
+            if result.outcome is AcceptOutcome.ACCEPTED and (
+                event.available_at is None or event.available_at <= cutoff
+            ):
+                counts[event.namespace, event.event_type] += 1
+        return counts
 
-    def wake_claimers(self, events: Iterable[tuple[str, str]]) -> None:
-        """Tells waiting Claims, here and on other replicas, that these (namespace, type) became claimable."""
-        woken = list(events)
-        for namespace, event_type in woken:
-            self.bus.notify(namespace, event_type)
-        if woken and self.signals is not None:
-            self.signals.publish(woken)
+    def wake_claimers(self, counts: Mapping[tuple[str, str], int]) -> None:
+        """Tells waiting Claims, here and on other replicas, how many events of each (namespace, type) are claimable."""
+        for (namespace, event_type), count in counts.items():
+            self.bus.notify(namespace, event_type, count)
+        if counts and self.signals is not None:
+            self.signals.publish(counts)
 
     def on_replica_signal(self, events: list[tuple[str, str, int]] | None) -> None:
         """Another replica made events claimable (None: it may have, look again)."""
@@ -162,13 +171,39 @@ class Inbox:
 
     async def complete(self, fence: Fence, disposition: Disposition, reason: str) -> None:
         """Completes the claim; concurrent completions share one transaction."""
-        [refusal] = await self._completions.submit([claims.Completion(fence, disposition.value, reason)])
+        [refusal] = await self._complete_all([Completion(fence, disposition, reason)])
         if refusal is not None:
             raise refusal
 
-    async def _complete_group(self, completions: list[claims.Completion]) -> list[InboxError | None]:
+    async def complete_many(self, completions: Sequence[Completion]) -> list[InboxError | None]:
+        """Completes each claim, judged alone: per item None (done) or its refusal, in order.
+
+        The items go into one transaction as one submission (shared with
+        concurrent callers), except an item whose row another transaction
+        holds: it is retried on its own afterwards (see `_complete_all`).
+        """
+        return await self._complete_all(completions)
+
+    async def _complete_all(self, completions: Sequence[Completion]) -> list[InboxError | None]:
+        results = await self._completions.submit(completions)
+        # A row held by another transaction (a worker completing in its own,
+        # say) was skipped, not waited for, so it held nobody else back. Only
+        # now, outside the group, do those items wait, each alone and bounded.
+        held = [i for i, result in enumerate(results) if isinstance(result, claims.RowLocked)]
+        if held:
+            retried = await asyncio.gather(*(self._complete_held(completions[i]) for i in held))
+            for i, result in zip(held, retried, strict=True):
+                results[i] = result
+        return results
+
+    async def _complete_group(self, completions: list[Completion]) -> list[InboxError | None]:
         now = self.clock()
         return await self.db.run(lambda conn: claims.complete_events(conn, completions, now))
+
+    async def _complete_held(self, completion: Completion) -> InboxError | None:
+        now = self.clock()
+        timeout = self.complete_lock_timeout
+        return await self.db.run(lambda conn: claims.complete_event_waiting(conn, completion, timeout, now))
 
     async def fail(self, fence: Fence, error: str, *, permanent: bool, retry_after: timedelta | None) -> FailResult:
         now = self.clock()
@@ -201,12 +236,12 @@ class Inbox:
     async def release(self, fence: Fence) -> None:
         now = self.clock()
         namespace, _, event_type = await self.db.run(lambda conn: claims.release_event(conn, fence, now))
-        self.wake_claimers([(namespace, event_type)])
+        self.wake_claimers({(namespace, event_type): 1})
 
     async def release_many(self, fences: Sequence[Fence]) -> None:
         now = self.clock()
         released = await self.db.run(lambda conn: claims.release_events(conn, fences, now))
-        self.wake_claimers((ns, t) for ns, _, t in released)
+        self.wake_claimers(Counter((ns, t) for ns, _, t in released))
 
 
 def truncate_error(error: str) -> str:

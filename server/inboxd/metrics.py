@@ -2,21 +2,30 @@
 
 Each server owns a `Metrics` with its own CollectorRegistry, so several
 servers in one process (the tests run a few) never clash. Counters move as
-transitions commit (a `Metrics` is an InboxObserver); the health gauges
-(events per state, oldest claimable age, dead letters, unresolved actions)
-come from the Stats query, refreshed periodically. Those gauges describe the
-whole database, so every replica reports the same values: aggregate them
-with max(), not sum().
+transitions commit (a `Metrics` is an InboxObserver). `InstanceMetrics` is
+what one inboxd instance reports once, however many server processes it
+runs: retention's counters and the health gauges (events per state, oldest
+claimable age, dead letters, unresolved actions), which come from the Stats
+query, refreshed periodically. Those gauges describe the whole database, so
+every replica reports the same values: aggregate them with max(), not sum().
+
+Under `--workers N` each server process counts into prometheus_client's
+multiprocess files (PROMETHEUS_MULTIPROC_DIR, set by the parent before the
+child starts) and the parent serves them all through `multiprocess_registry`.
 """
 
 from __future__ import annotations
 
 import enum
 import time
+from collections import Counter as CountOf
 from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
 from inboxd.domain import (
@@ -117,18 +126,13 @@ class Metrics(InboxObserver):
         self.replays = Counter(
             "inboxd_replays_total", "Operator replays by the state before.", ["state_before"], registry=r
         )
-        self.rows_deleted = Counter(
-            "inboxd_retention_rows_deleted_total", "COMPLETED rows deleted by retention.", registry=r
-        )
-        self.payloads_dropped = Counter(
-            "inboxd_retention_payloads_dropped_total", "Payloads of COMPLETED rows dropped by retention.", registry=r
-        )
         self.rpc_duration = Histogram(
             "inboxd_rpc_duration_seconds", "RPC latency by method and status code.", ["method", "code"],
             buckets=RPC_BUCKETS, registry=r,
         )  # fmt: skip
-        self.stats = StatsGauges()
-        r.register(self.stats)
+        # Label lookups cost a lock and a tuple per call: the hot paths keep their children.
+        self._rpc_timers: dict[tuple[str, str], Any] = {}
+        self._accept_counters = {outcome: self.accepts.labels(outcome.value) for outcome in AcceptOutcome}
         # Known label values start at 0, so rate() sees the first increment.
         for outcome in AcceptOutcome:
             self.accepts.labels(outcome.value)
@@ -141,13 +145,17 @@ class Metrics(InboxObserver):
 
     def observe_rpc(self, method: str, code: enum.Enum, seconds: float) -> None:
         """The handler's callback: one RPC answered with `code` after `seconds`."""
-        self.rpc_duration.labels(method, code.name).observe(seconds)
+        key = (method, code.name)
+        timer = self._rpc_timers.get(key)
+        if timer is None:
+            timer = self._rpc_timers[key] = self.rpc_duration.labels(method, code.name)
+        timer.observe(seconds)
 
     # -- InboxObserver --
 
     def accepted(self, events: Sequence[NewEvent], results: Sequence[AcceptResult]) -> None:
-        for result in results:
-            self.accepts.labels(result.outcome.value).inc()
+        for outcome, count in CountOf(r.outcome for r in results).items():
+            self._accept_counters[outcome].inc(count)
 
     def claimed(self, worker_id: str, batch: ClaimBatch) -> None:
         self.claims.inc(len(batch.events))
@@ -172,6 +180,29 @@ class Metrics(InboxObserver):
     def replayed(self, namespace: str, event_key: str, state_before: EventState, actor: str) -> None:
         self.replays.labels(state_before.value).inc()
 
+
+class InstanceMetrics(InboxObserver):
+    """Retention's counters and the health gauges: reported once per inboxd instance, by whoever runs them."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.rows_deleted = Counter(
+            "inboxd_retention_rows_deleted_total", "COMPLETED rows deleted by retention.", registry=registry
+        )
+        self.payloads_dropped = Counter(
+            "inboxd_retention_payloads_dropped_total",
+            "Payloads of COMPLETED rows dropped by retention.",
+            registry=registry,
+        )
+        self.stats = StatsGauges()
+        registry.register(self.stats)
+
     def retention_ran(self, counts: RetentionCounts) -> None:
         self.rows_deleted.inc(counts.rows_deleted)
         self.payloads_dropped.inc(counts.payloads_dropped)
+
+
+def multiprocess_registry(folder: Path) -> CollectorRegistry:
+    """A registry that reads the counters every server process wrote under `folder` (live or dead)."""
+    registry = CollectorRegistry()
+    MultiProcessCollector(registry, path=str(folder))  # type: ignore[no-untyped-call]
+    return registry

@@ -24,9 +24,10 @@ from inboxd.domain import (
     Fence,
     NewEvent,
 )
-from inboxd.errors import ClaimSuperseded
+from inboxd.errors import ClaimSuperseded, InboxError
 from inboxd.inbox import Inbox
 from inboxd.observer import InboxObserver
+from inboxd.store.claims import Completion
 
 
 @dataclass
@@ -41,8 +42,10 @@ class ObservedInbox(Inbox):
             self.observer.stale_claim_rejected(call, fence)
             raise
 
-    async def accept(self, events: Sequence[NewEvent]) -> list[AcceptResult]:
-        results = await super().accept(events)
+    async def _accept_group(self, events: list[NewEvent]) -> list[AcceptResult]:
+        # Per group, not per call: counters move and the log writes once for
+        # all the callers who shared the transaction.
+        results = await super()._accept_group(events)
         self.observer.accepted(events, results)
         return results
 
@@ -61,6 +64,15 @@ class ObservedInbox(Inbox):
         with self._fenced("Complete", fence):
             await super().complete(fence, disposition, reason)
         self.observer.completed(fence, disposition)
+
+    async def complete_many(self, completions: Sequence[Completion]) -> list[InboxError | None]:
+        results = await super().complete_many(completions)
+        for completion, result in zip(completions, results, strict=True):
+            if result is None:
+                self.observer.completed(completion.fence, completion.disposition)
+            elif isinstance(result, ClaimSuperseded):
+                self.observer.stale_claim_rejected("CompleteBatch", completion.fence)
+        return results
 
     async def fail(self, fence: Fence, error: str, *, permanent: bool, retry_after: timedelta | None) -> FailResult:
         with self._fenced("Fail", fence):

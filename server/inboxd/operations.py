@@ -1,9 +1,11 @@
 """What a server runs for its operators beside the RPCs.
 
-Metrics and the transition log hear the inbox's transitions; a periodic task
-refreshes the health gauges from the Stats query; the retention loop forgets
-old COMPLETED events; the /metrics endpoint serves it all when
-INBOXD_METRICS_LISTEN is set.
+Metrics and the transition log hear the inbox's transitions in every server
+process. Some duties run once per inboxd instance, however many server
+processes it has (`InstanceDuties`): a periodic task refreshes the health
+gauges from the Stats query, the retention loop forgets old COMPLETED
+events, and the /metrics endpoint (INBOXD_METRICS_LISTEN) serves it all. With
+one server process they run in it; under `--workers N` in the parent.
 """
 
 from __future__ import annotations
@@ -12,13 +14,18 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
-from inboxd.metrics import Metrics
+from prometheus_client import CollectorRegistry
+
+from inboxd.metrics import InstanceMetrics, Metrics, StatsGauges
 from inboxd.metrics_http import MetricsEndpoint
 from inboxd.observed_inbox import ObservedInbox
 from inboxd.observer import Observers
 from inboxd.operators import Operators
+from inboxd.records import NamespaceStats
 from inboxd.retention import retention_loop
 from inboxd.transition_log import TransitionLog
 
@@ -29,33 +36,89 @@ STATS_INTERVAL_SECONDS = 15.0
 STATS_FRESH_SECONDS = 5.0
 
 
+class StatsRefresh:
+    """Reads the Stats query (a scan of the whole table) into the gauges, never twice at once.
+
+    Scrapes arriving while a query runs serve the last figure rather than
+    start their own scan; the periodic refresh joins the query in flight. A
+    scrape that stops waiting (its timeout) leaves the query running, so the
+    next scrape finds it in flight instead of piling another scan on top.
+    """
+
+    def __init__(self, read: Callable[[], Awaitable[Sequence[NamespaceStats]]], gauges: StatsGauges) -> None:
+        self._read = read
+        self._gauges = gauges
+        self._running: asyncio.Task[None] | None = None
+
+    async def now(self) -> None:
+        """Refreshes the gauges, joining the query in flight if there is one."""
+        if self._running is None:
+            self._running = asyncio.create_task(self._query())
+            self._running.add_done_callback(self._finished)
+        await asyncio.shield(self._running)
+
+    async def if_old(self) -> None:
+        """For a scrape: refreshes gauges older than STATS_FRESH_SECONDS unless a query is already running."""
+        if self._running is not None or time.time() - self._gauges.refreshed_at < STATS_FRESH_SECONDS:
+            return
+        await self.now()
+
+    async def stop(self) -> None:
+        if self._running is not None:
+            self._running.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._running
+
+    async def _query(self) -> None:
+        self._gauges.update(await self._read())
+
+    def _finished(self, task: asyncio.Task[None]) -> None:
+        if self._running is task:
+            self._running = None
+        # Read the outcome even when every waiter gave up, so it is never reported as unretrieved.
+        if not task.cancelled():
+            task.exception()
+
+
 @dataclass
-class Operations:
+class InstanceDuties:
+    """What one inboxd instance runs once: the Stats gauges, retention, /metrics.
+
+    `inbox` gives the database, settings and clock; its observer hears the
+    retention passes. `registry` is what /metrics serves.
+    """
+
     inbox: ObservedInbox
-    metrics: Metrics
     operators: Operators
+    metrics: InstanceMetrics
+    registry: CollectorRegistry
     # The /metrics port actually bound (INBOXD_METRICS_LISTEN may say :0); None without it.
     metrics_port: int | None = None
+    stats: StatsRefresh = field(init=False)
     _endpoint: MetricsEndpoint | None = None
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
 
-    @classmethod
-    def for_inbox(cls, inbox: ObservedInbox) -> Operations:
-        """Wires metrics and the transition log into `inbox`; nothing runs until `start`."""
-        metrics = Metrics()
-        inbox.observer = Observers(metrics, TransitionLog())
-        return cls(inbox, metrics, Operators(inbox, inbox.observer))
+    def __post_init__(self) -> None:
+        self.stats = StatsRefresh(lambda: self.operators.stats(None), self.metrics.stats)
+
+    def _loops(self) -> list[Coroutine[Any, Any, None]]:
+        """The background loops that must run once per instance, not once per server process.
+
+        Any further instance-wide loop (a lease rescuer, say) belongs here.
+        """
+        inbox = self.inbox
+        return [
+            self._refresh_stats_forever(),
+            retention_loop(inbox.db.conninfo, inbox.settings, inbox.clock, inbox.observer),
+        ]
 
     async def start(self) -> None:
-        settings = self.inbox.settings
-        self._tasks.append(asyncio.create_task(self._refresh_stats_forever()))
-        self._tasks.append(
-            asyncio.create_task(retention_loop(self.inbox.db.conninfo, settings, self.inbox.clock, self.inbox.observer))
-        )
-        if settings.metrics_listen:
-            self._endpoint = MetricsEndpoint(self.metrics.registry, before_scrape=self._refresh_stats_if_old)
-            self.metrics_port = await self._endpoint.start(settings.metrics_listen)
-            log.info("metrics on http://%s/metrics", _shown(settings.metrics_listen, self.metrics_port))
+        self._tasks = [asyncio.create_task(loop) for loop in self._loops()]
+        listen = self.inbox.settings.metrics_listen
+        if listen:
+            self._endpoint = MetricsEndpoint(self.registry, before_scrape=self.stats.if_old)
+            self.metrics_port = await self._endpoint.start(listen)
+            log.info("metrics on http://%s/metrics", _shown(listen, self.metrics_port))
 
     async def stop(self) -> None:
         for task in self._tasks:
@@ -65,22 +128,62 @@ class Operations:
         self._tasks.clear()
         if self._endpoint is not None:
             await self._endpoint.stop()
-
-    async def refresh_stats(self) -> None:
-        """Reads the Stats query into the health gauges."""
-        self.metrics.stats.update(await self.operators.stats(None))
-
-    async def _refresh_stats_if_old(self) -> None:
-        if time.time() - self.metrics.stats.refreshed_at >= STATS_FRESH_SECONDS:
-            await self.refresh_stats()
+        await self.stats.stop()
 
     async def _refresh_stats_forever(self) -> None:
         while True:
             try:
-                await self.refresh_stats()
+                await self.stats.now()
             except Exception as exc:  # noqa: BLE001 - the database may be down; the gauges say how old they are
                 log.warning("stats gauges not refreshed: %s", exc or type(exc).__name__)
             await asyncio.sleep(STATS_INTERVAL_SECONDS)
+
+
+def parent_duties(inbox: ObservedInbox, registry: CollectorRegistry) -> InstanceDuties:
+    """The duties of a parent that serves no RPCs itself: `registry` reads its children's counters."""
+    metrics = InstanceMetrics(registry)
+    inbox.observer = Observers(metrics, TransitionLog())
+    return InstanceDuties(inbox, Operators(inbox, inbox.observer), metrics, registry)
+
+
+@dataclass
+class Operations:
+    """One server process's metrics and operators' use cases, and the instance duties when it has them."""
+
+    inbox: ObservedInbox
+    metrics: Metrics
+    operators: Operators
+    # None in a child server process under --workers N: the parent runs them.
+    duties: InstanceDuties | None = None
+
+    @classmethod
+    def for_inbox(cls, inbox: ObservedInbox, *, instance_duties: bool = True) -> Operations:
+        """Wires metrics and the transition log into `inbox`; nothing runs until `start`."""
+        metrics = Metrics()
+        if not instance_duties:
+            inbox.observer = Observers(metrics, TransitionLog())
+            return cls(inbox, metrics, Operators(inbox, inbox.observer))
+        instance = InstanceMetrics(metrics.registry)
+        inbox.observer = Observers(metrics, instance, TransitionLog())
+        operators = Operators(inbox, inbox.observer)
+        return cls(inbox, metrics, operators, InstanceDuties(inbox, operators, instance, metrics.registry))
+
+    @property
+    def metrics_port(self) -> int | None:
+        return self.duties.metrics_port if self.duties is not None else None
+
+    async def start(self) -> None:
+        if self.duties is not None:
+            await self.duties.start()
+
+    async def stop(self) -> None:
+        if self.duties is not None:
+            await self.duties.stop()
+
+    async def refresh_stats(self) -> None:
+        """Reads the Stats query into the health gauges now."""
+        assert self.duties is not None, "a child server process keeps no gauges"
+        await self.duties.stats.now()
 
 
 def _shown(listen: str, port: int) -> str:

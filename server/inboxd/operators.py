@@ -59,7 +59,7 @@ class Operators:
 
         replayed, record = await self.inbox.db.run(work)
         # The event is claimable now: wake a waiting Claim here and on the other replicas.
-        self.inbox.wake_claimers([(namespace, replayed.event_type)])
+        self.inbox.wake_claimers({(namespace, replayed.event_type): 1})
         self.observer.replayed(namespace, event_key, replayed.state_before, actor)
         return record
 

@@ -14,7 +14,6 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from inboxd.api.admin_servicer import AdminServicer
-from inboxd.api.auth import AuthInterceptor
 from inboxd.api.handlers import generic_handler
 from inboxd.api.inbox_servicer import MAX_BATCH_EVENTS, InboxServicer
 from inboxd.auth import TokenRegistry
@@ -25,6 +24,7 @@ from inboxd.observed_inbox import ObservedInbox
 from inboxd.operations import Operations
 from inboxd.store.database import Database
 from inboxd.store.notifications import ReplicaSignals
+from inboxd.store.settings_check import warn_if_not_durable
 from inboxd.validation import MAX_METADATA_BYTES
 from inboxd_client.v1 import admin_pb2, inbox_pb2
 
@@ -36,8 +36,8 @@ SERVICE_NAMES = (INBOX_SERVICE.full_name, ADMIN_SERVICE.full_name)
 HEALTH_PROBE_INTERVAL = 5.0
 
 
-# grpc buffers a whole message before any interceptor runs, so this is what one
-# call, token or not, can make the server hold. An AcceptBatch's events share it:
+# grpc buffers a whole message before any of inboxd's code (the token check
+# included) runs, so this is what one call, token or not, can make the server hold. An AcceptBatch's events share it:
 # a bigger batch is refused by grpc itself (RESOURCE_EXHAUSTED), and is split.
 MAX_BATCH_TOTAL_BYTES = 32 * 1024 * 1024
 # grpc takes message limits as a C int.
@@ -59,7 +59,17 @@ def max_message_bytes(settings: Settings) -> int:
     return size
 
 
-def server_options(settings: Settings) -> list[tuple[str, int]]:
+def worker_health_name(index: int) -> str:
+    """The health-check name only server process `index` answers SERVING to, under --workers N.
+
+    The kernel hands each connection to one process; checking this name on a
+    channel tells which process that channel's connection reached.
+    """
+    return f"inboxd.worker.{index}"
+
+
+def server_options(settings: Settings, *, reuse_port: bool = False) -> list[tuple[str, int]]:
+    """`reuse_port`: several server processes bind the same port (SO_REUSEPORT), under --workers N."""
     size = max_message_bytes(settings)
     # Answers are this server's own (Claim's events, GetEvent), not a caller's bytes: only clamped to grpc's int.
     send = min(MAX_BATCH_EVENTS * size, _GRPC_MAX_SIZE)
@@ -70,7 +80,7 @@ def server_options(settings: Settings) -> list[tuple[str, int]]:
         ("grpc.server.max_pending_requests_hard_limit", 200_000),
         ("grpc.max_receive_message_length", size),
         ("grpc.max_send_message_length", send),
-        ("grpc.so_reuseport", 0),
+        ("grpc.so_reuseport", 1 if reuse_port else 0),
     ]
 
 
@@ -84,12 +94,14 @@ class RunningServer:
     health: Any  # grpc_health.v1.health.aio.HealthServicer, untyped upstream
     # Metrics, stats gauges, retention and the operators' use cases.
     ops: Operations | None = None
+    # The names health checking answers for: the whole server, its services, and the worker's own.
+    health_names: tuple[str, ...] = ("", *SERVICE_NAMES)
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
     _closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
 
     async def stop(self, grace: float) -> None:
         """Stops taking calls, lets in-flight ones finish within `grace` seconds."""
-        for service in ("", *SERVICE_NAMES):
+        for service in self.health_names:
             await self.health.set(service, health_pb2.HealthCheckResponse.NOT_SERVING)
         for task in self._tasks:
             task.cancel()
@@ -106,18 +118,26 @@ async def start_server(
     *,
     clock: Clock = database_clock,
     registry: TokenRegistry | None = None,
+    worker_index: int | None = None,
 ) -> RunningServer:
-    """Starts serving on settings.listen; `registry` None means no tokens (loopback only)."""
+    """Starts serving on settings.listen; `registry` None means no tokens (loopback only).
+
+    `worker_index` makes this one of several server processes on one port
+    (--workers N): it binds with SO_REUSEPORT and leaves the instance's
+    duties (gauges, retention, /metrics) to the parent.
+    """
     inbox = ObservedInbox(db, settings, clock)
-    ops = Operations.for_inbox(inbox)
-    interceptor = AuthInterceptor(registry, ops.metrics.observe_rpc)
-    server = grpc.aio.server(options=server_options(settings), interceptors=[interceptor])
+    inbox.fallback_poll_seconds = settings.fallback_poll.total_seconds()
+    ops = Operations.for_inbox(inbox, instance_duties=worker_index is None)
+    # No interceptor: each inboxd method's own wrapper authenticates (api.handlers),
+    # so health checks and reflection pay nothing for it.
+    server = grpc.aio.server(options=server_options(settings, reuse_port=worker_index is not None))
     inbox.signals = ReplicaSignals(db.conninfo, inbox.on_replica_signal)
     inbox.signals.start()
     server.add_generic_rpc_handlers(
         (
-            generic_handler(INBOX_SERVICE, InboxServicer(inbox), ops.metrics.observe_rpc),
-            generic_handler(ADMIN_SERVICE, AdminServicer(ops.operators), ops.metrics.observe_rpc),
+            generic_handler(INBOX_SERVICE, InboxServicer(inbox), ops.metrics.observe_rpc, registry),
+            generic_handler(ADMIN_SERVICE, AdminServicer(ops.operators), ops.metrics.observe_rpc, registry),
         )
     )
     health_servicer = health.aio.HealthServicer()  # type: ignore[attr-defined]
@@ -132,9 +152,12 @@ async def start_server(
         raise RuntimeError(f"could not listen on {settings.listen}")
     await server.start()
     running = RunningServer(server, port, inbox, health_servicer, ops=ops)
+    if worker_index is not None:
+        running.health_names += (worker_health_name(worker_index),)
     running._closers.append(inbox.signals.stop)
     await ops.start()
     running._closers.append(ops.stop)
+    await warn_if_not_durable(db)
     await _report_health(running, db)
     running._tasks.append(asyncio.create_task(_watch_health(running, db)))
     return running
@@ -162,7 +185,7 @@ async def _report_health(running: RunningServer, db: Database) -> None:
         status = health_pb2.HealthCheckResponse.SERVING
     except Unavailable:
         status = health_pb2.HealthCheckResponse.NOT_SERVING
-    for service in ("", *SERVICE_NAMES):
+    for service in running.health_names:
         await running.health.set(service, status)
 
 

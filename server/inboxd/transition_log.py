@@ -9,12 +9,14 @@ enough to follow one event through its life and to find it again.
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Sequence
 
 from inboxd.domain import (
     AcceptOutcome,
     AcceptResult,
     ActionRecord,
+    ActionState,
     ClaimBatch,
     Disposition,
     EventState,
@@ -28,9 +30,13 @@ from inboxd.records import RetentionCounts
 
 log = logging.getLogger("inboxd.events")
 
+# Per-event lines of the hot transitions (accept, claim, complete, release)
+# are DEBUG: at INFO, a line per event would cost more than the event's own
+# work. INFO gets one line per group of accepts; what needs a person's eye
+# (a conflicting copy, a dead letter, a stale claim, a replay) stays per event.
 _ACCEPT_LEVEL = {
-    AcceptOutcome.ACCEPTED: logging.INFO,
-    AcceptOutcome.DUPLICATE: logging.INFO,
+    AcceptOutcome.ACCEPTED: logging.DEBUG,
+    AcceptOutcome.DUPLICATE: logging.DEBUG,
     # The same key with another payload: the edge's key resolution may be wrong.
     AcceptOutcome.CONFLICT: logging.WARNING,
 }
@@ -42,7 +48,14 @@ def _ref(fence: Fence) -> dict[str, object]:
 
 class TransitionLog(InboxObserver):
     def accepted(self, events: Sequence[NewEvent], results: Sequence[AcceptResult]) -> None:
+        """One INFO line per group (its outcome counts); per event at DEBUG, conflicts at WARNING."""
+        if log.isEnabledFor(logging.INFO):
+            counts = Counter(r.outcome.value for r in results)
+            log_fields(log, logging.INFO, "accept group", events=len(results), **counts)
+        per_event = log.isEnabledFor(logging.DEBUG)
         for event, result in zip(events, results, strict=True):
+            if not per_event and result.outcome is not AcceptOutcome.CONFLICT:
+                continue
             log_fields(
                 log,
                 _ACCEPT_LEVEL[result.outcome],
@@ -55,10 +68,10 @@ class TransitionLog(InboxObserver):
             )
 
     def claimed(self, worker_id: str, batch: ClaimBatch) -> None:
-        for e in batch.events:
+        for e in batch.events if log.isEnabledFor(logging.DEBUG) else ():
             log_fields(
                 log,
-                logging.INFO,
+                logging.DEBUG,
                 "event claimed",
                 namespace=e.namespace,
                 event=event_ref(e.namespace, e.event_key),
@@ -73,7 +86,8 @@ class TransitionLog(InboxObserver):
             log_fields(log, logging.WARNING, "events dead-lettered: attempts exhausted", count=batch.dead_lettered)
 
     def completed(self, fence: Fence, disposition: Disposition) -> None:
-        log_fields(log, logging.INFO, "event completed", **_ref(fence), disposition=disposition.value)
+        if log.isEnabledFor(logging.DEBUG):
+            log_fields(log, logging.DEBUG, "event completed", **_ref(fence), disposition=disposition.value)
 
     def failed(self, fence: Fence, result: FailResult) -> None:
         if result.state is EventState.DEAD_LETTERED:
@@ -82,13 +96,15 @@ class TransitionLog(InboxObserver):
         log_fields(log, logging.INFO, "event failed, will retry", **_ref(fence), next_attempt_at=result.next_attempt_at)
 
     def released(self, fences: Sequence[Fence]) -> None:
-        for fence in fences:
-            log_fields(log, logging.INFO, "event released", **_ref(fence))
+        for fence in fences if log.isEnabledFor(logging.DEBUG) else ():
+            log_fields(log, logging.DEBUG, "event released", **_ref(fence))
 
     def action_recorded(self, fence: Fence, record: ActionRecord) -> None:
+        # UNKNOWN waits for a person or a reconciler; the rest is routine.
+        level = logging.WARNING if record.state is ActionState.UNKNOWN else logging.DEBUG
         log_fields(
             log,
-            logging.INFO,
+            level,
             "action recorded",
             **_ref(fence),
             action=record.action,

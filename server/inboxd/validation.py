@@ -8,6 +8,7 @@ event never fails the transaction it would have shared with good ones.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -58,14 +59,50 @@ def check_metadata(field: str, metadata: Mapping[str, str]) -> dict[str, str]:
     return dict(metadata)
 
 
+# What makes a payload worth the exact (slow) check: a \u escape of NUL or of a
+# surrogate, a number with an exponent, a digit run long enough to overflow
+# numeric, or more brackets than the depth limit. Each screen may fire on
+# text inside strings too; that costs only the exact check, never a wrong answer.
+_RISKY_ESCAPE = re.compile(r"\\u(?:0000|[dD][89abcdefABCDEF])")
+_EXPONENT = re.compile(r"(?:^|[:,\[])\s*-?\d+(?:\.\d+)?[eE]")
+_LONG_DIGITS = re.compile(rf"\d{{{_NUMERIC_MAX_FRACTION_DIGITS + 1}}}")
+
+
 def check_payload(field: str, payload: bytes, max_bytes: int) -> str:
-    """Returns the payload as JSON text that PostgreSQL's jsonb is sure to accept."""
+    """Returns the payload as JSON text that PostgreSQL's jsonb is sure to accept.
+
+    Most payloads are judged by one pass of the C JSON scanner and a few
+    C-speed screens of the text; only a payload a screen flags is parsed
+    again, value by value, to find what jsonb would refuse.
+    """
     if len(payload) > max_bytes:
         raise InvalidArgument(field, f"is {len(payload)} bytes; the limit is {max_bytes}")
     try:
         text = payload.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InvalidArgument(field, f"is not UTF-8 (byte {exc.start})") from None
+    if _needs_exact_check(text):
+        return _check_payload_exactly(field, text)
+    try:
+        json.loads(text, parse_constant=_reject_constant)
+    except _NotStorable as exc:
+        raise InvalidArgument(field, str(exc)) from None
+    except json.JSONDecodeError as exc:
+        raise InvalidArgument(field, f"is not JSON: {exc.msg} at position {exc.pos}") from None
+    return text
+
+
+def _needs_exact_check(text: str) -> bool:
+    return (
+        ("\\u" in text and _RISKY_ESCAPE.search(text) is not None)
+        or text.count("[") + text.count("{") > MAX_JSON_DEPTH
+        or (("e" in text or "E" in text) and _EXPONENT.search(text) is not None)
+        or (len(text) > _NUMERIC_MAX_FRACTION_DIGITS and _LONG_DIGITS.search(text) is not None)
+    )
+
+
+def _check_payload_exactly(field: str, text: str) -> str:
+    """Parses every value (each number as a Decimal, every repeated key) to find what jsonb refuses."""
     try:
         value = json.loads(
             text,

@@ -37,6 +37,8 @@ CALLS: dict[str, tuple[str, tuple[Any, ...], dict[str, Any]]] = {
     "Claim": ("claim", (), {"namespaces": ["ns"]}),
     "RenewLease": ("renew_lease", (CLAIMED,), {"lease": 5}),
     "Complete": ("complete", (CLAIMED,), {}),
+    # No items: the fake answers no results, which is exactly right for none.
+    "CompleteBatch": ("complete_many", ([],), {}),
     "Fail": ("fail", (CLAIMED, "boom"), {}),
     "Release": ("release", (CLAIMED,), {}),
     "RecordActionOutcome": ("record_action_outcome", (CLAIMED, "send", types_pb2.ACTION_STATE_INTENDED), {}),

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import logging
+from collections.abc import Iterator
 from typing import Any
 
 import grpc
 import pytest
 
+from inboxd.logs import JsonFormatter
 from inboxd_client.v1 import inbox_pb2
 
 
@@ -49,3 +54,20 @@ def seconds(value: float) -> Any:
     d = Duration()
     d.FromNanoseconds(int(value * 1e9))
     return d
+
+
+@contextlib.contextmanager
+def captured_logs(level: int) -> Iterator[io.StringIO]:
+    """Every log record from `level` up, formatted as inboxd formats it in production."""
+    out = io.StringIO()
+    handler = logging.StreamHandler(out)
+    handler.setFormatter(JsonFormatter())
+    root = logging.getLogger()
+    before = root.level
+    root.addHandler(handler)
+    root.setLevel(level)
+    try:
+        yield out
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(before)

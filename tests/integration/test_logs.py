@@ -12,11 +12,11 @@ import pytest
 
 from inboxd.auth import TokenRegistry
 from inboxd.config import Settings
-from inboxd.logs import JsonFormatter, event_ref
+from inboxd.logs import event_ref
 from inboxd.server import RunningServer, start_server
 from inboxd.store.database import Database
 from inboxd_client.v1 import admin_pb2, admin_pb2_grpc, inbox_pb2, inbox_pb2_grpc, types_pb2
-from tests.integration.helpers import accept_request, expect_status, seconds
+from tests.integration.helpers import accept_request, captured_logs, expect_status, seconds
 from tests.integration.test_auth import Tokens, write_tokens
 from tests.integration.test_claims import fenced
 
@@ -40,18 +40,8 @@ async def guarded(db: Database, tokens: Tokens) -> AsyncIterator[RunningServer]:
 @pytest.fixture
 def captured() -> Iterator[io.StringIO]:
     """Every log record, at every level, formatted as inboxd formats it in production."""
-    out = io.StringIO()
-    handler = logging.StreamHandler(out)
-    handler.setFormatter(JsonFormatter())
-    root = logging.getLogger()
-    level = root.level
-    root.addHandler(handler)
-    root.setLevel(logging.DEBUG)
-    try:
+    with captured_logs(logging.DEBUG) as out:
         yield out
-    finally:
-        root.removeHandler(handler)
-        root.setLevel(level)
 
 
 async def test_no_log_line_holds_a_payload_a_token_or_a_raw_event_key(

@@ -2,10 +2,22 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from inboxd.errors import InvalidArgument
-from inboxd.validation import MAX_JSON_DEPTH, check_identity, check_metadata, check_payload, check_text
+from inboxd.validation import (
+    MAX_JSON_DEPTH,
+    _check_payload_exactly,
+    check_identity,
+    check_metadata,
+    check_payload,
+    check_text,
+)
 
 LIMIT = 1024 * 1024
 
@@ -82,3 +94,38 @@ def test_metadata_refuses_nul_and_excess() -> None:
     with pytest.raises(InvalidArgument, match="limit"):
         check_metadata("metadata", {"k": "v" * 70_000})
     assert check_metadata("metadata", {"delivery": "d1"}) == {"delivery": "d1"}
+
+
+# -- the fast path judges exactly like the exact check --
+
+_NUMBER = st.from_regex(r"\A-?(0|[1-9][0-9]{0,6})(\.[0-9]{1,6})?([eE][+-]?[0-9]{1,12})?\Z")
+_ESCAPE = st.sampled_from(["\\u0000", "\\ud800", "\\udfff", "\\ud83d\\ude00", "\\u00e9", "\\\\u0000", "\\n", "e5"])
+_STRING = st.lists(st.one_of(st.text(max_size=5), _ESCAPE), max_size=4).map(
+    lambda parts: '"' + "".join(p if p.startswith("\\") or p == "e5" else json.dumps(p)[1:-1] for p in parts) + '"'
+)
+_JSON = st.recursive(
+    st.one_of(_NUMBER, _STRING, st.sampled_from(["true", "false", "null", "NaN"])),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4).map(lambda items: "[" + ", ".join(items) + "]"),
+        st.lists(st.tuples(_STRING, inner), max_size=4).map(
+            lambda pairs: "{" + ",".join(f"{k}:{v}" for k, v in pairs) + "}"
+        ),
+    ),
+    max_leaves=12,
+)
+
+
+def _verdict(check: Callable[[], str]) -> str:
+    try:
+        check()
+        return "ok"
+    except InvalidArgument as exc:
+        return exc.problem
+
+
+@settings(max_examples=1000, derandomize=True, deadline=None)
+@given(_JSON)
+def test_the_fast_path_refuses_exactly_what_the_exact_check_refuses(text: str) -> None:
+    fast = _verdict(lambda: check_payload("payload", text.encode(), LIMIT))
+    exact = _verdict(lambda: _check_payload_exactly("payload", text))
+    assert (fast == "ok") == (exact == "ok"), (text, fast, exact)

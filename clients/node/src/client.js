@@ -77,6 +77,32 @@ export class InboxClient {
     });
   }
 
+  /**
+   * CompleteBatch: up to 500 completions in one call and one transaction, each judged alone.
+   * Items are {namespace, eventKey, claimToken, disposition?, reason?}, sent as they are: the
+   * server judges each one (a missing field is that item's INVALID_ARGUMENT).
+   * Resolves to one entry per item, in order: null when it completed (or this same claim had
+   * completed it), else a CompleteItemError whose `code` is the status Complete would have
+   * answered: status.ABORTED for a superseded claim, NOT_FOUND, PERMISSION_DENIED,
+   * INVALID_ARGUMENT, UNAVAILABLE (nothing changed: retry it). Rejects only when the call
+   * itself fails (UNAUTHENTICATED, UNAVAILABLE, an empty or oversized batch).
+   */
+  async completeMany(items) {
+    const completions = items.map((item) => ({
+      namespace: item.namespace ?? '',
+      eventKey: item.eventKey ?? '',
+      claimToken: item.claimToken ?? '',
+      disposition: enumValue('DISPOSITION_', item.disposition ?? 'APPLIED'),
+      reason: item.reason ?? '',
+    }));
+    const { results = [] } = await this.#call('CompleteBatch', { completions });
+    if (results.length !== completions.length) {
+      const problem = `CompleteBatch answered ${results.length} results for ${completions.length} completions`;
+      throw new CompleteItemError(status.INTERNAL, problem);
+    }
+    return results.map(({ code, message }) => (code === status.OK ? null : new CompleteItemError(code, message)));
+  }
+
   /** Fail (fenced): retry later with backoff (or after retryAfterMs), or dead-letter when permanent. */
   async fail({ error = '', permanent = false, retryAfterMs, ...fence }) {
     const request = { ...fenced(fence), error, permanent };
@@ -115,6 +141,20 @@ export class InboxClient {
       });
     });
   }
+}
+
+/** One CompleteBatch item's refusal; `code` and `details` as on grpc-js's ServiceError. */
+export class CompleteItemError extends Error {
+  constructor(code, details) {
+    super(`${code} ${statusName(code)}: ${details}`);
+    this.name = 'CompleteItemError';
+    this.code = code;
+    this.details = details;
+  }
+}
+
+function statusName(code) {
+  return Object.keys(status).find((name) => status[name] === code) ?? 'UNKNOWN';
 }
 
 function fenced({ namespace, eventKey, claimToken }) {

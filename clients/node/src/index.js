@@ -1,6 +1,7 @@
 // inboxd for Node.js: a promise-based client and a worker loop on @grpc/grpc-js.
 
-export { InboxClient, status } from './client.js';
+export { CompleteItemError, InboxClient, status } from './client.js';
+export { CompletionBatcher } from './completions.js';
 export { Worker, WorkerStopping, LeaseLost, HandlerTimeout } from './worker.js';
 export { Job, ActionFailed, ActionUnresolved } from './job.js';
 export { duration, timestamp, toDate, compareInt64 } from './convert.js';

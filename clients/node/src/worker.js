@@ -18,6 +18,10 @@
 // still running when it ends, is released: back to PENDING at once, without
 // counting the attempt. Any other error is a failure, stopping or not.
 //
+// Completions that finish within completeWindowMs (2 ms) of each other, up to completeBatchSize
+// (100), go out as one CompleteBatch; each event still gets its own answer, so a superseded
+// claim is reported for that event alone.
+//
 // Events (all optional): 'settled' {event, outcome, error} with outcome one of
 // completed, ignored, failed, released, superseded, unfinished; 'renewed'
 // {event, leaseExpiresAt}; 'leaseLost' {event, error}; 'claimError',
@@ -27,6 +31,7 @@ import { EventEmitter } from 'node:events';
 
 import grpc from '@grpc/grpc-js';
 
+import { CompletionBatcher, DEFAULT_MAX_ITEMS, DEFAULT_WINDOW_MS } from './completions.js';
 import { toDate } from './convert.js';
 import { Job } from './job.js';
 
@@ -79,6 +84,8 @@ export class Worker extends EventEmitter {
    * @param {number|null} [options.handlerTimeoutMs] how long one handler may run (null: no limit).
    * @param {number} [options.claimRetryMs] pause after a failed Claim.
    * @param {string} [options.workerId] recorded in the claim history.
+   * @param {number} [options.completeWindowMs] completions finishing within this many ms share one CompleteBatch.
+   * @param {number} [options.completeBatchSize] at most this many completions per CompleteBatch.
    */
   constructor(client, options) {
     super();
@@ -98,6 +105,11 @@ export class Worker extends EventEmitter {
     }
     this.claimRetryMs = options.claimRetryMs ?? 1_000;
     this.workerId = options.workerId ?? `node-${process.pid}`;
+    // Each handler's event still gets its own answer; only the round trip is shared.
+    this.completions = new CompletionBatcher(client, {
+      windowMs: options.completeWindowMs ?? DEFAULT_WINDOW_MS,
+      maxItems: options.completeBatchSize ?? DEFAULT_MAX_ITEMS,
+    });
     this.inflight = new Map();
     this.stopping = false;
     this.started = false;
@@ -237,7 +249,7 @@ export class Worker extends EventEmitter {
         return 'failed';
       }
       const reason = result?.ignored;
-      await this.client.complete({ ...fence, disposition: reason ? 'IGNORED' : 'APPLIED', reason: reason || '' });
+      await this.completions.complete({ ...fence, disposition: reason ? 'IGNORED' : 'APPLIED', reason: reason || '' });
       return reason ? 'ignored' : 'completed';
     } catch (err) {
       if (err?.code === status.ABORTED) return 'superseded';

@@ -5,7 +5,7 @@ import { after, test } from 'node:test';
 
 import grpc from '@grpc/grpc-js';
 
-import { compareInt64, InboxClient, loadInboxd, status } from '../src/index.js';
+import { CompleteItemError, compareInt64, InboxClient, loadInboxd, status } from '../src/index.js';
 import { client, namespace, needsInboxd, poll } from '../test-support/helpers.js';
 
 const inbox = client();
@@ -82,4 +82,34 @@ test('the bearer token travels as authorization metadata on every call', async (
     without.close();
     server.forceShutdown();
   }
+});
+
+// CompleteBatch: each item judged alone.
+
+async function claimAll(ns, keys) {
+  for (const eventKey of keys) await inbox.accept({ namespace: ns, eventKey, eventType: 't', payload: { eventKey } });
+  const { events } = await inbox.claim({ namespaces: [ns], maxEvents: keys.length, leaseMs: 30_000 });
+  assert.equal(events.length, keys.length);
+  return Object.fromEntries(events.map((event) => [event.eventKey, event]));
+}
+
+test('completeMany answers each item alone: OK, stale, unknown, bad', needsInboxd, async () => {
+  const ns = namespace();
+  const events = await claimAll(ns, ['done', 'ignored', 'stale']);
+  const outcomes = await inbox.completeMany([
+    events.done,
+    { ...events.ignored, disposition: 'IGNORED', reason: 'not ours' },
+    { ...events.stale, claimToken: 'an-old-claim' },
+    { namespace: ns, eventKey: 'unknown', claimToken: 't' },
+    { namespace: ns, eventKey: '', claimToken: 't' },
+    events.done, // a repeat by the claim that completed it: OK
+  ]);
+  assert.deepEqual(
+    outcomes.map((o) => o?.code ?? status.OK),
+    [status.OK, status.OK, status.ABORTED, status.NOT_FOUND, status.INVALID_ARGUMENT, status.OK],
+  );
+  assert.ok(outcomes[2] instanceof CompleteItemError);
+  assert.match(outcomes[4].details, /completions\[4\]\.event_key/);
+  // The stale item changed nothing: its real claim still completes.
+  await inbox.complete(events.stale);
 });

@@ -53,16 +53,14 @@ test("renews a slow job's lease, so no one else can claim it while it runs", nee
   await inbox.accept({ namespace: ns, eventKey: 'slow', eventType: 't', payload: {} });
   let renewals = 0;
   let handlerDone = false;
-  let handlerStarted;
-  const started = new Promise((resolve) => {
-    handlerStarted = resolve;
-  });
+  let started;
+  const handlerStarted = new Promise((resolve) => { started = resolve; });
   const worker = new Worker(inbox, {
     namespaces: [ns],
     leaseMs: 2_000,
     waitMs: 200,
     handler: async () => {
-      handlerStarted();
+      started();
       // The job itself is slower than its lease: 3.5 s of work on a 2 s lease.
       await sleep(3_500);
       handlerDone = true;
@@ -71,8 +69,8 @@ test("renews a slow job's lease, so no one else can claim it while it runs", nee
   worker.on('renewed', () => renewals++);
   const settled = settledOf(worker, 'slow');
   const running = worker.run();
-  // The rival starts once the worker holds the event: before that, it could win the first claim.
-  await started;
+  // Only once the worker holds the event: before that, a rival's Claim may rightly win it.
+  await handlerStarted;
   // A competitor long-polls the namespace the whole time; had the lease lapsed, it would get the event.
   const rival = client();
   const stolen = [];
@@ -262,4 +260,67 @@ test('SIGTERM releases the running event: it is claimable at once, its attempt n
 test('a fenced call without a claim token is refused before it is sent', async () => {
   await assert.rejects(inbox.complete({ namespace: 'n', eventKey: 'k' }), TypeError);
   assert.equal(status.ABORTED, 10);
+});
+
+test('handlers that finish together share one CompleteBatch; each sees its own result', needsInboxd, async () => {
+  const ns = namespace();
+  const keys = ['k1', 'k2', 'k3', 'stale'];
+  for (const eventKey of keys) await inbox.accept({ namespace: ns, eventKey, eventType: 't', payload: {} });
+  const counting = client();
+  const batches = [];
+  let singles = 0;
+  const completeMany = counting.completeMany.bind(counting);
+  counting.completeMany = async (items) => {
+    batches.push(items.length);
+    return completeMany(items);
+  };
+  const complete = counting.complete.bind(counting);
+  counting.complete = async (item) => {
+    singles += 1;
+    return complete(item);
+  };
+  let rival = null;
+  let releaseAll;
+  const together = new Promise((resolve) => {
+    releaseAll = resolve;
+  });
+  let started = 0;
+  const worker = new Worker(counting, {
+    namespaces: [ns],
+    concurrency: keys.length,
+    waitMs: 500,
+    // A wide window, so "together" does not depend on how busy the machine is.
+    completeWindowMs: 1_000,
+    handler: async (job) => {
+      if (job.event.eventKey === 'stale') {
+        // Meanwhile this claim ends and another takes the event: its result must be refused.
+        await inbox.release(job.fence);
+        [rival] = (await inbox.claim({ namespaces: [ns] })).events;
+      }
+      started += 1;
+      if (started === keys.length) releaseAll();
+      await together;
+    },
+  });
+  const outcomes = new Map();
+  worker.on('settled', ({ event, outcome }) => outcomes.set(event.eventKey, outcome));
+  const running = worker.run();
+  try {
+    await poll(() => (outcomes.size === keys.length ? true : undefined), { withinMs: 20_000 });
+  } finally {
+    await worker.stop();
+    await running;
+    counting.close();
+  }
+  assert.deepEqual(batches, [keys.length]);
+  assert.equal(singles, 0);
+  assert.deepEqual(Object.fromEntries(outcomes), {
+    k1: 'completed',
+    k2: 'completed',
+    k3: 'completed',
+    stale: 'superseded',
+  });
+  // The rival's claim is untouched by the stale completion.
+  assert.ok(rival);
+  await inbox.complete(rival);
 });

@@ -1,22 +1,17 @@
-"""The auth interceptor: bearer token -> caller -> scope and namespace checks, per RPC.
+"""Authorization per RPC: bearer token -> caller -> scope and namespace checks.
 
-It wraps each inboxd.v1 method handler so it can see the decoded request
-(the namespaces a call touches live in the message). Health checking and
-reflection pass untouched.
+`api.handlers` runs these in each inboxd.v1 method's wrapper, where the
+decoded request is at hand (the namespaces a call touches live in the
+message). Health checking and reflection are not wrapped: they stay open.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
-import grpc
-
-from inboxd.api.identity import set_caller
-from inboxd.api.rpc_timing import ObserveRpc
-from inboxd.api.status import status_for
-from inboxd.auth import ANONYMOUS, Caller, Scope, TokenRegistry
-from inboxd.errors import InboxError, PermissionDenied
+from inboxd.auth import Caller, Scope
+from inboxd.errors import PermissionDenied
 
 NamespacesOf = Callable[[Any], Iterable[tuple[str, str]]]
 
@@ -34,6 +29,11 @@ def _claim(request: Any) -> Iterable[tuple[str, str]]:
     return [(f"namespaces[{i}]", n) for i, n in enumerate(request.namespaces)]
 
 
+def _none(request: Any) -> Iterable[tuple[str, str]]:
+    # Namespaces checked per item by the servicer: one item's namespace must not refuse the others.
+    return []
+
+
 def _optional(request: Any) -> Iterable[tuple[str, str]]:
     # Empty means "all namespaces": only a caller granted "*" may ask that.
     return [("namespace", request.namespace or "*")]
@@ -47,6 +47,7 @@ RULES: dict[str, tuple[Scope, NamespacesOf]] = {
     _INBOX + "Claim": (Scope.WORK, _claim),
     _INBOX + "RenewLease": (Scope.WORK, _one),
     _INBOX + "Complete": (Scope.WORK, _one),
+    _INBOX + "CompleteBatch": (Scope.WORK, _none),
     _INBOX + "Fail": (Scope.WORK, _one),
     _INBOX + "Release": (Scope.WORK, _one),
     _INBOX + "RecordActionOutcome": (Scope.WORK, _one),
@@ -77,53 +78,3 @@ def authorize(caller: Caller, method: str, request: Any) -> None:
         if namespace == "*" and not caller.all_namespaces:
             raise PermissionDenied(f"token {caller.name!r} must name a namespace: it is not granted all of them")
         caller.require_namespace(namespace, field)
-
-
-class AuthInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
-    """Authenticates every inboxd.v1 call; without a registry every caller is ANONYMOUS (loopback only)."""
-
-    def __init__(self, registry: TokenRegistry | None, observe: ObserveRpc | None = None) -> None:
-        self.registry = registry
-        # Refusals never reach the handler's timing, so they are reported from here.
-        self.observe = observe
-
-    async def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[Any, Any]]],
-        details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler[Any, Any]:
-        handler = await continuation(details)
-        method = details.method
-        if handler is None or handler.unary_unary is None or not method.startswith("/inboxd.v1."):
-            return handler
-        behaviour = handler.unary_unary
-        registry = self.registry
-        metadata = details.invocation_metadata
-
-        async def guarded(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
-            try:
-                caller = ANONYMOUS if registry is None else registry.authenticate(bearer_token(metadata))
-                if registry is not None and not _malformed(request):
-                    authorize(caller, method, request)
-            except InboxError as exc:
-                if self.observe is not None:
-                    self.observe(method.rsplit("/", 1)[-1], status_for(exc), 0.0)
-                await context.abort(status_for(exc), str(exc))
-            remaining = context.time_remaining()
-            if remaining is not None and remaining <= 0:
-                await context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, "the deadline passed before the call began")
-            set_caller(caller)
-            return await behaviour(request, context)  # type: ignore[arg-type]  # grpc-stubs know only sync
-
-        return grpc.unary_unary_rpc_method_handler(
-            guarded,
-            request_deserializer=handler.request_deserializer,
-            response_serializer=handler.response_serializer,
-        )
-
-
-def _malformed(request: Any) -> bool:
-    # A request that did not decode carries no namespaces; the handler answers INVALID_ARGUMENT.
-    from inboxd.api.handlers import MalformedRequest
-
-    return isinstance(request, MalformedRequest)

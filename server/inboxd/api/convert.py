@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
+import grpc
 from google.protobuf.duration_pb2 import Duration
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from inboxd import validation
+from inboxd.api.status import status_for
 from inboxd.domain import (
     AcceptOutcome,
     AcceptResult,
@@ -24,7 +27,8 @@ from inboxd.domain import (
     Namespace,
     NewEvent,
 )
-from inboxd.errors import InvalidArgument
+from inboxd.errors import InboxError, InvalidArgument
+from inboxd.store.claims import Completion
 from inboxd_client.v1 import inbox_pb2, types_pb2
 
 
@@ -61,10 +65,14 @@ def instant_from_proto(field: str, ts: Timestamp) -> datetime:
     return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(seconds=ts.seconds, microseconds=ts.nanos // 1000)
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+
 def instant_to_proto(value: datetime) -> Timestamp:
-    ts = Timestamp()
-    ts.FromDatetime(value.astimezone(UTC))
-    return ts
+    # Integer arithmetic on an aware datetime: no time tuple, no float.
+    seconds, micros = divmod((value - _EPOCH) // _MICROSECOND, 1_000_000)
+    return Timestamp(seconds=seconds, nanos=micros * 1000)
 
 
 def duration_from_proto(field: str, value: Duration) -> timedelta:
@@ -104,6 +112,24 @@ def accept_response(result: AcceptResult) -> inbox_pb2.AcceptResponse:
         state=EVENT_STATE_TO_PROTO[result.state],
         accepted_at=instant_to_proto(result.accepted_at),
     )
+
+
+def accept_responses(results: Sequence[AcceptResult]) -> list[inbox_pb2.AcceptResponse]:
+    """One response per result; the events of a group share their acceptance time, so it is converted once."""
+    instants: dict[datetime, Timestamp] = {}
+    responses = []
+    for result in results:
+        accepted_at = instants.get(result.accepted_at)
+        if accepted_at is None:
+            accepted_at = instants[result.accepted_at] = instant_to_proto(result.accepted_at)
+        responses.append(
+            inbox_pb2.AcceptResponse(
+                outcome=ACCEPT_OUTCOME_TO_PROTO[result.outcome],
+                state=EVENT_STATE_TO_PROTO[result.state],
+                accepted_at=accepted_at,
+            )
+        )
+    return responses
 
 
 DEFAULT_LEASE = timedelta(seconds=30)
@@ -170,6 +196,20 @@ def disposition(request: inbox_pb2.CompleteRequest) -> tuple[Disposition, str]:
     if chosen is Disposition.IGNORED and not reason.strip():
         raise InvalidArgument("reason", "is required when the disposition is IGNORED")
     return chosen, reason
+
+
+def completion(request: inbox_pb2.CompleteRequest) -> Completion:
+    """A Complete's fields, checked in the order Complete checks them."""
+    checked = fence(request)
+    chosen, reason = disposition(request)
+    return Completion(checked, chosen, reason)
+
+
+def completion_result(outcome: InboxError | None) -> inbox_pb2.CompleteResult:
+    """One CompleteBatch item's answer: the status code Complete would have answered, and why."""
+    if outcome is None:
+        return inbox_pb2.CompleteResult(code=grpc.StatusCode.OK.value[0])
+    return inbox_pb2.CompleteResult(code=status_for(outcome).value[0], message=str(outcome))
 
 
 def action_outcome(request: inbox_pb2.RecordActionOutcomeRequest) -> tuple[str, ActionState, str, str]:

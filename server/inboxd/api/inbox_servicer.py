@@ -13,11 +13,13 @@ import grpc
 
 from inboxd.api import convert
 from inboxd.api.identity import current_caller
-from inboxd.errors import InvalidArgument, TooManyRequests
+from inboxd.errors import InboxError, InvalidArgument, RefusedEvent, TooManyRequests
 from inboxd.inbox import Inbox
+from inboxd.store.claims import Completion
 from inboxd_client.v1 import inbox_pb2
 
 MAX_BATCH_EVENTS = 500
+MAX_BATCH_COMPLETIONS = 500
 # A waiting Claim answers this long before the caller's deadline.
 DEADLINE_MARGIN_SECONDS = 0.2
 
@@ -33,7 +35,10 @@ class InboxServicer:
 
     async def Accept(self, request: inbox_pb2.AcceptRequest, context: Context) -> inbox_pb2.AcceptResponse:
         event = convert.new_event(request, self.inbox.settings.max_payload_bytes)
-        [result] = await self.inbox.accept([event])
+        try:
+            [result] = await self.inbox.accept([event])
+        except RefusedEvent as exc:
+            raise InvalidArgument(exc.field, exc.problem) from None
         return convert.accept_response(result)
 
     async def AcceptBatch(
@@ -48,8 +53,12 @@ class InboxServicer:
                 events.append(convert.new_event(item, self.inbox.settings.max_payload_bytes))
             except InvalidArgument as exc:
                 raise InvalidArgument(f"events[{index}].{exc.field}", exc.problem) from None
-        results = await self.inbox.accept(events)
-        return inbox_pb2.AcceptBatchResponse(results=[convert.accept_response(r) for r in results])
+        try:
+            results = await self.inbox.accept(events)
+        except RefusedEvent as exc:
+            field = exc.field if exc.index is None else f"events[{exc.index}].{exc.field}"
+            raise InvalidArgument(field, exc.problem) from None
+        return inbox_pb2.AcceptBatchResponse(results=convert.accept_responses(results))
 
     async def Claim(self, request: inbox_pb2.ClaimRequest, context: Context) -> inbox_pb2.ClaimResponse:
         claim = convert.claim_request(request)
@@ -94,6 +103,31 @@ class InboxServicer:
         disposition, reason = convert.disposition(request)
         await self.inbox.complete(fence, disposition, reason)
         return inbox_pb2.CompleteResponse()
+
+    async def CompleteBatch(
+        self, request: inbox_pb2.CompleteBatchRequest, context: Context
+    ) -> inbox_pb2.CompleteBatchResponse:
+        count = len(request.completions)
+        if not 1 <= count <= MAX_BATCH_COMPLETIONS:
+            raise InvalidArgument("completions", f"holds {count} completions; send 1 to {MAX_BATCH_COMPLETIONS}")
+        caller = current_caller()
+        outcomes: list[InboxError | None] = [None] * count
+        accepted: list[tuple[int, Completion]] = []
+        for index, item in enumerate(request.completions):
+            # Judged alone, in the order a lone Complete is: its namespace
+            # grant (the interceptor checked only the scope), then its fields.
+            try:
+                caller.require_namespace(item.namespace, f"completions[{index}].namespace")
+                accepted.append((index, convert.completion(item)))
+            except InvalidArgument as exc:
+                outcomes[index] = InvalidArgument(f"completions[{index}].{exc.field}", exc.problem)
+            except InboxError as exc:
+                outcomes[index] = exc
+        if accepted:
+            done = await self.inbox.complete_many([c for _, c in accepted])
+            for (index, _), outcome in zip(accepted, done, strict=True):
+                outcomes[index] = outcome
+        return inbox_pb2.CompleteBatchResponse(results=[convert.completion_result(o) for o in outcomes])
 
     async def Fail(self, request: inbox_pb2.FailRequest, context: Context) -> inbox_pb2.FailResponse:
         fence = convert.fence(request)

@@ -1,40 +1,47 @@
-"""Accepting events: insert-if-absent, then classify every repeat."""
+"""Accepting events: insert-if-absent, judge every repeat, keep conflicting copies: one statement."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
+
+import psycopg
+import psycopg.errors
 
 from inboxd.domain import AcceptOutcome, AcceptResult, EventState, NewEvent
+from inboxd.errors import RefusedEvent, Unavailable
 from inboxd.store.database import Connection
 from inboxd.store.queries import QUERIES
 
-# A key found present by the insert can vanish (retention) before it is read
-# back; the insert is then simply tried again.
-_VANISHED_RETRIES = 3
+# A key another transaction commits while this statement runs is neither
+# inserted nor visible to it; those events are simply run again. Each round
+# settles every event it sees, so more rounds than this mean a storm of
+# concurrent writers on the same keys (or retention deleting them meanwhile).
+_ROUNDS = 5
+
+_OUTCOMES = {outcome.value: outcome for outcome in AcceptOutcome}
+_STATES = {state.value: state for state in EventState}
 
 
 async def accept_events(
     conn: Connection, events: Sequence[NewEvent], now: datetime | None = None
 ) -> list[AcceptResult]:
-    """Accepts `events`; one result per event, in order.
+    """Accepts `events` on an autocommit connection; one result per event, in order.
 
-    The insert is one statement, so one transaction: on an autocommit
-    connection it commits by itself, in one round trip, and every event of
-    the batch is in or none is. Repeats are then classified (and conflicting
-    copies recorded) in a transaction of their own. `now` is the clock (None:
-    the database's); tests pass it to control time.
+    Each round is one statement, so one transaction and one round trip:
+    every event it settles is committed with all the others or none is.
+    `now` is the clock (None: the database's); tests pass it to control time.
+    Raises RefusedEvent when PostgreSQL refuses a value (nothing is stored).
     """
     results: list[AcceptResult | None] = [None] * len(events)
     todo = list(range(len(events)))
-    for _ in range(_VANISHED_RETRIES):
-        if not todo:
-            break
+    for _ in range(_ROUNDS):
         todo = await _accept_round(conn, events, todo, results, now)
-    if todo:
-        raise RuntimeError(f"{len(todo)} events vanished between insert and read-back {_VANISHED_RETRIES} times")
-    return [r for r in results if r is not None]
+        if not todo:
+            return [r for r in results if r is not None]
+    raise Unavailable(f"{len(todo)} events met concurrent writes on their keys {_ROUNDS} times; retry")
 
 
 async def _accept_round(
@@ -44,78 +51,47 @@ async def _accept_round(
     results: list[AcceptResult | None],
     now: datetime | None,
 ) -> list[int]:
-    batch = [events[i] for i in todo]
-    cur = await conn.execute(
-        QUERIES["accept_insert"],
-        {
-            "namespaces": [e.namespace for e in batch],
-            "event_keys": [e.event_key for e in batch],
-            "event_types": [e.event_type for e in batch],
-            "payloads": [e.payload_json for e in batch],
-            "metadata": [json.dumps(e.metadata) for e in batch],
-            "message_ids": [e.message_id for e in batch],
-            "ordering_keys": [e.ordering_key for e in batch],
-            "revisions": [e.revision for e in batch],
-            "available_ats": [e.available_at for e in batch],
-            "now": now,
-        },
-    )
-    inserted = {(str(ns), str(key)): (state, at) for ns, key, state, at in await cur.fetchall()}
-
-    repeats: list[int] = []
-    for i in todo:
-        event = events[i]
-        row = inserted.pop((event.namespace, event.event_key), None)
-        if row is None:
-            repeats.append(i)
+    document = json.dumps([_row(i, events[i]) for i in todo], ensure_ascii=False, separators=(",", ":"))
+    try:
+        cur = await conn.execute(QUERIES["accept_events"], {"events": document, "now": now})
+    except psycopg.errors.ForeignKeyViolation:
+        # A conflicting copy's event was deleted (retention) under us: nothing
+        # was written; the next round sees the key as new.
+        return todo
+    except psycopg.DataError as exc:
+        raise await _refusal(conn, events, todo, exc) from None
+    retry: list[int] = []
+    for ord_, outcome, state, accepted_at in await cur.fetchall():
+        if outcome == "retry":
+            retry.append(ord_)
         else:
-            state, accepted_at = row
-            results[i] = AcceptResult(AcceptOutcome.ACCEPTED, EventState(str(state)), _instant(accepted_at))
-    if not repeats:
-        return []
-    async with conn.transaction():
-        return await _classify_repeats(conn, events, repeats, results, now)
+            results[ord_] = AcceptResult(_OUTCOMES[outcome], _STATES[state], accepted_at)
+    retry.sort()
+    return retry
 
 
-async def _classify_repeats(
-    conn: Connection,
-    events: Sequence[NewEvent],
-    repeats: list[int],
-    results: list[AcceptResult | None],
-    now: datetime | None,
-) -> list[int]:
-    cur = await conn.execute(
-        QUERIES["accept_compare"],
-        {
-            "ords": repeats,
-            "namespaces": [events[i].namespace for i in repeats],
-            "event_keys": [events[i].event_key for i in repeats],
-            "event_types": [events[i].event_type for i in repeats],
-            "payloads": [events[i].payload_json for i in repeats],
-        },
-    )
-    conflicts: list[NewEvent] = []
-    for ord_, state, accepted_at, same in await cur.fetchall():
-        i = int(str(ord_))
-        outcome = AcceptOutcome.DUPLICATE if same else AcceptOutcome.CONFLICT
-        if outcome is AcceptOutcome.CONFLICT:
-            conflicts.append(events[i])
-        results[i] = AcceptResult(outcome, EventState(str(state)), _instant(accepted_at))
-    if conflicts:
-        await conn.execute(
-            QUERIES["accept_record_conflicts"],
-            {
-                "namespaces": [e.namespace for e in conflicts],
-                "event_keys": [e.event_key for e in conflicts],
-                "event_types": [e.event_type for e in conflicts],
-                "payloads": [e.payload_json for e in conflicts],
-                "metadata": [json.dumps(e.metadata) for e in conflicts],
-                "now": now,
-            },
-        )
-    return [i for i in repeats if results[i] is None]
+def _row(index: int, event: NewEvent) -> dict[str, Any]:
+    return {
+        "ord": index,
+        "namespace": event.namespace,
+        "event_key": event.event_key,
+        "event_type": event.event_type,
+        "payload": event.payload_json,
+        "metadata": event.metadata,
+        "message_id": event.message_id,
+        "ordering_key": event.ordering_key,
+        "revision": event.revision,
+        "available_at": event.available_at.isoformat() if event.available_at is not None else None,
+    }
 
 
-def _instant(value: object) -> datetime:
-    assert isinstance(value, datetime)
-    return value
+async def _refusal(
+    conn: Connection, events: Sequence[NewEvent], todo: list[int], exc: psycopg.DataError
+) -> RefusedEvent:
+    """Names the event whose payload PostgreSQL refused, by trying each alone (nothing is written)."""
+    for index in todo:
+        try:
+            await conn.execute(QUERIES["accept_payload_probe"], {"payload": events[index].payload_json})
+        except psycopg.DataError as refused:
+            return RefusedEvent(index, "payload", f"PostgreSQL refused it: {refused.diag.message_primary}")
+    return RefusedEvent(None, "events", f"PostgreSQL refused a value: {exc.diag.message_primary}")

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+import psycopg.errors
+
 from inboxd.backoff import FailureDecision
 from inboxd.domain import (
     ActionRecord,
@@ -20,13 +22,14 @@ from inboxd.domain import (
     ClaimedEvent,
     ClaimRequest,
     ClaimToken,
+    Disposition,
     EventKey,
     EventState,
     Fence,
     FencingToken,
     Namespace,
 )
-from inboxd.errors import ClaimSuperseded, InboxError, NotFound
+from inboxd.errors import ClaimSuperseded, InboxError, NotFound, Unavailable
 from inboxd.store.database import Connection
 from inboxd.store.queries import QUERIES
 
@@ -135,38 +138,74 @@ async def renew_lease(conn: Connection, fence: Fence, lease: timedelta, now: dat
 
 @dataclass(frozen=True, slots=True)
 class Completion:
+    """One Complete: the claim it speaks for, and how the event ends."""
+
     fence: Fence
-    disposition: str
+    disposition: Disposition
     reason: str
+
+
+class RowLocked(Unavailable):
+    """Another transaction holds the event's row (a worker's own, say); this completion changed nothing."""
+
+
+def _completion_params(completions: Sequence[Completion], now: datetime | None) -> dict[str, Any]:
+    return {
+        "namespaces": [c.fence.namespace for c in completions],
+        "event_keys": [c.fence.event_key for c in completions],
+        "claim_tokens": [c.fence.claim_token for c in completions],
+        "dispositions": [c.disposition.value for c in completions],
+        "reasons": [c.reason for c in completions],
+        "now": now,
+    }
+
+
+def _completion_outcome(answer: str, completion: Completion) -> InboxError | None:
+    fence = completion.fence
+    if answer in ("completed", "already_completed"):
+        return None
+    if answer == "not_found":
+        return NotFound(f"no event {fence.event_key!r} in namespace {fence.namespace!r}")
+    if answer == "locked":
+        return RowLocked(f"event {fence.event_key!r} in namespace {fence.namespace!r} is locked by another transaction")
+    return ClaimSuperseded(SUPERSEDED)
 
 
 async def complete_events(
     conn: Connection, completions: Sequence[Completion], now: datetime | None = None
 ) -> list[InboxError | None]:
-    """Completes many claims; per request None (done, or already done by this very claim) or its refusal."""
-    cur = await conn.execute(
-        QUERIES["complete_events"],
-        {
-            "namespaces": [c.fence.namespace for c in completions],
-            "event_keys": [c.fence.event_key for c in completions],
-            "claim_tokens": [c.fence.claim_token for c in completions],
-            "dispositions": [c.disposition for c in completions],
-            "reasons": [c.reason for c in completions],
-            "now": now,
-        },
-    )
-    answers = {int(ord_): answer for ord_, answer in await cur.fetchall()}
-    outcomes: list[InboxError | None] = []
-    for position, completion in enumerate(completions, start=1):
-        answer = answers[position]
-        if answer in ("completed", "already_completed"):
-            outcomes.append(None)
-        elif answer == "not_found":
-            fence = completion.fence
-            outcomes.append(NotFound(f"no event {fence.event_key!r} in namespace {fence.namespace!r}"))
-        else:
-            outcomes.append(ClaimSuperseded(SUPERSEDED))
-    return outcomes
+    """Completes many claims in one statement; per request None (done, or already done by this very
+    claim) or its refusal. A row another transaction holds is not waited for: RowLocked."""
+    cur = await conn.execute(QUERIES["complete_events"], _completion_params(completions, now))
+    answers = {int(ord_): str(answer) for ord_, answer in await cur.fetchall()}
+    return [_completion_outcome(answers[i], c) for i, c in enumerate(completions, start=1)]
+
+
+async def complete_event_waiting(
+    conn: Connection, completion: Completion, lock_timeout: timedelta, now: datetime | None = None
+) -> InboxError | None:
+    """Completes one claim, waiting up to `lock_timeout` for its row; RowLocked if it is still held."""
+    milliseconds = max(1, round(lock_timeout.total_seconds() * 1000))
+    await conn.execute(QUERIES["complete_lock_timeout"], {"lock_timeout": f"{milliseconds}ms"})
+    fence = completion.fence
+    params = {
+        **_fence_params(fence, now),
+        "disposition": completion.disposition.value,
+        "reason": completion.reason,
+    }
+    try:
+        # A savepoint: a lock timeout ends it alone, and the transaction still commits cleanly.
+        async with conn.transaction():
+            cur = await conn.execute(QUERIES["complete_event_waiting"], params)
+            row = await cur.fetchone()
+    except psycopg.errors.LockNotAvailable:
+        return RowLocked(
+            f"event {fence.event_key!r} in namespace {fence.namespace!r} is locked by another transaction"
+            f" (a worker's own transaction that called inboxd_complete(), say) for over"
+            f" {lock_timeout.total_seconds():.2f} s; nothing changed, retry"
+        )
+    assert row is not None
+    return _completion_outcome(str(row[0]), completion)
 
 
 async def lock_for_failure(conn: Connection, fence: Fence) -> int:

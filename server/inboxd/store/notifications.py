@@ -3,8 +3,11 @@
 NOTIFY inside an accepting transaction would make every commit queue on
 PostgreSQL's global notification lock. So signals are sent after the commit,
 from a connection of their own, and coalesced: while one NOTIFY is under
-way, later signals gather into the next one. A lost signal costs latency,
-never an event: waiting claims also poll on a bounded interval.
+way, later signals gather into the next one, one entry per (namespace,
+event_type) with its count. And only when it helps: a replica that finds no
+other replica listening sends nothing (it looks again every few seconds).
+A lost signal costs latency, never an event: waiting claims also poll on a
+bounded interval.
 """
 
 from __future__ import annotations
@@ -13,9 +16,10 @@ import asyncio
 import contextlib
 import json
 import logging
+import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Mapping
 
 import psycopg
 
@@ -24,6 +28,11 @@ from inboxd.store.database import first_line as _first_line
 log = logging.getLogger(__name__)
 
 CHANNEL = "inboxd_events"
+# Every replica's listening connection carries this name, so a replica can
+# tell whether anyone else would hear its signals.
+LISTENER_NAME = "inboxd-listener"
+# How long a "nobody else is listening" finding is trusted.
+PEER_CHECK_SECONDS = 5.0
 # PostgreSQL's limit is 8000 bytes; above this, send "look again, everyone".
 _MAX_PAYLOAD = 7000
 _RECONNECT_DELAY = 1.0
@@ -40,6 +49,12 @@ class ReplicaSignals:
         self._pending: Counter[tuple[str, str]] = Counter()
         self._has_pending = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
+        # Whether other replicas listen, and when that was last looked up.
+        self._peers = True
+        self._peers_checked_at = float("-inf")
+        # Signals sent, and signals dropped because nobody else listened (for tests and metrics).
+        self.sent = 0
+        self.skipped = 0
 
     def start(self) -> None:
         self._tasks = [asyncio.create_task(self._listen()), asyncio.create_task(self._send())]
@@ -51,10 +66,9 @@ class ReplicaSignals:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
 
-    def publish(self, events: Iterable[tuple[str, str]]) -> None:
-        """Tells the other replicas these (namespace, event_type) became claimable."""
-        for item in events:
-            self._pending[item] += 1
+    def publish(self, counts: Mapping[tuple[str, str], int]) -> None:
+        """Tells the other replicas how many events of each (namespace, event_type) became claimable."""
+        self._pending.update(counts)
         if self._pending:
             self._has_pending.set()
 
@@ -70,17 +84,37 @@ class ReplicaSignals:
             try:
                 if conn is None or conn.closed:
                     conn = await psycopg.AsyncConnection.connect(self._conninfo, autocommit=True)
+                if not await self._anyone_else_listens(conn):
+                    self.skipped += 1
+                    continue
                 await conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, payload))
+                self.sent += 1
             except psycopg.Error as exc:
                 # Dropped, not retried: waiters poll anyway, and the database may be down.
                 log.warning("could not signal other replicas: %s", _first_line(exc))
                 conn = None
                 await asyncio.sleep(_RECONNECT_DELAY)
 
+    async def _anyone_else_listens(self, conn: psycopg.AsyncConnection[tuple[object, ...]]) -> bool:
+        """Whether a replica other than this one listens; looked up at most every PEER_CHECK_SECONDS."""
+        now = time.monotonic()
+        if now - self._peers_checked_at >= PEER_CHECK_SECONDS:
+            cur = await conn.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND application_name = %s",
+                (LISTENER_NAME,),
+            )
+            row = await cur.fetchone()
+            # Our own listener is one of them; while it reconnects, err on the side of sending.
+            self._peers = row is None or int(str(row[0])) != 1
+            self._peers_checked_at = now
+        return self._peers
+
     async def _listen(self) -> None:
         while True:
             try:
-                async with await psycopg.AsyncConnection.connect(self._conninfo, autocommit=True) as conn:
+                async with await psycopg.AsyncConnection.connect(
+                    self._conninfo, autocommit=True, application_name=LISTENER_NAME
+                ) as conn:
                     await conn.execute(f"LISTEN {CHANNEL}")
                     # Signals sent while we were not listening are lost: look again.
                     self._on_signal(None)
@@ -89,16 +123,39 @@ class ReplicaSignals:
             except psycopg.Error as exc:
                 log.debug("replica signal listener reconnecting: %s", exc)
                 await asyncio.sleep(_RECONNECT_DELAY)
+            except Exception:
+                # Whatever breaks here, cross-replica wake-ups must come back.
+                log.exception("replica signal listener failed; reconnecting")
+                await asyncio.sleep(_RECONNECT_DELAY)
 
     def _dispatch(self, payload: str) -> None:
+        """Hands a notification to the handler; any database user may NOTIFY, so any payload must be survivable."""
         try:
             message = json.loads(payload)
-        except ValueError:
-            self._on_signal(None)
-            return
-        if message.get("r") == self._replica:
-            return
-        if message.get("all"):
-            self._on_signal(None)
-            return
-        self._on_signal([(str(ns), str(t), int(n)) for ns, t, n in message.get("e", [])])
+            if isinstance(message, dict) and message.get("r") == self._replica:
+                return  # our own signal: our waiters were told directly
+            entries = _entries(message)
+        except (ValueError, TypeError):
+            log.debug("unreadable replica signal; every waiter looks again")
+            entries = None
+        self._on_signal(entries)
+
+
+def _entries(message: object) -> list[tuple[str, str, int]] | None:
+    """A signal's (namespace, event_type, count) entries; None means "anything may have changed"."""
+    if not isinstance(message, dict):
+        raise ValueError("a replica signal is a JSON object")
+    if message.get("all"):
+        return None
+    entries = message.get("e")
+    if not isinstance(entries, list):
+        raise ValueError("a replica signal's e is a list")
+    parsed = []
+    for entry in entries:
+        if not isinstance(entry, list) or len(entry) != 3:
+            raise ValueError("a replica signal's entry is [namespace, event_type, count]")
+        namespace, event_type, count = entry
+        if not isinstance(namespace, str) or not isinstance(event_type, str) or type(count) is not int:
+            raise ValueError("a replica signal's entry is [namespace, event_type, count]")
+        parsed.append((namespace, event_type, max(count, 0)))
+    return parsed

@@ -22,7 +22,7 @@ from google.protobuf.message import Message
 from inboxd_client import builders, rpcs
 from inboxd_client.builders import DurationLike, Fenced
 from inboxd_client.connection import ChannelOption, RetryPolicy, TlsConfig, call_metadata, channel_options
-from inboxd_client.errors import error_from_status
+from inboxd_client.errors import InboxError, complete_batch_outcomes, error_from_status
 from inboxd_client.v1 import admin_pb2, inbox_pb2, types_pb2
 
 R = TypeVar("R", bound=Message)
@@ -168,6 +168,22 @@ class AsyncInboxClient:
     ) -> inbox_pb2.CompleteResponse:
         """Finishes the event; DISPOSITION_IGNORED needs a `reason`."""
         return await self._call(rpcs.COMPLETE, builders.complete_request(event, disposition, reason), timeout)
+
+    async def complete_many(
+        self, items: Iterable[Fenced | inbox_pb2.CompleteRequest], *, timeout: float | None = None
+    ) -> list[InboxError | None]:
+        """Finishes up to 500 events in one call (CompleteBatch), each judged alone.
+
+        Pass claimed events (completed as APPLIED) or `CompleteRequest`s (see
+        `builders.complete_request`, for IGNORED with a reason). Answers one
+        entry per item, in order: None when it completed (or this same claim
+        had completed it), else the error `complete` would have raised for it
+        (`ClaimSuperseded`, `NotFound`, `PermissionDenied`, ...), returned, not
+        raised. Raises only for the call as a whole (UNAUTHENTICATED, UNAVAILABLE ...).
+        """
+        request = builders.complete_batch_request(items)
+        response = await self._call(rpcs.COMPLETE_BATCH, request, timeout)
+        return complete_batch_outcomes(response, len(request.completions))
 
     async def fail(
         self,

@@ -120,6 +120,20 @@ def complete_request(event: Fenced, disposition: types_pb2.Disposition, reason: 
     )
 
 
+def complete_batch_request(
+    items: Iterable[Fenced | inbox_pb2.CompleteRequest],
+) -> inbox_pb2.CompleteBatchRequest:
+    """A CompleteRequest passes as it is; anything else fenced completes as APPLIED."""
+    return inbox_pb2.CompleteBatchRequest(
+        completions=[
+            item
+            if isinstance(item, inbox_pb2.CompleteRequest)
+            else complete_request(item, types_pb2.DISPOSITION_APPLIED, "")
+            for item in items
+        ]
+    )
+
+
 def fail_request(
     event: Fenced, error: str, *, permanent: bool, retry_after: DurationLike | None
 ) -> inbox_pb2.FailRequest:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import grpc
 
+from inboxd_client.v1 import inbox_pb2
+
 
 class InboxError(Exception):
     """Base of every error the client raises for a non-OK status; `code` and `details` are the server's."""
@@ -142,6 +144,24 @@ ERROR_BY_CODE: dict[grpc.StatusCode, type[InboxError]] = {
         Unauthenticated,
     )
 }
+
+
+_STATUS_BY_NUMBER: dict[int, grpc.StatusCode] = {code.value[0]: code for code in grpc.StatusCode}
+
+
+def error_from_code(code: int, details: str, *, method: str = "") -> InboxError | None:
+    """The exception for a status code given as its number (a CompleteBatch item's `code`); None for OK."""
+    status = _STATUS_BY_NUMBER.get(code, grpc.StatusCode.UNKNOWN)
+    if status is grpc.StatusCode.OK:
+        return None
+    return error_from_status(status, details or f"status code {code}", method=method)
+
+
+def complete_batch_outcomes(response: inbox_pb2.CompleteBatchResponse, sent: int) -> list[InboxError | None]:
+    """Each CompleteBatch item's outcome, in order: None when it completed, else the error Complete would raise."""
+    if len(response.results) != sent:
+        raise Internal(f"CompleteBatch answered {len(response.results)} results for {sent} completions")
+    return [error_from_code(r.code, r.message, method="CompleteBatch") for r in response.results]
 
 
 def error_from_status(code: grpc.StatusCode, details: str | None, *, method: str = "") -> InboxError:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from inboxd_client.actions import describe
 from inboxd_client.aio_client import AsyncInboxClient
+from inboxd_client.completions import CompletionBatcher
 from inboxd_client.context import EventContext
 from inboxd_client.errors import ClaimSuperseded, InboxError
 from inboxd_client.outcomes import HandlerTimeout, Ignore, PermanentError, RetryLater
@@ -72,9 +73,11 @@ class Job:
 class Finisher:
     """Ends claims for a worker, and counts how each ended in `stats`."""
 
-    def __init__(self, client: AsyncInboxClient, stats: WorkerStats) -> None:
+    def __init__(self, client: AsyncInboxClient, stats: WorkerStats, completions: CompletionBatcher) -> None:
         self.client = client
         self.stats = stats
+        # Completions that finish together share one CompleteBatch; each still learns its own answer.
+        self.completions = completions
 
     async def finish(self, job: Job) -> None:
         """Ends the job's claim as its handler's end says; never raises an InboxError."""
@@ -106,10 +109,10 @@ class Finisher:
         result = handler.result()
         reason = result.reason if isinstance(result, Ignore) else job.context.ignored_reason
         if reason:
-            await self.client.complete(event, disposition=types_pb2.DISPOSITION_IGNORED, reason=reason)
+            await self.completions.complete(event, disposition=types_pb2.DISPOSITION_IGNORED, reason=reason)
             self.stats.ignored += 1
         else:
-            await self.client.complete(event)
+            await self.completions.complete(event)
             self.stats.completed += 1
 
     async def _fail(self, event: inbox_pb2.ClaimedEvent, error: BaseException) -> None:

@@ -78,6 +78,14 @@ COMPLETE = Rpc(
     True,
     "idempotent for the same claim token: a repeat with the token that completed the event answers OK",
 )
+COMPLETE_BATCH = Rpc(
+    INBOX_SERVICE,
+    "CompleteBatch",
+    inbox_pb2.CompleteBatchResponse,
+    True,
+    "each item is a Complete, idempotent for its claim token: a retry answers OK for every item the lost attempt"
+    " completed, and judges the others again",
+)
 FAIL = Rpc(
     INBOX_SERVICE,
     "Fail",
@@ -119,6 +127,7 @@ ALL_RPCS: tuple[Rpc[Any], ...] = (
     CLAIM,
     RENEW_LEASE,
     COMPLETE,
+    COMPLETE_BATCH,
     FAIL,
     RELEASE,
     RECORD_ACTION_OUTCOME,

@@ -18,7 +18,7 @@ from inboxd_client import builders, rpcs
 from inboxd_client.aio_client import DEFAULT_TIMEOUT, claim_timeout
 from inboxd_client.builders import DurationLike, Fenced
 from inboxd_client.connection import ChannelOption, RetryPolicy, TlsConfig, call_metadata, channel_options
-from inboxd_client.errors import error_from_status
+from inboxd_client.errors import InboxError, complete_batch_outcomes, error_from_status
 from inboxd_client.v1 import admin_pb2, inbox_pb2, types_pb2
 
 R = TypeVar("R", bound=Message)
@@ -141,6 +141,14 @@ class InboxClient:
         timeout: float | None = None,
     ) -> inbox_pb2.CompleteResponse:
         return self._call(rpcs.COMPLETE, builders.complete_request(event, disposition, reason), timeout)
+
+    def complete_many(
+        self, items: Iterable[Fenced | inbox_pb2.CompleteRequest], *, timeout: float | None = None
+    ) -> list[InboxError | None]:
+        """CompleteBatch: per item None (completed) or its error, returned; see AsyncInboxClient.complete_many."""
+        request = builders.complete_batch_request(items)
+        response = self._call(rpcs.COMPLETE_BATCH, request, timeout)
+        return complete_batch_outcomes(response, len(request.completions))
 
     def fail(
         self,

@@ -29,6 +29,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import cast
 
 from inboxd_client.aio_client import AsyncInboxClient
+from inboxd_client.completions import DEFAULT_MAX_ITEMS, DEFAULT_WINDOW, CompletionBatcher
 from inboxd_client.context import EventContext, SyncEventContext
 from inboxd_client.errors import (
     Cancelled,
@@ -77,7 +78,10 @@ class Worker:
     taking a `SyncEventContext` (run in a thread). Durations are in seconds:
     `lease` is each claim's lease, `wait` how long one Claim long-polls, `grace`
     how long stop() lets running handlers finish, `handler_timeout` how long
-    one handler may run before it is cancelled and its event Failed.
+    one handler may run before it is cancelled and its event Failed. Completions
+    that finish within `complete_window` seconds of each other (up to
+    `complete_batch`) go out as one CompleteBatch; each handler's event still
+    gets its own answer.
     """
 
     def __init__(
@@ -93,6 +97,8 @@ class Worker:
         grace: float = 20.0,
         worker_id: str | None = None,
         handler_timeout: float | None = DEFAULT_HANDLER_TIMEOUT,
+        complete_window: float = DEFAULT_WINDOW,
+        complete_batch: int = DEFAULT_MAX_ITEMS,
     ) -> None:
         if concurrency < 1:
             raise ValueError(f"concurrency={concurrency}: needs at least 1")
@@ -114,7 +120,8 @@ class Worker:
         self.handler_timeout = handler_timeout
         self.worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}"
         self.stats = WorkerStats()
-        self._finisher = Finisher(client, self.stats)
+        self.completions = CompletionBatcher(client, window=complete_window, max_items=complete_batch)
+        self._finisher = Finisher(client, self.stats, self.completions)
         call = getattr(handler, "__call__", handler)  # noqa: B004 - an object with async __call__ counts
         self._is_async = inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(call)
         self._async_handler = cast(AsyncHandler, handler)

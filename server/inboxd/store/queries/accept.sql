@@ -1,43 +1,73 @@
--- Accepting events. One batch of events is one transaction; Accept is a batch of one.
--- Parameters are parallel arrays, one element per event, in request order.
+-- Accepting events. One group of events (one caller's batch, or several
+-- callers' events gathered by group commit) is one statement, so one
+-- transaction and one round trip.
 
--- name: accept_insert
--- Inserts every event whose key is new. Rows go in key order so that
--- concurrent batches lock keys in the same order and cannot deadlock; among
--- copies of one key inside the batch, the first in request order wins.
-INSERT INTO inbox_events AS e
-    (namespace, event_key, event_type, payload, metadata, message_id, ordering_key,
-     revision, state, accepted_at, available_at, due_at, updated_at)
-SELECT i.namespace, i.event_key, i.event_type, i.payload::jsonb, i.metadata::jsonb,
-       i.message_id, i.ordering_key, i.revision, 'pending', c.now,
-       coalesce(i.available_at, c.now), coalesce(i.available_at, c.now), c.now
-FROM unnest(%(namespaces)s::text[], %(event_keys)s::text[], %(event_types)s::text[],
-            %(payloads)s::text[], %(metadata)s::text[], %(message_ids)s::text[],
-            %(ordering_keys)s::text[], %(revisions)s::bigint[], %(available_ats)s::timestamptz[])
-     WITH ORDINALITY AS i(namespace, event_key, event_type, payload, metadata, message_id,
-                          ordering_key, revision, available_at, ord)
-CROSS JOIN (SELECT coalesce(%(now)s::timestamptz, now()) AS now) AS c
-ORDER BY i.namespace, i.event_key, i.ord
-ON CONFLICT (namespace, event_key) DO NOTHING
-RETURNING e.namespace, e.event_key, e.state, e.accepted_at
+-- name: accept_events
+-- Inserts every event whose key is new, judges every other one against the
+-- stored row (or against the copy of this group that won the insert), and
+-- keeps each conflicting copy for investigation, in one statement.
+--
+-- The events travel as one JSON array (one object per event: ord, namespace,
+-- event_key, event_type, payload as JSON text, metadata as an object,
+-- message_id, ordering_key, revision, available_at), expanded by
+-- json_to_recordset: one parameter, not one array per column.
+--
+-- Rows go in key order so that concurrent groups lock keys in the same order
+-- and cannot deadlock; among copies of one key in a group, the first in
+-- request order wins. A key that another transaction committed after this
+-- statement's snapshot was taken is neither inserted nor visible here: its
+-- outcome is 'retry', and the caller runs those events again.
+WITH clock AS (
+    SELECT coalesce(%(now)s::timestamptz, now()) AS now
+), incoming AS (
+    -- first_ord: which copy of its key wins the insert (the first in request order).
+    SELECT i.*, min(i.ord) OVER (PARTITION BY i.namespace, i.event_key) AS first_ord
+    FROM json_to_recordset(%(events)s::json)
+         AS i(ord int, namespace text, event_key text, event_type text, payload text, metadata jsonb,
+              message_id text, ordering_key text, revision bigint, available_at timestamptz)
+), inserted AS (
+    INSERT INTO inbox_events AS e
+        (namespace, event_key, event_type, payload, metadata, message_id, ordering_key,
+         revision, state, accepted_at, available_at, due_at, updated_at)
+    SELECT i.namespace, i.event_key, i.event_type, i.payload::jsonb, i.metadata,
+           i.message_id, i.ordering_key, i.revision, 'pending', c.now,
+           coalesce(i.available_at, c.now), coalesce(i.available_at, c.now), c.now
+    FROM incoming AS i CROSS JOIN clock AS c
+    ORDER BY i.namespace, i.event_key, i.ord
+    ON CONFLICT (namespace, event_key) DO NOTHING
+    RETURNING e.namespace, e.event_key, e.event_type, e.payload, e.state, e.accepted_at
+), judged AS (
+    -- A repeat is the same event when its type matches and its payload is an
+    -- equal JSON value (jsonb equality ignores key order and whitespace). A
+    -- payload dropped by retention cannot be compared; the key was already
+    -- processed, so the copy counts as a duplicate.
+    SELECT i.ord, i.namespace, i.event_key, i.event_type, i.payload, i.metadata,
+           CASE
+               WHEN w.event_key IS NOT NULL AND i.ord = i.first_ord THEN 'accepted'
+               WHEN w.event_key IS NOT NULL THEN
+                   CASE WHEN w.event_type = i.event_type AND w.payload = i.payload::jsonb
+                        THEN 'duplicate' ELSE 'conflict' END
+               WHEN s.event_key IS NOT NULL THEN
+                   CASE WHEN s.event_type = i.event_type AND coalesce(s.payload = i.payload::jsonb, true)
+                        THEN 'duplicate' ELSE 'conflict' END
+               ELSE 'retry'
+           END AS outcome,
+           coalesce(w.state, s.state) AS state,
+           coalesce(w.accepted_at, s.accepted_at) AS accepted_at
+    FROM incoming AS i
+    LEFT JOIN inserted AS w ON w.namespace = i.namespace AND w.event_key = i.event_key
+    LEFT JOIN inbox_events AS s
+           ON w.event_key IS NULL AND s.namespace = i.namespace AND s.event_key = i.event_key
+), conflicts AS (
+    INSERT INTO inbox_conflicts (namespace, event_key, event_type, payload, metadata, received_at)
+    SELECT j.namespace, j.event_key, j.event_type, j.payload::jsonb, j.metadata, c.now
+    FROM judged AS j CROSS JOIN clock AS c
+    WHERE j.outcome = 'conflict'
+    ORDER BY j.ord
+)
+SELECT ord, outcome, state, accepted_at FROM judged
 
--- name: accept_compare
--- For events that were not inserted, the stored row and whether the copy is
--- the same event: same type and an equal JSON value (jsonb equality ignores
--- key order and whitespace). A payload dropped by retention cannot be
--- compared; the key was already processed, so the copy counts as a duplicate.
-SELECT i.ord, e.state, e.accepted_at,
-       (e.event_type = i.event_type AND coalesce(e.payload = i.payload::jsonb, true)) AS same
-FROM unnest(%(ords)s::bigint[], %(namespaces)s::text[], %(event_keys)s::text[],
-            %(event_types)s::text[], %(payloads)s::text[])
-     AS i(ord, namespace, event_key, event_type, payload)
-JOIN inbox_events AS e ON e.namespace = i.namespace AND e.event_key = i.event_key
-
--- name: accept_record_conflicts
--- Keeps each conflicting copy for investigation; the original row is untouched.
-INSERT INTO inbox_conflicts (namespace, event_key, event_type, payload, metadata, received_at)
-SELECT i.namespace, i.event_key, i.event_type, i.payload::jsonb, i.metadata::jsonb,
-       coalesce(%(now)s::timestamptz, now())
-FROM unnest(%(namespaces)s::text[], %(event_keys)s::text[], %(event_types)s::text[],
-            %(payloads)s::text[], %(metadata)s::text[])
-     AS i(namespace, event_key, event_type, payload, metadata)
+-- name: accept_payload_probe
+-- Whether jsonb takes this payload: the diagnosis after a group failed on a
+-- value, so the refusal can name its event. Nothing is written.
+SELECT %(payload)s::jsonb IS NOT NULL

@@ -60,6 +60,11 @@ class InboxServiceStub:
                 request_serializer=inboxd_dot_v1_dot_inbox__pb2.CompleteRequest.SerializeToString,
                 response_deserializer=inboxd_dot_v1_dot_inbox__pb2.CompleteResponse.FromString,
                 _registered_method=True)
+        self.CompleteBatch = channel.unary_unary(
+                '/inboxd.v1.InboxService/CompleteBatch',
+                request_serializer=inboxd_dot_v1_dot_inbox__pb2.CompleteBatchRequest.SerializeToString,
+                response_deserializer=inboxd_dot_v1_dot_inbox__pb2.CompleteBatchResponse.FromString,
+                _registered_method=True)
         self.Fail = channel.unary_unary(
                 '/inboxd.v1.InboxService/Fail',
                 request_serializer=inboxd_dot_v1_dot_inbox__pb2.FailRequest.SerializeToString,
@@ -111,6 +116,18 @@ class InboxServiceServicer:
 
     def Complete(self, request, context):
         """Finishes an event. Fenced; repeating it with the completing token answers OK.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CompleteBatch(self, request, context):
+        """Finishes up to 500 events in one call, each fenced and judged alone
+        exactly as Complete would judge it: one item's refusal never refuses
+        another, and each item's result carries the status code Complete would
+        have answered. The call itself fails only for what concerns it whole:
+        UNAUTHENTICATED, a token without the `work` scope (PERMISSION_DENIED),
+        UNAVAILABLE, an empty or oversized batch (INVALID_ARGUMENT).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -170,6 +187,11 @@ def add_InboxServiceServicer_to_server(servicer, server):
                     servicer.Complete,
                     request_deserializer=inboxd_dot_v1_dot_inbox__pb2.CompleteRequest.FromString,
                     response_serializer=inboxd_dot_v1_dot_inbox__pb2.CompleteResponse.SerializeToString,
+            ),
+            'CompleteBatch': grpc.unary_unary_rpc_method_handler(
+                    servicer.CompleteBatch,
+                    request_deserializer=inboxd_dot_v1_dot_inbox__pb2.CompleteBatchRequest.FromString,
+                    response_serializer=inboxd_dot_v1_dot_inbox__pb2.CompleteBatchResponse.SerializeToString,
             ),
             'Fail': grpc.unary_unary_rpc_method_handler(
                     servicer.Fail,
@@ -323,6 +345,33 @@ class InboxService:
             '/inboxd.v1.InboxService/Complete',
             inboxd_dot_v1_dot_inbox__pb2.CompleteRequest.SerializeToString,
             inboxd_dot_v1_dot_inbox__pb2.CompleteResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CompleteBatch(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/inboxd.v1.InboxService/CompleteBatch',
+            inboxd_dot_v1_dot_inbox__pb2.CompleteBatchRequest.SerializeToString,
+            inboxd_dot_v1_dot_inbox__pb2.CompleteBatchResponse.FromString,
             options,
             channel_credentials,
             insecure,

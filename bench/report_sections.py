@@ -1,0 +1,356 @@
+"""The sections of docs/benchmarks.md below the targets: every figure, as measured."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bench.figures import Figures, cpu_line, pairs, peer_rates, per_unit_line, shown_value, top_concurrency
+from bench.record import per_op_us
+from bench.run import NOISY_PERCENT
+from bench.workload import PAYLOAD
+
+
+def generator(bench: dict[str, Any]) -> list[str]:
+    figs: Figures = bench["figures"]
+    out = [
+        "## The load generator",
+        "",
+        "Every inboxd throughput figure is driven by `bench/loadgen/loadgen.mjs` (Node; gRPC framed by hand on "
+        "node:http2 with the contract's own serializers, or @grpc/grpc-js; several connections), except where "
+        "the tables say `python`. Its CPU per call is its own account (`process.cpuUsage`, all threads) over "
+        "the measured window; the server's is from /proc.",
+        "",
+        "| figure | generator | generator CPU per call | server CPU per call | generator ÷ server |",
+        "|---|---|---|---|---|",
+    ]
+    for name, fig in figs.items():
+        gen = fig.get("generator_cpu_us_per_op")
+        if not name.startswith("inboxd.") or gen is None:
+            continue
+        server = per_op_us(fig, "server")
+        share = f"{gen / server:.2f}x" if server else "-"
+        shown_server = f"{server:,.0f} µs" if server else "-"
+        out.append(f"| `{name}` | {fig.get('generator', '-')} | {gen:,.0f} µs | {shown_server} | {share} |")
+    return [*out, ""]
+
+
+def pairs_table(bench: dict[str, Any]) -> list[str]:
+    figs: Figures = bench["figures"]
+    out = [
+        "## inboxd against raw PostgreSQL",
+        "",
+        "Every inboxd figure beside the same database work done straight through psycopg, at the same "
+        "concurrency, on the same cluster, measured right before it.",
+        "",
+        "| measurement | raw PostgreSQL | baseline work | inboxd | inboxd ÷ raw |",
+        "|---|---|---|---|---|",
+    ]
+    for p in pairs(top_concurrency(bench)):
+        inboxd, rawfig = figs.get(p.inboxd), figs.get(p.raw) if p.raw else None
+        if inboxd is None:
+            continue
+        ratio = f"{inboxd['value'] / rawfig['value']:.2f}x" if rawfig and rawfig["value"] else "-"
+        out.append(f"| {p.label} | {shown_value(rawfig)} | {p.raw_label} | {shown_value(inboxd)} | {ratio} |")
+    return [*out, ""]
+
+
+def cpu_table(bench: dict[str, Any]) -> list[str]:
+    m = bench["machine"]
+    out = [
+        "## Where the CPU went",
+        "",
+        "Latency is per request as the caller saw it (a Claim step is the Claim plus its completions). CPU is "
+        "each part's CPU time over the window in % of one core: `server` (all its processes), `postgres`, "
+        "`loadgen` (the Node generator), `client` (this Python process: the raw baseline's and the peers' "
+        f"callers), `other` (everything else on the machine, the kernel included). The machine has "
+        f"{m['nproc']} cores, so {m['nproc'] * 100}% is everything. Per unit: per row for rows/s figures, per "
+        "call otherwise.",
+        "",
+        "| figure | rate | p50 | p99 | CPU (% of a core) | CPU per unit | errors |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name, fig in bench["figures"].items():
+        if fig.get("unit") not in ("tx/s", "rows/s") or not fig.get("cpu"):
+            continue
+        errors = f"{fig['errors']} (first: {fig['first_error']})" if fig["errors"] else "0"
+        out.append(
+            f"| `{name}` | {shown_value(fig)} | {fig['p50_ms']:.2f} ms | {fig['p99_ms']:.2f} ms | {cpu_line(fig)} "
+            f"| {per_unit_line(fig)} | {errors} |"
+        )
+    return [*out, ""]
+
+
+def _frames(profile: dict[str, Any] | None, key: str) -> dict[str, float]:
+    if not profile or key not in profile:
+        return {}
+    return {f"`{f['function']}` ({f['file']})": float(f["percent"]) for f in profile[key]}
+
+
+def profiles(bench: dict[str, Any], before: dict[str, Any] | None) -> list[str]:
+    after = bench.get("profiles", {})
+    earlier = (before or {}).get("profiles", {})
+    if not after and not earlier:
+        return []
+    out = [
+        "## Server profiles",
+        "",
+        "py-spy (`-f raw`, idle threads not sampled) on the server process while the Node generator drives "
+        "the workload, in windows of their own after the measured ones. Only Python frames are seen: time in C "
+        "(grpc's core, psycopg's C parts, the kernel) is charged to the Python frame that called it. Own: the "
+        "function was the leaf; inclusive: it was on the stack (the event loop's, runpy's and threading's "
+        "frames, on every stack, are left out). In % of the profile's samples. A leaf of `Handle._run` or "
+        "`Thread.run` is time in C called straight from an event-loop callback or a thread (grpc's Cython "
+        "server and C core, asyncio's C task step). By part: a sample counts for the part (inboxd, psycopg, "
+        "grpc, asyncio, logging, json, prometheus_client) of the frame nearest its leaf that belongs to one; "
+        "other standard modules (re, threading, enum ...) count for their caller's part.",
+    ]
+    if before:
+        out += [
+            "",
+            f"Before: `python -m bench profile` at commit {before['git']} on {before['date']} "
+            "(a busy machine: the fractions matter, not the rates). After: this run.",
+        ]
+    out.append("")
+    for name in dict.fromkeys([*after, *earlier]):
+        now, then = after.get(name), earlier.get(name)
+        label = (now or then or {}).get("workload", name)
+        failed = [f"{which}: {p['error']}" for which, p in (("before", then), ("after", now)) if p and "error" in p]
+        now = now if now and "error" not in now else None
+        then = then if then and "error" not in then else None
+        samples = " / ".join(
+            f"{which} {p['samples']:,} samples" for which, p in (("before", then), ("after", now)) if p
+        )
+        out += [f"### {label} (`{name}`; {samples or 'no samples'})", ""]
+        if failed:
+            out += [f"No profile ({'; '.join(failed)}).", ""]
+        parts_then, parts_now = (then or {}).get("parts", {}), (now or {}).get("parts", {})
+        out += ["| own samples by part | before | after |", "|---|---|---|"]
+        for part in dict.fromkeys([*parts_now, *parts_then]):
+            out.append(f"| {part} | {_pct(parts_then.get(part))} | {_pct(parts_now.get(part))} |")
+        out.append("")
+        for key, title in (("own", "by own samples"), ("inclusive", "by inclusive samples")):
+            rows_then, rows_now = _frames(then, key), _frames(now, key)
+            out += [f"| top frames {title} | before | after |", "|---|---|---|"]
+            for frame in dict.fromkeys([*rows_now, *rows_then]):
+                out.append(f"| {frame} | {_pct(rows_then.get(frame))} | {_pct(rows_now.get(frame))} |")
+            out.append("")
+    return out
+
+
+def _pct(v: float | None) -> str:
+    return "-" if v is None else f"{v:.1f}%"
+
+
+def waiting(bench: dict[str, Any]) -> list[str]:
+    figs: Figures = bench["figures"]
+    out: list[str] = []
+    plans = bench.get("plans")
+    if plans:
+        out += [
+            f"## A Claim beside another namespace's backlog of {plans['backlog_rows']:,} PENDING events",
+            "",
+            "inboxd's claim statement on an empty namespace, prepared as psycopg prepares it, run with "
+            "`EXPLAIN (ANALYZE, BUFFERS)` under each `plan_cache_mode` in a transaction rolled back afterwards. "
+            "Rows read: rows every table scan returned or filtered out, times its loops.",
+            "",
+            "| plan | execution | planning | rows read | buffers |",
+            "|---|---|---|---|---|",
+        ]
+        for mode in ("generic", "custom"):
+            p = plans[mode]
+            out.append(
+                f"| {mode} | {p['execution_ms']:.3f} ms | {p['planning_ms']:.3f} ms | {p['rows_read']:,} | "
+                f"{p['buffers']:,} |"
+            )
+        out += ["", "The generic plan:", "", "```", plans["generic"]["plan"], "```", ""]
+    wake = figs.get("inboxd.wakeup")
+    if wake:
+        out += [
+            "## Wake-up latency",
+            "",
+            "From an Accept's answer to the answer of a Claim (wait 10 s) that was waiting for it, grpc.aio "
+            f"callers in this process, consecutive runs on one server, beside {wake['backlog_rows']:,} PENDING "
+            "events of another namespace.",
+            "",
+            "| run | rounds | p50 | p90 | p99 | max | other processes |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for r in wake["runs"]:
+            cpu = r.get("cpu") or {}
+            other = 100 * cpu["used"].get("other", 0.0) / cpu["seconds"] if cpu.get("seconds") else 0.0
+            out.append(
+                f"| {r['run']} | {r['rounds']} | {r['p50_ms']:.2f} ms | {r['p90_ms']:.2f} ms | {r['p99_ms']:.2f} ms "
+                f"| {r['max_ms']:.2f} ms | {other:.0f}% of a core |"
+            )
+        out.append("")
+    lp = figs.get("inboxd.longpolls")
+    if lp:
+        ended = ", ".join(f"{k} {v}" for k, v in lp["ended_early"].items()) or "none"
+        out += [
+            "## Idle long-polls",
+            "",
+            f"A fresh server holding {lp['waiting']:,} Claims (wait 30 s) on an empty namespace, nothing else in "
+            "the table, sampled once they all wait.",
+            "",
+            "| server CPU | PostgreSQL CPU | database transactions | server RSS | idle RSS | peak RSS | "
+            "calls that ended early |",
+            "|---|---|---|---|---|---|---|",
+            f"| {lp['server_cpu_percent']:.1f}% of a core | {lp['postgres_cpu_percent']:.1f}% of a core | "
+            f"{lp['db_transactions_per_s']:,.1f} /s | {lp['rss_mb']:.0f} MB | {lp['idle_rss_mb']:.0f} MB | "
+            f"{lp['peak_rss_mb']:.0f} MB | {ended} |",
+            "",
+        ]
+    return out
+
+
+def history(bench: dict[str, Any]) -> list[str]:
+    hist = bench.get("history")
+    if not hist:
+        return []
+    figs: Figures = bench["figures"]
+    out = [
+        f"## Cost as history grows: {hist['rows']:,} COMPLETED rows",
+        "",
+        f"Loaded with one `INSERT ... SELECT generate_series` in {hist['insert_s']:.0f} s, then `VACUUM (ANALYZE)` "
+        f"in {hist['vacuum_analyze_s']:.0f} s; inbox_events then held {hist['table_total_mb']:,.0f} MB "
+        f"({hist['heap_mb']:,.0f} MB heap). The Stats gauge's query took {hist['stats_query_s']:.2f} s over it.",
+        "",
+        "| figure | rate | dead tuples after | autovacuums during | autoanalyzes during |",
+        "|---|---|---|---|---|",
+    ]
+    for name in ("raw.claim10", "inboxd.claim10", "raw.claim10.history", "inboxd.claim10.history"):
+        table = figs.get(name, {}).get("table")
+        if table:
+            out.append(
+                f"| `{name}` | {shown_value(figs[name])} | {table['dead_tuples_after']:,} | {table['autovacuums']} "
+                f"| {table['autoanalyzes']} |"
+            )
+    explain = hist.get("explain")
+    if explain:
+        out += [
+            "",
+            f"The claim (max_events 10, pending rows present) over the history, custom plan: "
+            f"{explain['execution_ms']:.2f} ms, {explain['rows_read']:,} rows read.",
+            "",
+            "```",
+            explain["plan"],
+            "```",
+        ]
+    return [*out, ""]
+
+
+def peers(peers: dict[str, Any] | None) -> list[str]:
+    out = ["## Beside PgQueuer and Procrastinate", ""]
+    if peers is None:
+        return [*out, "No `make bench-peers` results yet.", ""]
+    figs: Figures = peers["figures"]
+    v = peers["versions"]
+    for name, error in peers.get("failed_phases", {}).items():
+        out += [f"Phase `{name}` failed, so its figures are not measured: `{error}`", ""]
+    out += [
+        f"Run of {peers['date']} at commit {peers['git']}, same durable PostgreSQL, every queue table LOGGED. "
+        f"Versions: inboxd {v.get('inboxd')}, PgQueuer {v.get('pgqueuer')}, Procrastinate {v.get('procrastinate')}.",
+        "",
+        "### Enqueue",
+        "",
+        "PgQueuer and Procrastinate are Python libraries, so their callers run in Python (this process, "
+        "uvloop, one connection per caller). inboxd is shown twice: driven by the Node generator, and by "
+        "grpc.aio callers in Python, the same generator class as the peers.",
+        "",
+        "| shape | inboxd (Node) | inboxd (Python grpc.aio) | PgQueuer | Procrastinate |",
+        "|---|---|---|---|---|",
+    ]
+    shapes = sorted({name.split(".", 2)[2] for name in figs if name.startswith("enqueue.")}, key=_shape_order)
+    for shape in shapes:
+        cells = []
+        for system in ("inboxd", "inboxd-python", "pgqueuer", "procrastinate"):
+            fig = figs.get(f"enqueue.{system}.{shape}")
+            cells.append(f"{shown_value(fig)} (p99 {fig['p99_ms']:.1f} ms)" if fig else "-")
+        out.append(f"| {_shape_label(shape)} | {' | '.join(cells)} |")
+    out += ["", "| figure | CPU (% of a core) | CPU per unit |", "|---|---|---|"]
+    for name, fig in figs.items():
+        out.append(f"| `{name}` | {cpu_line(fig)} | {per_unit_line(fig)} |")
+    cfg = peers["config"]
+    out += [
+        "",
+        "### Drain",
+        "",
+        f"Each round enqueues {cfg['peer_jobs']:,} no-op jobs with the library's batch enqueue, then "
+        f"{cfg['claim_workers']} concurrent claimers drain them; jobs/s is jobs ÷ drain time. inboxd's claimers are "
+        f"grpc.aio loops in this process: {peers.get('inboxd_drain', 'Claim(max_events=10), then Complete each')}.",
+        "",
+        "| system | jobs/s (mean) | rounds | enqueue | CPU in the last drain (% of a core) |",
+        "|---|---|---|---|---|",
+    ]
+    for system, rate in peer_rates(peers).items():
+        rounds = [r for r in peers["rounds"] if r["system"] == system]
+        each = ", ".join(f"{r['jobs_per_s']:,.0f}" for r in rounds)
+        enqueue = ", ".join(f"{r['enqueue_s']:.1f} s" for r in rounds)
+        last = rounds[-1]
+        out.append(f"| {system} | {rate:,.0f} | {each} | {enqueue} | {cpu_line(last) if last.get('cpu') else '-'} |")
+    noisy = [
+        f"{r['system']} round {r['round']} ({share:.0f}%)"
+        for r in peers["rounds"]
+        if r.get("cpu") and (share := 100 * r["cpu"]["used"].get("other", 0.0) / r["cpu"]["seconds"]) >= NOISY_PERCENT
+    ]
+    if noisy:
+        out += ["", f"Rounds in which other processes took {NOISY_PERCENT:.0f}% of a core or more: {', '.join(noisy)}."]
+    return [*out, ""]
+
+
+def _shape_order(shape: str) -> tuple[bool, int]:
+    kind, _, callers = shape.partition(".c")
+    return (kind != "single", int(callers) if callers.isdigit() else 0)
+
+
+def _shape_label(shape: str) -> str:
+    kind, _, callers = shape.partition(".c")
+    what = "one event per call" if kind == "single" else f"{kind.removeprefix('batch')} events per call"
+    return f"{what}, {callers} callers"
+
+
+def method(bench: dict[str, Any] | None, peers: dict[str, Any] | None) -> list[str]:
+    ref = bench or peers
+    if ref is None:
+        return []
+    cfg, m, pg = ref["config"], ref["machine"], ref["postgres"]
+    settings = ", ".join(f"{k}={v}" for k, v in pg.items())
+    versions = ", ".join(f"{k} {v}" for k, v in ref["versions"].items())
+    return [
+        "## Machine",
+        "",
+        f"- {m['nproc']} cores ({m['cpu']}), {m['memory_gib']} GiB memory, Linux {m['kernel']}",
+        f"- PostgreSQL: {settings}",
+        f"- Python {ref.get('python', '?')}, {versions}; this process's event loop: {ref['loop']}",
+        "",
+        "## Method",
+        "",
+        "- `make bench` starts its own PostgreSQL (fsync and synchronous_commit on) in a fresh folder under /tmp "
+        "and deletes it afterwards. It migrates inboxd's schema into `inboxd` (served by a real `python -m "
+        "inboxd serve` subprocess, `--workers 1` when the server has the flag) and `inboxd_raw` (the raw "
+        "baseline).",
+        "- The raw baseline does the database work straight through psycopg from this process: one "
+        "AsyncConnection per client, autocommit. A single Accept is `INSERT ... ON CONFLICT DO NOTHING` of one "
+        "row; AcceptBatch one 100-row `INSERT ... SELECT FROM unnest(...)`; duplicates the same INSERT of stored "
+        "keys. Claims run inboxd's own claim statement, then one fenced `UPDATE ... FROM unnest(...)` completes "
+        "what it returned (one event or ten) and ends the claims.",
+        f"- Throughput is a closed loop: each caller sends its next request when the last is answered; "
+        f"{cfg['warmup']:g} s of warm-up, then a {cfg['duration']:g} s window. A CHECKPOINT runs before each "
+        "window; a window in which other processes took 20% of a core or more is measured again once, and the "
+        "quieter attempt kept.",
+        f"- Accept: {', '.join(str(c) for c in cfg['concurrency'])} callers, unique keys, a {len(PAYLOAD)}-byte "
+        f"JSON payload; AcceptBatch: {cfg['batch_clients']} callers of {cfg['batch_rows']} events; duplicates: "
+        "each generator thread stores its keys first, then every call in the window repeats one.",
+        f"- Claims: {cfg['claim_workers']} no-op workers over {cfg['claim_prefill']:,} pending events inserted "
+        f"beforehand; each window follows {cfg['prime']:g} s of the same workload unmeasured and a `VACUUM "
+        "(ANALYZE)`. The first-seconds figure skips all that: a database the server migrated itself, filled, and "
+        f"measured from the first claim for {cfg['cold_window']:g} s.",
+        f"- Wake-up: {cfg['wake_runs']} runs of {cfg['wake_rounds']} rounds after 10 unmeasured ones; long-polls: "
+        f"{cfg['long_polls']:,} Claims over {cfg['long_poll_channels']} channels, sampled for "
+        f"{cfg['long_poll_sample']:g} s; database transactions are the delta of pg_stat_database "
+        "xact_commit + xact_rollback.",
+        f"- History: {cfg['history_rows']:,} COMPLETED rows bulk-inserted, then Claim 10 -> Complete for inboxd "
+        "and for the raw baseline over the same rows.",
+        "- Not measured here: TLS, auth tokens, several hosts, payloads other than the one above.",
+        "",
+    ]

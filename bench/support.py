@@ -1,0 +1,37 @@
+"""What the server under test can do, found out at run time: a figure it cannot serve is reported as not measured."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from typing import Any
+
+from bench.node_load import probe_complete_batch
+
+COMPLETE_BATCH = "complete_batch"
+WORKERS = "workers"
+
+
+def workers_flag() -> dict[str, Any]:
+    """Whether `inboxd serve --help` offers `--workers` (several server processes on one port)."""
+    try:
+        shown = subprocess.run(
+            [sys.executable, "-m", "inboxd", "serve", "--help"], check=False, capture_output=True, text=True, timeout=60
+        ).stdout
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return {"supported": False, "reason": f"`inboxd serve --help` failed: {exc}"}
+    if "--workers" in shown:
+        return {"supported": True, "reason": "`inboxd serve --help` offers --workers"}
+    return {"supported": False, "reason": "`inboxd serve --help` has no --workers"}
+
+
+async def detect(target: str) -> dict[str, dict[str, Any]]:
+    return {COMPLETE_BATCH: await probe_complete_batch(target), WORKERS: workers_flag()}
+
+
+def lacks(support: dict[str, dict[str, Any]], feature: str) -> str | None:
+    """None when the server has `feature`; otherwise why not, for the page."""
+    found = support.get(feature)
+    if found is None:
+        return f"not detected ({feature})"
+    return None if found["supported"] else str(found["reason"])

@@ -1,0 +1,310 @@
+"""The targets of issues 13 and 14, each a figure (mostly a ratio) from one run, with its wanted value.
+
+A target that could not be measured says why (the server lacks a feature, or
+`make bench-peers` has not run) and has no value: never a number that was not
+measured.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from bench.figures import Figures, ratio
+from bench.record import per_op_us, server_us_per
+from bench.support import COMPLETE_BATCH, WORKERS
+
+Results = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Measured:
+    value: float | None
+    shown: str = "-"
+    missing: str = ""
+
+
+@dataclass(frozen=True)
+class Target:
+    issue: str
+    label: str
+    wanted: str
+    measure: Callable[[Results, Results | None], Measured]
+    met: Callable[[float], bool]
+    # The figures whose CPU split, and the profile whose top frames, are the facts shown for a miss.
+    explain: tuple[str, ...] = ()
+    profile: str | None = None
+
+
+def _lacks(bench: Results, feature: str) -> str:
+    found = bench.get("support", {}).get(feature)
+    return f"not measured: server lacks {feature} ({found['reason'] if found else 'not detected'})"
+
+
+def _ratio(a: str, b: str, feature: str | None = None) -> Callable[[Results, Results | None], Measured]:
+    def measure(bench: Results, _peers: Results | None) -> Measured:
+        figs: Figures = bench["figures"]
+        v = ratio(figs, a, b)
+        if v is None:
+            if feature and not bench.get("support", {}).get(feature, {}).get("supported"):
+                return Measured(None, missing=_lacks(bench, feature))
+            return Measured(None, missing=f"not measured: no `{a if a not in figs else b}` in this run")
+        return Measured(v, f"{v:.2f}x ({figs[a]['value']:,.0f} ÷ {figs[b]['value']:,.0f} {figs[b]['unit']})")
+
+    return measure
+
+
+def _cpu_ratio(a: str, b: str) -> Callable[[Results, Results | None], Measured]:
+    def measure(bench: Results, _peers: Results | None) -> Measured:
+        figs: Figures = bench["figures"]
+        us_a = per_op_us(figs[a], "server") if a in figs else None
+        us_b = per_op_us(figs[b], "server") if b in figs else None
+        if not us_a or not us_b:
+            return Measured(None, missing="not measured: no server CPU for one of the two figures")
+        return Measured(us_a / us_b, f"{us_a / us_b:.2f}x ({us_a:,.0f} µs ÷ {us_b:,.0f} µs)")
+
+    return measure
+
+
+def _generator_share(name: str) -> Callable[[Results, Results | None], Measured]:
+    def measure(bench: Results, _peers: Results | None) -> Measured:
+        fig = bench["figures"].get(name)
+        gen = fig.get("generator_cpu_us_per_op") if fig else None
+        server = per_op_us(fig, "server") if fig else None
+        if not gen or not server:
+            return Measured(None, missing="not measured")
+        return Measured(gen / server, f"{gen / server:.2f}x ({gen:,.0f} µs ÷ {server:,.0f} µs)")
+
+    return measure
+
+
+def _batched_event_cpu(bench: Results, _peers: Results | None) -> Measured:
+    fig = bench["figures"].get("inboxd.accept_batch")
+    us = server_us_per(fig, "server") if fig else None
+    return Measured(us, f"{us:,.1f} µs") if us is not None else Measured(None, missing="not measured")
+
+
+def better_peer(values: dict[str, float]) -> tuple[str, float] | None:
+    peers = {k: v for k, v in values.items() if not k.startswith("inboxd")}
+    return max(peers.items(), key=lambda kv: kv[1]) if peers else None
+
+
+def _enqueue_over_peer(bench: Results, peers: Results | None) -> Measured:
+    if peers is None:
+        return Measured(None, missing="not measured: run `make bench-peers`")
+    top = max(peers["config"]["peer_enqueue_callers"])
+    figs: Figures = peers["figures"]
+    rates = {
+        system: float(figs[f"enqueue.{system}.single.c{top}"]["value"])
+        for system in ("inboxd", "pgqueuer", "procrastinate")
+        if f"enqueue.{system}.single.c{top}" in figs
+    }
+    best = better_peer(rates)
+    if "inboxd" not in rates or best is None or not best[1]:
+        return Measured(None, missing="not measured in the peers run")
+    v = rates["inboxd"] / best[1]
+    return Measured(v, f"{v:.2f}x ({rates['inboxd']:,.0f} ÷ {best[0]} {best[1]:,.0f} tx/s, {top} callers)")
+
+
+def _drain_over_peer(bench: Results, peers: Results | None) -> Measured:
+    if peers is None or not peers.get("rounds"):
+        return Measured(None, missing="not measured: run `make bench-peers`")
+    from bench.figures import peer_rates
+
+    rates = peer_rates(peers)
+    best = better_peer(rates)
+    if "inboxd" not in rates or best is None or not best[1]:
+        return Measured(None, missing="not measured in the peers run")
+    v = rates["inboxd"] / best[1]
+    return Measured(v, f"{v:.2f}x ({rates['inboxd']:,.0f} ÷ {best[0]} {best[1]:,.0f} jobs/s)")
+
+
+def _longpoll(key: str, fmt: str) -> Callable[[Results, Results | None], Measured]:
+    def measure(bench: Results, _peers: Results | None) -> Measured:
+        lp = bench["figures"].get("inboxd.longpolls")
+        if not lp:
+            return Measured(None, missing="not measured")
+        return Measured(float(lp[key]), fmt.format(float(lp[key])))
+
+    return measure
+
+
+def _wakeup_runs(bench: Results, _peers: Results | None) -> Measured:
+    wake = bench["figures"].get("inboxd.wakeup")
+    if not wake or not wake.get("runs"):
+        return Measured(None, missing="not measured")
+    p99s = [float(r["p99_ms"]) for r in wake["runs"]]
+    return Measured(max(p99s), "p99 " + ", ".join(f"{v:.1f}" for v in p99s) + " ms")
+
+
+def _wakeup_p50(bench: Results, _peers: Results | None) -> Measured:
+    wake = bench["figures"].get("inboxd.wakeup")
+    if not wake:
+        return Measured(None, missing="not measured")
+    return Measured(float(wake["p50_ms"]), f"{wake['p50_ms']:.2f} ms (the highest run)")
+
+
+def _generic_plan(bench: Results, _peers: Results | None) -> Measured:
+    plan = bench.get("plans", {}).get("generic")
+    if not plan:
+        return Measured(None, missing="not measured")
+    return Measured(
+        float(plan["execution_ms"]),
+        f"{plan['execution_ms']:.2f} ms, {plan['rows_read']:,} rows read",
+    )
+
+
+def targets(bench: Results) -> list[Target]:
+    c = bench["config"]
+    top = max(c["concurrency"])
+    return [
+        Target(
+            "13",
+            f"Accept at {top} callers ÷ empty-RPC rate (same generator, same callers)",
+            ">= 0.8x (0.6x was the bar for a generator that is the bottleneck)",
+            _ratio(f"inboxd.accept.c{top}", f"inboxd.empty_rpc.c{top}"),
+            lambda v: v >= 0.8,
+            (f"inboxd.accept.c{top}", f"inboxd.empty_rpc.c{top}"),
+            "accept",
+        ),
+        Target(
+            "13",
+            "server CPU per Accept ÷ server CPU per empty RPC",
+            "<= 1.5x",
+            _cpu_ratio(f"inboxd.accept.c{top}", f"inboxd.empty_rpc.c{top}"),
+            lambda v: v <= 1.5,
+            (f"inboxd.accept.c{top}",),
+            "accept",
+        ),
+        Target(
+            "13",
+            f"AcceptBatch of {c['batch_rows']} ÷ raw {c['batch_rows']}-row INSERT",
+            ">= 0.5x",
+            _ratio("inboxd.accept_batch", "raw.insert_batch"),
+            lambda v: v >= 0.5,
+            ("inboxd.accept_batch", "raw.insert_batch"),
+            "accept_batch",
+        ),
+        Target(
+            "13",
+            "server CPU per batched event",
+            "<= 20 µs",
+            _batched_event_cpu,
+            lambda v: v <= 20.0,
+            ("inboxd.accept_batch",),
+            "accept_batch",
+        ),
+        Target(
+            "13",
+            f"single-event Accept ÷ the better peer's single enqueue, {top} callers (make bench-peers)",
+            ">= 1.5x",
+            _enqueue_over_peer,
+            lambda v: v >= 1.5,
+        ),
+        Target(
+            "13",
+            f"`--workers 2` ÷ `--workers 1`, Accept at {top} callers",
+            ">= 1.0x",
+            _ratio(f"inboxd.accept.c{top}.workers2", f"inboxd.accept.c{top}", WORKERS),
+            lambda v: v >= 1.0,
+            (f"inboxd.accept.c{top}.workers2", f"inboxd.accept.c{top}"),
+        ),
+        Target(
+            "13",
+            f"load generator CPU per call ÷ server CPU per call, empty RPC at {top} callers",
+            "< 1.0x",
+            _generator_share(f"inboxd.empty_rpc.c{top}"),
+            lambda v: v < 1.0,
+            (f"inboxd.empty_rpc.c{top}",),
+        ),
+        Target(
+            "14",
+            "Claim 10 -> CompleteBatch ÷ raw claim-10-then-complete",
+            ">= 0.7x",
+            _ratio("inboxd.claim10.batch", "raw.claim10", COMPLETE_BATCH),
+            lambda v: v >= 0.7,
+            ("inboxd.claim10.batch", "raw.claim10"),
+            "claim10",
+        ),
+        Target(
+            "14",
+            "drain ÷ the better of PgQueuer and Procrastinate (make bench-peers)",
+            ">= 2x (resolve at >= 1.2x with the profile of what remains)",
+            _drain_over_peer,
+            lambda v: v >= 2.0,
+        ),
+        Target(
+            "14",
+            "Claim 1 -> Complete ÷ raw",
+            ">= 0.6x",
+            _ratio("inboxd.claim1", "raw.claim1"),
+            lambda v: v >= 0.6,
+            ("inboxd.claim1", "raw.claim1"),
+        ),
+        Target(
+            "14",
+            f"{c['long_polls']:,} idle long-polls: server CPU",
+            "<= 5% of a core",
+            _longpoll("server_cpu_percent", "{:.1f}% of a core"),
+            lambda v: v <= 5.0,
+        ),
+        Target(
+            "14",
+            f"{c['long_polls']:,} idle long-polls: database transactions",
+            "<= 10 /s",
+            _longpoll("db_transactions_per_s", "{:,.1f} /s"),
+            lambda v: v <= 10.0,
+        ),
+        Target(
+            "14",
+            f"wake-up p99, {c['wake_runs']} consecutive runs of {c['wake_rounds']} rounds "
+            f"(beside {c['backlog_rows']:,} PENDING events of another namespace)",
+            "<= 10 ms in every run",
+            _wakeup_runs,
+            lambda v: v <= 10.0,
+        ),
+        Target(
+            "14",
+            f"Claim on an empty namespace beside {c['backlog_rows']:,} PENDING events of another, generic plan",
+            "<= 1 ms",
+            _generic_plan,
+            lambda v: v <= 1.0,
+        ),
+        Target(
+            "14",
+            f"the first {c['cold_window']:g} s after start ÷ steady state, Claim 10 -> Complete",
+            ">= 0.8x",
+            _ratio("inboxd.claim10.cold", "inboxd.claim10"),
+            lambda v: v >= 0.8,
+            ("inboxd.claim10.cold", "inboxd.claim10"),
+        ),
+        Target(
+            "14",
+            f"Claim 10 -> Complete with {c['history_rows']:,} completed rows ÷ empty",
+            ">= 0.9x (keep)",
+            _ratio("inboxd.claim10.history", "inboxd.claim10"),
+            lambda v: v >= 0.9,
+            ("inboxd.claim10.history", "raw.claim10.history"),
+        ),
+        Target(
+            "10",
+            f"server RSS, {c['long_polls']:,} waiting long-polls",
+            "<= 300 MB (keep)",
+            _longpoll("rss_mb", "{:.0f} MB"),
+            lambda v: v <= 300.0,
+        ),
+        Target(
+            "10",
+            "wake-up p50",
+            "<= 5 ms (keep)",
+            _wakeup_p50,
+            lambda v: v <= 5.0,
+        ),
+    ]
+
+
+def verdict(t: Target, m: Measured) -> str:
+    if m.value is None:
+        return "not measured"
+    return "yes" if t.met(m.value) else "**no**"

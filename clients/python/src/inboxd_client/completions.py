@@ -1,0 +1,126 @@
+"""Completions that finish together go out together: one CompleteBatch instead of one Complete each.
+
+A worker's handlers finish at their own pace, but under load many finish
+within a few milliseconds of each other. `CompletionBatcher.complete` looks
+like `client.complete` to its caller (it returns once the server has
+committed that item, or raises that item's own error), while the items that
+arrive within `window` seconds, up to `max_items`, share one call. One item's
+refusal (a stale claim, say) is raised to its own caller only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from inboxd_client import builders
+from inboxd_client.aio_client import AsyncInboxClient
+from inboxd_client.builders import Fenced
+from inboxd_client.errors import InboxError, Unavailable, Unimplemented
+from inboxd_client.v1 import inbox_pb2, types_pb2
+
+log = logging.getLogger(__name__)
+
+DEFAULT_WINDOW = 0.002
+DEFAULT_MAX_ITEMS = 100
+MAX_ITEMS = 500  # the server's limit per CompleteBatch
+
+_Pending = tuple[inbox_pb2.CompleteRequest, "asyncio.Future[None]"]
+
+
+class CompletionBatcher:
+    """Collects completions for `window` seconds (or `max_items`), then sends them as one CompleteBatch."""
+
+    def __init__(
+        self, client: AsyncInboxClient, *, window: float = DEFAULT_WINDOW, max_items: int = DEFAULT_MAX_ITEMS
+    ) -> None:
+        if window < 0:
+            raise ValueError(f"window={window}: cannot be negative")
+        if not 1 <= max_items <= MAX_ITEMS:
+            raise ValueError(f"max_items={max_items}: the server takes 1 to {MAX_ITEMS} per CompleteBatch")
+        self.client = client
+        self.window = window
+        self.max_items = max_items
+        self.calls = 0  # CompleteBatch calls sent, for tests and logs
+        self._pending: list[_Pending] = []
+        self._timer: asyncio.TimerHandle | None = None
+        self._sending: set[asyncio.Task[None]] = set()
+        # An older server without CompleteBatch: fall back to one Complete per item.
+        self._one_by_one = False
+
+    async def complete(
+        self,
+        event: Fenced,
+        *,
+        disposition: types_pb2.Disposition = types_pb2.DISPOSITION_APPLIED,
+        reason: str = "",
+    ) -> None:
+        """Completes the event with the next batch; raises its own error (ClaimSuperseded ...) like Complete."""
+        request = builders.complete_request(event, disposition, reason)
+        if self._one_by_one:
+            await self.client.complete(request, disposition=disposition, reason=reason)
+            return
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[None] = loop.create_future()
+        self._pending.append((request, done))
+        if len(self._pending) >= self.max_items:
+            self._flush()
+        elif self._timer is None:
+            self._timer = loop.call_later(self.window, self._flush)
+        await done
+
+    def _flush(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        batch, self._pending = self._pending, []
+        if not batch:
+            return
+        task = asyncio.create_task(self._send(batch))
+        self._sending.add(task)
+        task.add_done_callback(self._sending.discard)
+
+    async def _send(self, batch: list[_Pending]) -> None:
+        self.calls += 1
+        try:
+            outcomes = await self.client.complete_many([request for request, _ in batch])
+        except Unimplemented:
+            log.info("the server has no CompleteBatch: completing one event per call")
+            self._one_by_one = True
+            await asyncio.gather(*(self._alone(request, done) for request, done in batch))
+            return
+        except InboxError as exc:
+            for _, done in batch:
+                _settle(done, type(exc)(exc.details, method=exc.method))
+            return
+        except BaseException as exc:
+            for _, done in batch:
+                _settle(done, Unavailable(f"CompleteBatch did not finish: {exc!r}"))
+            raise
+        retries = []
+        for (request, done), outcome in zip(batch, outcomes, strict=True):
+            if isinstance(outcome, Unavailable):
+                # Nothing changed for that item (its row was held, say): a lone
+                # Complete retries it with the client's retry policy.
+                retries.append(self._alone(request, done))
+            else:
+                _settle(done, outcome)
+        if retries:
+            await asyncio.gather(*retries)
+
+    async def _alone(self, request: inbox_pb2.CompleteRequest, done: asyncio.Future[None]) -> None:
+        try:
+            await self.client.complete(request, disposition=request.disposition, reason=request.reason)
+        except InboxError as exc:
+            _settle(done, exc)
+        else:
+            _settle(done, None)
+
+
+def _settle(done: asyncio.Future[None], error: InboxError | None) -> None:
+    if done.done():
+        return  # its caller went away
+    if error is None:
+        done.set_result(None)
+    else:
+        done.set_exception(error)

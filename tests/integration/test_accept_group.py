@@ -1,0 +1,102 @@
+"""Accept's group commit: one statement and one transaction per group, and one caller's refusal is its own."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from typing import Any
+
+import grpc
+import pytest
+
+from inboxd import validation
+from inboxd.store.database import Database
+from inboxd_client.v1 import inbox_pb2
+from inboxd_client.v1.inbox_pb2_grpc import InboxServiceStub
+from tests.integration.helpers import accept_request, captured_logs, expect_status
+
+ACCEPTED = inbox_pb2.ACCEPT_OUTCOME_ACCEPTED
+DUPLICATE = inbox_pb2.ACCEPT_OUTCOME_DUPLICATE
+CONFLICT = inbox_pb2.ACCEPT_OUTCOME_CONFLICT
+# Valid JSON that jsonb refuses: only a validator gap would let it reach PostgreSQL.
+NUL_PAYLOAD = b'{"a": "\\u0000"}'
+
+
+async def writers(db: Database, ns: str) -> set[str]:
+    """The transactions (xmin) that wrote this namespace's events and conflicting copies."""
+
+    async def work(conn: Any) -> set[str]:
+        cur = await conn.execute(
+            "SELECT xmin::text FROM inbox_events WHERE namespace = %s"
+            " UNION SELECT xmin::text FROM inbox_conflicts WHERE namespace = %s",
+            (ns, ns),
+        )
+        return {row[0] for row in await cur.fetchall()}
+
+    return await db.run(work)
+
+
+async def test_a_batch_with_new_keys_repeats_and_conflicts_is_one_transaction(
+    inbox: InboxServiceStub, db: Database, ns: str
+) -> None:
+    await inbox.Accept(accept_request(ns, "old", {"v": 1}))
+    before = await writers(db, ns)
+    batch = inbox_pb2.AcceptBatchRequest(
+        events=[
+            accept_request(ns, "new-1"),
+            accept_request(ns, "old", {"v": 2}),  # conflicts with the stored row
+            accept_request(ns, "new-2", {"v": 1}),
+            accept_request(ns, "new-2", {"v": 3}),  # conflicts with the copy that won in this batch
+            accept_request(ns, "old", {"v": 1}),
+        ]
+    )
+    answer = await inbox.AcceptBatch(batch)
+    assert [r.outcome for r in answer.results] == [ACCEPTED, CONFLICT, ACCEPTED, CONFLICT, DUPLICATE]
+    written = await writers(db, ns) - before
+    assert len(written) == 1, f"the batch's rows and conflicting copies came from {len(written)} transactions"
+
+
+async def test_a_value_postgresql_refuses_names_its_event_and_spares_the_neighbours(
+    inbox: InboxServiceStub, db: Database, ns: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Open a gap in validation so the refusal comes from PostgreSQL itself.
+    monkeypatch.setattr(validation, "check_payload", lambda field, payload, limit: payload.decode())
+    bad_batch = inbox_pb2.AcceptBatchRequest(
+        events=[accept_request(ns, "b0"), accept_request(ns, "b1", NUL_PAYLOAD), accept_request(ns, "b2")]
+    )
+    neighbours = [inbox.Accept(accept_request(ns, f"good-{i}")) for i in range(30)]
+    answers = await asyncio.gather(inbox.AcceptBatch(bad_batch), *neighbours, return_exceptions=True)
+    refused, *others = answers
+    assert isinstance(refused, grpc.aio.AioRpcError)
+    assert refused.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert (refused.details() or "").startswith("events[1].payload: PostgreSQL refused it"), refused.details()
+    assert all(isinstance(a, inbox_pb2.AcceptResponse) and a.outcome == ACCEPTED for a in others), others
+
+    async def keys(conn: Any) -> set[str]:
+        cur = await conn.execute("SELECT event_key FROM inbox_events WHERE namespace = %s", (ns,))
+        return {row[0] for row in await cur.fetchall()}
+
+    assert await db.run(keys) == {f"good-{i}" for i in range(30)}
+    single = await expect_status(inbox.Accept(accept_request(ns, "s", NUL_PAYLOAD)), grpc.StatusCode.INVALID_ARGUMENT)
+    assert (single.details() or "").startswith("payload: PostgreSQL refused it"), single.details()
+
+
+async def test_at_info_the_log_has_one_line_per_group_and_none_per_event(inbox: InboxServiceStub, ns: str) -> None:
+    with captured_logs(logging.INFO) as out:
+        await inbox.AcceptBatch(inbox_pb2.AcceptBatchRequest(events=[accept_request(ns, f"k{i}") for i in range(50)]))
+        await inbox.Accept(accept_request(ns, "k0"))
+        claimed = await inbox.Claim(inbox_pb2.ClaimRequest(namespaces=[ns], max_events=10))
+        for event in claimed.events:
+            await inbox.Complete(
+                inbox_pb2.CompleteRequest(namespace=ns, event_key=event.event_key, claim_token=event.claim_token)
+            )
+    lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    messages = [line["msg"] for line in lines]
+    assert len(claimed.events) == 10
+    for per_event in ("accept accepted", "accept duplicate", "event claimed", "event completed"):
+        assert per_event not in messages, f"a per-event {per_event!r} line at INFO"
+    groups = [line for line in lines if line["msg"] == "accept group"]
+    assert sum(line["events"] for line in groups) == 51
+    assert sum(line.get("accepted", 0) for line in groups) == 50
+    assert sum(line.get("duplicate", 0) for line in groups) == 1

@@ -1,0 +1,72 @@
+"""`inboxd serve` refuses settings that would expose bearer tokens or shrink the dedupe window, unless told."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from pathlib import Path
+
+from inboxd.auth import Scope, entry_toml, new_token
+from tests.integration.procs import Serve, embedded_env
+
+
+def tokens_file(folder: Path) -> Path:
+    path = folder / "tokens.toml"
+    path.write_text(entry_toml("edge", new_token(), [Scope.ACCEPT], ["*"]))
+    return path
+
+
+def serve_exits(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "inboxd", "serve"], env=env, capture_output=True, text=True, timeout=60, check=False
+    )
+
+
+def test_tokens_in_plaintext_beyond_loopback_are_refused_at_start_up(migrated_url: str, tmp_path: Path) -> None:
+    env = embedded_env(
+        tmp_path, DATABASE_URL=migrated_url, INBOXD_LISTEN="0.0.0.0:0", INBOXD_TOKENS_FILE=str(tokens_file(tmp_path))
+    )
+    done = serve_exits(env)
+    assert done.returncode != 0
+    assert "refusing to listen on 0.0.0.0:0 without TLS: bearer tokens would cross the network in plaintext" in (
+        done.stderr
+    )
+
+
+async def test_a_trusted_network_serves_tokens_in_plaintext_and_says_so_loudly(
+    migrated_url: str, tmp_path: Path
+) -> None:
+    env = embedded_env(
+        tmp_path,
+        DATABASE_URL=migrated_url,
+        INBOXD_LISTEN="0.0.0.0:0",
+        INBOXD_TOKENS_FILE=str(tokens_file(tmp_path)),
+        INBOXD_TRUSTED_NETWORK="1",
+    )
+    serve = Serve(env, tmp_path / "inboxd.log", cwd=tmp_path)
+    try:
+        await asyncio.to_thread(serve.start)
+        assert serve.host == "0.0.0.0"
+        assert '"level": "warning"' in serve.log_tail()
+        assert "INBOXD_TRUSTED_NETWORK is set: bearer tokens cross the network" in serve.log_tail()
+        assert await asyncio.to_thread(serve.terminate) == 0
+    finally:
+        serve.kill()
+
+
+async def test_a_retention_of_zero_is_refused_at_start_up_unless_forced_and_then_said_loudly(
+    migrated_url: str, tmp_path: Path
+) -> None:
+    env = embedded_env(tmp_path, DATABASE_URL=migrated_url, INBOXD_RETENTION="0")
+    done = serve_exits(env)
+    assert done.returncode == 2
+    assert "INBOXD_RETENTION=0 is under the floor of 1h" in done.stderr
+
+    serve = Serve({**env, "INBOXD_RETENTION_FORCE": "1"}, tmp_path / "inboxd.log", cwd=tmp_path)
+    try:
+        await asyncio.to_thread(serve.start)
+        assert "INBOXD_RETENTION=0 is under the floor of 1h, forced by INBOXD_RETENTION_FORCE" in serve.log_tail()
+        assert await asyncio.to_thread(serve.terminate) == 0
+    finally:
+        serve.kill()
