@@ -50,7 +50,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     last = [item for item in items if item.path.name == TOTALS_TEST and item.path.parent.name == "reliability"]
     if not last:
         return
-    selected = {getattr(getattr(item, "module", None), "SCENARIO", None) for item in items} & set(ledger.SCENARIOS)
+    selected = {_scenario_of(item) for item in items} & set(ledger.SCENARIOS)
     ledger.SELECTED.clear()
     ledger.SELECTED.update(str(s) for s in selected)
     dropped = [
@@ -59,6 +59,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if dropped:
         config.hook.pytest_deselected(items=dropped)
     items[:] = [item for item in items if item not in last] + [item for item in last if item not in dropped]
+
+
+def _scenario_of(item: pytest.Item) -> object:
+    """The scenario a test item runs: its module's SCENARIO, or its `scenario` parameter (failover's)."""
+    callspec = getattr(item, "callspec", None)
+    if callspec is not None and "scenario" in callspec.params:
+        return callspec.params["scenario"]
+    return getattr(getattr(item, "module", None), "SCENARIO", None)
 
 
 @pytest.hookimpl(wrapper=True)
