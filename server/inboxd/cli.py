@@ -40,6 +40,7 @@ _SETTING_FLAGS = {
     "--data-dir": "data_dir",
     "--listen": "listen",
     "--metrics-listen": "metrics_listen",
+    "--console-listen": "console_listen",
     "--tokens-file": "tokens_file",
     "--tls-cert": "tls_cert",
     "--tls-key": "tls_key",
@@ -188,7 +189,7 @@ async def _serve(settings: Settings) -> None:
     try:
         await _migrate_with_patience(url)
         if settings.workers > 1:
-            await Supervisor(settings, url, stop).run()
+            await Supervisor(settings, url, stop, registry).run()
         else:
             await _serve_in_this_process(settings, url, registry, stop)
     finally:

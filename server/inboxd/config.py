@@ -59,6 +59,8 @@ class Settings:
     data_dir: Path = Path(".inboxd")
     listen: str = "127.0.0.1:50051"
     metrics_listen: str | None = None
+    # The operators' web console (inboxd.console); None: off.
+    console_listen: str | None = None
     tokens_file: Path | None = None
     tls_cert: Path | None = None
     tls_key: Path | None = None
@@ -107,6 +109,7 @@ _ENV: dict[str, tuple[str, object]] = {
     "INBOXD_DATA_DIR": ("data_dir", Path),
     "INBOXD_LISTEN": ("listen", str),
     "INBOXD_METRICS_LISTEN": ("metrics_listen", str),
+    "INBOXD_CONSOLE_LISTEN": ("console_listen", str),
     "INBOXD_TOKENS_FILE": ("tokens_file", Path),
     "INBOXD_TLS_CERT": ("tls_cert", Path),
     "INBOXD_TLS_KEY": ("tls_key", Path),
@@ -214,6 +217,10 @@ def _check(settings: Settings) -> None:
         )
     if ":" not in settings.listen:
         raise ConfigError(f"INBOXD_LISTEN={settings.listen!r} needs a host and a port, e.g. 127.0.0.1:50051")
+    if settings.console_listen is not None and ":" not in settings.console_listen:
+        raise ConfigError(
+            f"INBOXD_CONSOLE_LISTEN={settings.console_listen!r} needs a host and a port, e.g. 127.0.0.1:8080"
+        )
     if (settings.tls_cert is None) != (settings.tls_key is None):
         raise ConfigError("INBOXD_TLS_CERT and INBOXD_TLS_KEY go together")
     if settings.tls_client_ca is not None and settings.tls_cert is None:

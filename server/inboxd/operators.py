@@ -14,7 +14,7 @@ from inboxd.domain import EventState
 from inboxd.errors import NotFound
 from inboxd.inbox import Inbox
 from inboxd.observer import InboxObserver
-from inboxd.records import EventPage, EventRecord, ListPosition, NamespaceStats
+from inboxd.records import EventPage, EventRecord, ListNarrowing, ListPosition, NamespaceStats
 from inboxd.store import inspection, replays
 from inboxd.store.database import Connection
 
@@ -39,11 +39,12 @@ class Operators:
         states: Sequence[EventState] = ALL_STATES,
         after: ListPosition | None = None,
         page_size: int = 100,
+        narrowing: ListNarrowing | None = None,
     ) -> EventPage:
         """Summaries newest first; `after` is where the previous page stopped."""
         return await self.inbox.db.run(
             lambda conn: inspection.list_events(
-                conn, namespace=namespace, states=states, after=after, page_size=page_size
+                conn, namespace=namespace, states=states, after=after, page_size=page_size, narrowing=narrowing
             )
         )
 

@@ -105,6 +105,17 @@ class ListPosition:
 
 
 @dataclass(frozen=True, slots=True)
+class ListNarrowing:
+    """Filters a listing beyond namespace and state (the console's): None means any."""
+
+    event_type: str | None = None
+    key_prefix: str | None = None
+    # SQL LIKE patterns (Caller.like_patterns): a listing that names no
+    # namespace shows only the namespaces a token is granted.
+    namespace_patterns: tuple[str, ...] = ("%",)
+
+
+@dataclass(frozen=True, slots=True)
 class EventPage:
     events: list[EventSummary]
     # None on the last page.

@@ -18,6 +18,7 @@ from inboxd.api.handlers import generic_handler
 from inboxd.api.inbox_servicer import MAX_BATCH_EVENTS, InboxServicer
 from inboxd.auth import TokenRegistry
 from inboxd.config import ConfigError, Settings
+from inboxd.console import start_console
 from inboxd.errors import Unavailable
 from inboxd.inbox import Clock, Inbox, database_clock
 from inboxd.observed_inbox import ObservedInbox
@@ -96,6 +97,8 @@ class RunningServer:
     ops: Operations | None = None
     # The names health checking answers for: the whole server, its services, and the worker's own.
     health_names: tuple[str, ...] = ("", *SERVICE_NAMES)
+    # The web console's bound port (INBOXD_CONSOLE_LISTEN may say :0); None without it.
+    console_port: int | None = None
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
     _closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
 
@@ -129,6 +132,9 @@ async def start_server(
     inbox = ObservedInbox(db, settings, clock)
     inbox.fallback_poll_seconds = settings.fallback_poll.total_seconds()
     ops = Operations.for_inbox(inbox, instance_duties=worker_index is None)
+    # First, so an unsafe INBOXD_CONSOLE_LISTEN is refused before anything serves.
+    # (Under --workers N the parent serves the console: its children get none.)
+    console = await start_console(settings, ops.operators, registry)
     # No interceptor: each inboxd method's own wrapper authenticates (api.handlers),
     # so health checks and reflection pay nothing for it.
     server = grpc.aio.server(options=server_options(settings, reuse_port=worker_index is not None))
@@ -157,6 +163,9 @@ async def start_server(
     running._closers.append(inbox.signals.stop)
     await ops.start()
     running._closers.append(ops.stop)
+    if console is not None:
+        running.console_port = console.port
+        running._closers.append(console.stop)
     await warn_if_not_durable(db)
     await _report_health(running, db)
     running._tasks.append(asyncio.create_task(_watch_health(running, db)))

@@ -32,7 +32,9 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from inboxd.auth import TokenRegistry, TokensFileError
 from inboxd.config import ConfigError, Settings
+from inboxd.console import Console, start_console
 from inboxd.inbox import database_clock
 from inboxd.metrics import multiprocess_registry
 from inboxd.observed_inbox import ObservedInbox
@@ -158,8 +160,12 @@ class ChildProcess:
 
 
 class Supervisor:
-    def __init__(self, settings: Settings, database_url: str, stop: asyncio.Event) -> None:
+    def __init__(
+        self, settings: Settings, database_url: str, stop: asyncio.Event, registry: TokenRegistry | None = None
+    ) -> None:
         self.settings = settings
+        # For the console, which the parent serves; each child reads the tokens file itself.
+        self.registry = registry
         self.database_url = database_url
         self.stop = stop
         self.children: list[ChildProcess] = []
@@ -174,17 +180,20 @@ class Supervisor:
         host = settings.listen.rpartition(":")[0]
         metrics_dir = Path(tempfile.mkdtemp(prefix="inboxd-metrics-"))
         env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": str(metrics_dir)}
-        child_settings = replace(settings, listen=f"{host}:{port}", metrics_listen=None)
+        # /metrics and the console are served once, here in the parent.
+        child_settings = replace(settings, listen=f"{host}:{port}", metrics_listen=None, console_listen=None)
         self.children = [
             ChildProcess(ChildSpec(index, child_settings, self.database_url), env) for index in range(settings.workers)
         ]
         db = Database(self.database_url, min_size=1, max_size=PARENT_POOL_SIZE)
         duties: InstanceDuties | None = None
+        console: Console | None = None
         keepers: list[asyncio.Task[None]] = []
         try:
             await db.open()
             duties = parent_duties(ObservedInbox(db, settings, database_clock), multiprocess_registry(metrics_dir))
             await duties.start()
+            console = await start_console(settings, duties.operators, self.registry)
             asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, self._forward_sighup)
             if not await self._start_all():
                 return
@@ -198,6 +207,8 @@ class Supervisor:
                 keeper.cancel()
             await asyncio.gather(*keepers, return_exceptions=True)
             await self._drain()
+            if console is not None:
+                await console.stop()
             if duties is not None:
                 await duties.stop()
             await db.close()
@@ -269,5 +280,10 @@ class Supervisor:
             child.close_stdin()
 
     def _forward_sighup(self) -> None:
+        if self.registry is not None:  # the console's tokens, read here in the parent
+            try:
+                self.registry.reload()
+            except TokensFileError as exc:
+                log.error("console: tokens file not reloaded, the previous tokens stay in force: %s", exc)
         for child in self.children:
             child.signal(signal.SIGHUP)

@@ -49,6 +49,8 @@ def check_text(field: str, value: str, max_bytes: int) -> str:
 
 
 def check_metadata(field: str, metadata: Mapping[str, str]) -> dict[str, str]:
+    if not metadata:
+        return {}  # the common case, without walking a protobuf map's views
     total = 0
     for key, value in metadata.items():
         check_text(f"{field} key", key, MAX_METADATA_BYTES)
@@ -60,11 +62,11 @@ def check_metadata(field: str, metadata: Mapping[str, str]) -> dict[str, str]:
 
 
 # What makes a payload worth the exact (slow) check: a \u escape of NUL or of a
-# surrogate, a number with an exponent, a digit run long enough to overflow
-# numeric, or more brackets than the depth limit. Each screen may fire on
-# text inside strings too; that costs only the exact check, never a wrong answer.
+# surrogate, a digit run long enough to overflow numeric, or more brackets
+# than the depth limit (screens of the text, which may fire on text inside
+# strings too: that costs only the exact check, never a wrong answer); or a
+# number with an exponent, which the scanner itself reports.
 _RISKY_ESCAPE = re.compile(r"\\u(?:0000|[dD][89abcdefABCDEF])")
-_EXPONENT = re.compile(r"(?:^|[:,\[])\s*-?\d+(?:\.\d+)?[eE]")
 _LONG_DIGITS = re.compile(rf"\d{{{_NUMERIC_MAX_FRACTION_DIGITS + 1}}}")
 
 
@@ -84,7 +86,9 @@ def check_payload(field: str, payload: bytes, max_bytes: int) -> str:
     if _needs_exact_check(text):
         return _check_payload_exactly(field, text)
     try:
-        json.loads(text, parse_constant=_reject_constant)
+        _SCANNER.decode(text)
+    except _Exponent:
+        return _check_payload_exactly(field, text)
     except _NotStorable as exc:
         raise InvalidArgument(field, str(exc)) from None
     except json.JSONDecodeError as exc:
@@ -96,7 +100,6 @@ def _needs_exact_check(text: str) -> bool:
     return (
         ("\\u" in text and _RISKY_ESCAPE.search(text) is not None)
         or text.count("[") + text.count("{") > MAX_JSON_DEPTH
-        or (("e" in text or "E" in text) and _EXPONENT.search(text) is not None)
         or (len(text) > _NUMERIC_MAX_FRACTION_DIGITS and _LONG_DIGITS.search(text) is not None)
     )
 
@@ -128,6 +131,18 @@ class _NotStorable(ValueError):
     pass
 
 
+class _Exponent(Exception):
+    """The scanner met a number with an exponent: only the exact check can judge its range."""
+
+
+def _screen_float(token: str) -> float:
+    # The C scanner calls this for every number with a fraction or an exponent;
+    # the value itself is never used (PostgreSQL parses the original text).
+    if "e" in token or "E" in token:
+        raise _Exponent
+    return 0.0
+
+
 class _Pairs(list[tuple[str, Any]]):
     """A JSON object as all its (key, value) pairs, repeated keys included."""
 
@@ -135,6 +150,10 @@ class _Pairs(list[tuple[str, Any]]):
 def _reject_constant(name: str) -> Any:
     # Python's json accepts NaN and Infinity; JSON and jsonb do not.
     raise _NotStorable(f"is not JSON: {name} is not a JSON number")
+
+
+# Built once: json.loads with any hook builds a new decoder per call.
+_SCANNER = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_screen_float)
 
 
 def _check_number(text: str) -> int:

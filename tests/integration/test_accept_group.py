@@ -82,21 +82,17 @@ async def test_a_value_postgresql_refuses_names_its_event_and_spares_the_neighbo
     assert (single.details() or "").startswith("payload: PostgreSQL refused it"), single.details()
 
 
-async def test_at_info_the_log_has_one_line_per_group_and_none_per_event(inbox: InboxServiceStub, ns: str) -> None:
+async def test_at_info_the_log_has_no_line_per_event_or_per_group(inbox: InboxServiceStub, ns: str) -> None:
     with captured_logs(logging.INFO) as out:
         await inbox.AcceptBatch(inbox_pb2.AcceptBatchRequest(events=[accept_request(ns, f"k{i}") for i in range(50)]))
-        await inbox.Accept(accept_request(ns, "k0"))
+        for i in range(20):
+            await inbox.Accept(accept_request(ns, f"k{i}"))
         claimed = await inbox.Claim(inbox_pb2.ClaimRequest(namespaces=[ns], max_events=10))
         for event in claimed.events:
             await inbox.Complete(
                 inbox_pb2.CompleteRequest(namespace=ns, event_key=event.event_key, claim_token=event.claim_token)
             )
-    lines = [json.loads(line) for line in out.getvalue().splitlines()]
-    messages = [line["msg"] for line in lines]
+    messages = [json.loads(line)["msg"] for line in out.getvalue().splitlines()]
     assert len(claimed.events) == 10
-    for per_event in ("accept accepted", "accept duplicate", "event claimed", "event completed"):
-        assert per_event not in messages, f"a per-event {per_event!r} line at INFO"
-    groups = [line for line in lines if line["msg"] == "accept group"]
-    assert sum(line["events"] for line in groups) == 51
-    assert sum(line.get("accepted", 0) for line in groups) == 50
-    assert sum(line.get("duplicate", 0) for line in groups) == 1
+    for per_event in ("accept accepted", "accept duplicate", "accept group", "event claimed", "event completed"):
+        assert per_event not in messages, f"a {per_event!r} line at INFO"

@@ -21,6 +21,8 @@ from inboxd.store.queries import QUERIES
 # concurrent writers on the same keys (or retention deleting them meanwhile).
 _ROUNDS = 5
 
+# Built once: json.dumps with any option builds a new encoder per call.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 _OUTCOMES = {outcome.value: outcome for outcome in AcceptOutcome}
 _STATES = {state.value: state for state in EventState}
 
@@ -51,7 +53,7 @@ async def _accept_round(
     results: list[AcceptResult | None],
     now: datetime | None,
 ) -> list[int]:
-    document = json.dumps([_row(i, events[i]) for i in todo], ensure_ascii=False, separators=(",", ":"))
+    document = _ENCODER.encode([_row(i, events[i]) for i in todo])
     try:
         cur = await conn.execute(QUERIES["accept_events"], {"events": document, "now": now})
     except psycopg.errors.ForeignKeyViolation:

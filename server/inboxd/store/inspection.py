@@ -13,6 +13,7 @@ from inboxd.records import (
     EventPage,
     EventRecord,
     EventSummary,
+    ListNarrowing,
     ListPosition,
     NamespaceStats,
     ReplayRecord,
@@ -87,6 +88,7 @@ async def list_events(
     states: Sequence[EventState],
     after: ListPosition | None,
     page_size: int,
+    narrowing: ListNarrowing | None = None,
 ) -> EventPage:
     """One page of summaries, newest first (by accepted_at, then namespace and key)."""
     params: dict[str, Any] = {
@@ -97,7 +99,17 @@ async def list_events(
         # One more than asked tells whether another page follows.
         "limit": page_size + 1,
     }
-    if namespace is None:
+    if narrowing is not None:
+        params |= {
+            "event_type": narrowing.event_type,
+            "key_prefix": narrowing.key_prefix,
+            "namespace_patterns": list(narrowing.namespace_patterns),
+        }
+        if namespace is None:
+            cur = await conn.execute(QUERIES["events_filtered_everywhere"], params)
+        else:
+            cur = await conn.execute(QUERIES["events_filtered_in_namespace"], {**params, "namespace": namespace})
+    elif namespace is None:
         cur = await conn.execute(QUERIES["events_list_everywhere"], params)
     else:
         cur = await conn.execute(QUERIES["events_list_in_namespace"], {**params, "namespace": namespace})

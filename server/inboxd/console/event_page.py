@@ -1,0 +1,146 @@
+"""The console's page for one event: record, ledgers, conflicting copies, replays, and Replay itself.
+
+The payload (and each conflicting copy's) is sent only when the operator
+asks for it: the page without `payload=1` does not contain it at all.
+"""
+
+from __future__ import annotations
+
+import json
+
+from inboxd.console.html import csrf_input, event_url, h, page, state_badge, table, url, when
+from inboxd.console.pages import event_ref
+from inboxd.domain import EventState
+from inboxd.records import EventRecord
+
+REPLAYABLE = (EventState.COMPLETED, EventState.DEAD_LETTERED)
+
+
+def _pretty(payload_json: str | None) -> str:
+    if payload_json is None:
+        return '<p class="empty">Dropped by payload retention.</p>'
+    try:
+        text = json.dumps(json.loads(payload_json), indent=2, ensure_ascii=False)
+    except ValueError:
+        text = payload_json
+    return f'<pre class="payload" tabindex="0">{h(text)}</pre>'
+
+
+def _facts(record: EventRecord) -> str:
+    s = record.summary
+    facts = [
+        ("Namespace", h(s.namespace)),
+        ("Key", h(s.event_key)),
+        ("Type", h(s.event_type)),
+        ("State", state_badge(s.state)),
+        ("Attempt", str(s.attempt)),
+        ("Accepted", when(s.accepted_at)),
+        ("Available", when(s.available_at)),
+        ("Updated", when(s.updated_at)),
+        ("Lease expires", when(record.lease_expires_at)),
+        ("Completed", when(record.completed_at)),
+        ("Disposition", h(record.disposition.value if record.disposition else "-")),
+        ("Disposition reason", h(record.disposition_reason or "-")),
+        ("Message id", h(record.message_id or "-")),
+        ("Ordering key", h(record.ordering_key or "-")),
+        ("Revision", str(record.revision)),
+        ("Last error", f'<span class="error-text">{h(s.last_error or "-")}</span>'),
+    ]
+    items = "".join(f"<div><dt>{name}</dt><dd>{value}</dd></div>" for name, value in facts)
+    return f'<section aria-labelledby="record"><h2 id="record">Record</h2><dl class="facts">{items}</dl></section>'
+
+
+def _payload_section(record: EventRecord, show: bool) -> str:
+    s = record.summary
+    if show:
+        hide = h(event_url(s.namespace, s.event_key))
+        content = _pretty(record.payload_json) + f'<p><a href="{hide}">Hide payload</a></p>'
+    else:
+        link = h(url("/event", {"namespace": s.namespace, "key": s.event_key, "payload": "1"}) + "#payload")
+        content = f'<p><a class="button" href="{link}" id="show-payload">Show payload</a></p>'
+    return f'<section aria-labelledby="payload"><h2 id="payload">Payload</h2>{content}</section>'
+
+
+def _ledgers(record: EventRecord, show_payload: bool) -> str:
+    metadata = table(
+        "Metadata", ("Name", "Value"), ([h(k), h(v)] for k, v in sorted(record.metadata.items())), empty="None."
+    )
+    claims = table(
+        "Claims ledger, oldest first",
+        ("Fencing token", "Worker", "Attempt", "Claimed", "Ended", "How it ended"),
+        (
+            [
+                str(c.fencing_token),
+                h(c.worker_id or "-"),
+                str(c.attempt),
+                when(c.claimed_at),
+                when(c.ended_at),
+                h(c.outcome or "live"),
+            ]
+            for c in record.claims
+        ),
+        empty="Never claimed.",
+    )
+    actions = table(
+        "Action ledger",
+        ("Action", "State", "Idempotency key", "External reference", "Detail", "Fencing token", "Updated"),
+        (
+            [
+                h(a.action),
+                h(a.state.value.upper()),
+                f"<code>{h(a.idempotency_key)}</code>",
+                h(a.external_ref or "-"),
+                h(a.detail or "-"),
+                str(a.fencing_token),
+                when(a.updated_at),
+            ]
+            for a in record.actions
+        ),
+        empty="No external actions recorded.",
+    )
+    conflicts = table(
+        "Conflicting copies (same key, another type or payload; the original was kept)",
+        ("Received", "Type", "Payload"),
+        (
+            [when(c.received_at), h(c.event_type), _pretty(c.payload_json) if show_payload else "hidden"]
+            for c in record.conflicts
+        ),
+        empty="None.",
+    )
+    replays = table(
+        "Replays: who and why",
+        ("When", "Who", "State before", "Reason"),
+        ([when(r.replayed_at), h(r.actor), h(r.state_before.value.upper()), h(r.reason)] for r in record.replays),
+        empty="Never replayed.",
+    )
+    sections = (
+        ("metadata", "Metadata", metadata),
+        ("claims", "Claims", claims),
+        ("actions", "Actions", actions),
+        ("conflicts", "Conflicting copies", conflicts),
+        ("replays", "Replays", replays),
+    )
+    return "".join(
+        f'<section aria-labelledby="{anchor}"><h2 id="{anchor}">{title}</h2>{content}</section>'
+        for anchor, title, content in sections
+    )
+
+
+def _replay_form(record: EventRecord, csrf: str) -> str:
+    s = record.summary
+    if s.state not in REPLAYABLE:
+        return ""
+    return (
+        '<section aria-labelledby="replay"><h2 id="replay">Replay</h2>'
+        f'<form method="post" action="/replay" class="card">{csrf_input(csrf)}'
+        f'<input type="hidden" name="event" value="{h(event_ref(s.namespace, s.event_key))}">'
+        '<label for="reason">Reason (kept in the audit trail with your token\'s name)</label>'
+        '<input id="reason" name="reason" required maxlength="4096">'
+        '<button type="submit">Replay this event</button></form></section>'
+    )
+
+
+def event_page(record: EventRecord, *, show_payload: bool, who: str, csrf: str) -> str:
+    body = _facts(record) + _replay_form(record, csrf) + _payload_section(record, show_payload)
+    body += _ledgers(record, show_payload)
+    return page(f"Event {record.summary.event_key}", body, who=who, csrf=csrf, active="/events")

@@ -1,0 +1,245 @@
+"""The console's list pages: sign-in, overview, events, dead letters, replay results, errors."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from inboxd.console.html import age, csrf_input, event_url, h, page, state_badge, table, url, when
+from inboxd.domain import EventState
+from inboxd.errors import InvalidArgument
+from inboxd.records import EventSummary, NamespaceStats
+
+# How often the overview's numbers refresh themselves (console.js polls the fragment).
+OVERVIEW_REFRESH_SECONDS = 5
+
+
+@dataclass(frozen=True)
+class EventFilters:
+    """What the events page lists: each None means any."""
+
+    namespace: str | None = None
+    state: EventState | None = None
+    event_type: str | None = None
+    key_prefix: str | None = None
+
+    def params(self) -> dict[str, str | None]:
+        return {
+            "namespace": self.namespace,
+            "state": self.state.value if self.state else None,
+            "type": self.event_type,
+            "key_prefix": self.key_prefix,
+        }
+
+
+@dataclass(frozen=True)
+class ReplayOutcome:
+    namespace: str
+    event_key: str
+    # None when the replay happened; else why not.
+    error: str | None
+
+
+def event_ref(namespace: str, event_key: str) -> str:
+    """One event as a form value: a dead-letter checkbox names both halves of its identity."""
+    raw = json.dumps([namespace, event_key], ensure_ascii=False).encode("utf-8")
+    return base64.urlsafe_b64encode(raw).decode("ascii")
+
+
+def parse_event_ref(value: str) -> tuple[str, str]:
+    try:
+        namespace, event_key = json.loads(base64.urlsafe_b64decode(value.encode("ascii")).decode("utf-8"))
+        if isinstance(namespace, str) and isinstance(event_key, str):
+            return namespace, event_key
+    except (binascii.Error, UnicodeError, ValueError, TypeError):
+        pass
+    raise InvalidArgument("event", "is not an event reference from this console's page")
+
+
+def signin_page(csrf: str, *, error: str | None, open_mode: bool) -> str:
+    alert = f'<p class="error" role="alert">{h(error)}</p>' if error else ""
+    if open_mode:
+        hint = (
+            "<p>inboxd runs without a tokens file, so the console is open on loopback, as the RPCs are. "
+            "Leave the token empty.</p>"
+        )
+    else:
+        hint = "<p>Sign in with a bearer token that holds the <code>admin</code> scope.</p>"
+    body = (
+        f'{alert}{hint}<form method="post" action="/signin" class="card">{csrf_input(csrf)}'
+        '<label for="token">Token</label>'
+        '<input id="token" name="token" type="password" autocomplete="off" spellcheck="false" autofocus>'
+        '<button type="submit">Sign in</button></form>'
+    )
+    return page("Sign in", body)
+
+
+def overview_fragment(stats: Sequence[NamespaceStats]) -> str:
+    rows = []
+    for s in stats:
+        dead = str(s.dead_lettered)
+        if s.dead_lettered:
+            dead = f'<a class="alert" href="{h(url("/dead-letters", {"namespace": s.namespace}))}">{dead}</a>'
+        rows.append(
+            [
+                f'<a href="{h(url("/events", {"namespace": s.namespace}))}">{h(s.namespace)}</a>',
+                str(s.pending),
+                str(s.processing),
+                str(s.completed),
+                dead,
+                age(s.oldest_claimable_age),
+                str(s.unresolved_actions),
+            ]
+        )
+    headers = ("Namespace", "Pending", "Processing", "Completed", "Dead letters", "Oldest claimable", "Unresolved")
+    return table("Events per namespace", headers, rows, empty="No events in the namespaces this token may see.")
+
+
+def overview_page(stats: Sequence[NamespaceStats], *, who: str, csrf: str) -> str:
+    body = (
+        "<p>Counts by state per namespace. <em>Oldest claimable</em> is how long the oldest event a worker "
+        "could take now has waited; <em>Unresolved</em> counts actions UNKNOWN or INTENDED too long.</p>"
+        f'<div id="overview" data-refresh="/overview/fragment" data-every="{OVERVIEW_REFRESH_SECONDS}" '
+        f'aria-live="polite">{overview_fragment(stats)}</div>'
+    )
+    return page("Overview", body, who=who, csrf=csrf, active="/overview")
+
+
+def _summary_rows(events: Sequence[EventSummary]) -> list[list[str]]:
+    return [
+        [
+            h(e.namespace),
+            f'<a href="{h(event_url(e.namespace, e.event_key))}">{h(e.event_key)}</a>',
+            h(e.event_type),
+            state_badge(e.state),
+            str(e.attempt),
+            when(e.accepted_at),
+            f'<span class="error-text">{h(e.last_error)}</span>',
+        ]
+        for e in events
+    ]
+
+
+_SUMMARY_HEADERS = ("Namespace", "Key", "Type", "State", "Attempt", "Accepted", "Last error")
+
+
+def _namespace_select(selected: str | None, namespaces: Sequence[str], *, everyone: str) -> str:
+    choices = [("", everyone), *((n, n) for n in sorted({*namespaces, *([selected] if selected else [])}))]
+    options = "".join(
+        f'<option value="{h(v)}"{" selected" if v == (selected or "") else ""}>{h(label)}</option>'
+        for v, label in choices
+    )
+    return f'<label for="namespace">Namespace</label><select id="namespace" name="namespace">{options}</select>'
+
+
+def _pager(path: str, params: dict[str, str | None], next_token: str | None, first: bool) -> str:
+    links = []
+    if not first:
+        links.append(f'<a href="{h(url(path, params))}">First page</a>')
+    if next_token:
+        links.append(f'<a rel="next" href="{h(url(path, {**params, "page": next_token}))}">Next page</a>')
+    return f'<nav class="pager" aria-label="Pages">{" ".join(links)}</nav>' if links else ""
+
+
+def events_page(
+    filters: EventFilters,
+    events: Sequence[EventSummary],
+    *,
+    namespaces: Sequence[str],
+    next_token: str | None,
+    first: bool,
+    who: str,
+    csrf: str,
+) -> str:
+    states = "".join(
+        f'<option value="{s.value}"{" selected" if s == filters.state else ""}>{s.value.upper()}</option>'
+        for s in EventState
+    )
+    form = (
+        '<form method="get" action="/events" class="filters">'
+        f"<div>{_namespace_select(filters.namespace, namespaces, everyone='All I may see')}</div>"
+        f'<div><label for="state">State</label><select id="state" name="state"><option value="">Any</option>'
+        f"{states}</select></div>"
+        f'<div><label for="type">Type</label><input id="type" name="type" value="{h(filters.event_type or "")}">'
+        "</div>"
+        '<div><label for="key_prefix">Key prefix</label>'
+        f'<input id="key_prefix" name="key_prefix" value="{h(filters.key_prefix or "")}"></div>'
+        '<div><button type="submit">Filter</button></div></form>'
+    )
+    listing = table("Events, newest first", _SUMMARY_HEADERS, _summary_rows(events), empty="No events match.")
+    body = form + listing + _pager("/events", filters.params(), next_token, first)
+    return page("Events", body, who=who, csrf=csrf, active="/events")
+
+
+def dead_letters_page(
+    namespace: str | None,
+    events: Sequence[EventSummary],
+    *,
+    namespaces: Sequence[str],
+    next_token: str | None,
+    first: bool,
+    who: str,
+    csrf: str,
+) -> str:
+    pick = (
+        '<form method="get" action="/dead-letters" class="filters">'
+        f"<div>{_namespace_select(namespace, namespaces, everyone='All I may see')}</div>"
+        '<div><button type="submit">Show</button></div></form>'
+    )
+    rows = []
+    for e in events:
+        ref = event_ref(e.namespace, e.event_key)
+        box_id = "pick-" + ref.rstrip("=")
+        rows.append(
+            [
+                f'<input type="checkbox" name="event" value="{h(ref)}" id="{h(box_id)}" '
+                f'aria-label="Select {h(e.namespace)} {h(e.event_key)}">',
+                h(e.namespace),
+                f'<a href="{h(event_url(e.namespace, e.event_key))}">{h(e.event_key)}</a>',
+                h(e.event_type),
+                str(e.attempt),
+                when(e.updated_at),
+                f'<span class="error-text">{h(e.last_error)}</span>',
+            ]
+        )
+    headers = ("Select", "Namespace", "Key", "Type", "Attempts", "Dead since", "Last error")
+    listing = table("Dead-lettered events", headers, rows, empty="No dead letters. Nothing waits for you.")
+    replay = ""
+    if rows:
+        replay = (
+            f'<form method="post" action="/replay" id="replay-form">{csrf_input(csrf)}'
+            '<p><label><input type="checkbox" data-select-all="event"> Select every event on this page</label></p>'
+            f"{listing}"
+            '<div class="card"><label for="reason">Reason (kept in the audit trail with your token\'s name)</label>'
+            '<input id="reason" name="reason" required maxlength="4096">'
+            '<button type="submit">Replay selected</button></div></form>'
+        )
+    params: dict[str, str | None] = {"namespace": namespace}
+    body = pick + (replay or listing) + _pager("/dead-letters", params, next_token, first)
+    return page("Dead letters", body, who=who, csrf=csrf, active="/dead-letters")
+
+
+def replay_result_page(outcomes: Sequence[ReplayOutcome], reason: str, *, who: str, csrf: str) -> str:
+    done = sum(1 for o in outcomes if o.error is None)
+    rows = [
+        [
+            h(o.namespace),
+            f'<a href="{h(event_url(o.namespace, o.event_key))}">{h(o.event_key)}</a>',
+            "replayed: now PENDING"
+            if o.error is None
+            else f'<span class="error-text">not replayed: {h(o.error)}</span>',
+        ]
+        for o in outcomes
+    ]
+    summary = f'<p role="status">Replayed {done} of {len(outcomes)} events, reason: <q>{h(reason)}</q>.</p>'
+    body = summary + table("Replay results", ("Namespace", "Key", "Result"), rows)
+    body += '<p><a href="/dead-letters">Back to dead letters</a></p>'
+    return page("Replay", body, who=who, csrf=csrf, active="/dead-letters")
+
+
+def error_page(status: int, message: str, *, who: str | None = None, csrf: str | None = None) -> str:
+    body = f'<p class="error" role="alert">{h(message)}</p><p><a href="/overview">Back to the overview</a></p>'
+    return page(f"{status}", body, who=who, csrf=csrf)

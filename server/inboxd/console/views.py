@@ -1,0 +1,163 @@
+"""The console's signed-in pages: each reads the request, checks grants, calls `Operators`, renders.
+
+Namespace grants are checked as InboxAdminService checks them: a page that
+names a namespace needs it granted; a page that names none shows only the
+namespaces the token is granted (for the overview, by filtering the Stats
+answer; for listings, by the token's patterns in the query itself).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from aiohttp import web
+
+from inboxd import validation
+from inboxd.auth import Caller
+from inboxd.console.event_page import event_page
+from inboxd.console.pages import (
+    EventFilters,
+    ReplayOutcome,
+    dead_letters_page,
+    events_page,
+    overview_fragment,
+    overview_page,
+    parse_event_ref,
+    replay_result_page,
+)
+from inboxd.domain import EventState
+from inboxd.errors import InboxError, InvalidArgument
+from inboxd.operators import ALL_STATES, Operators
+from inboxd.page_tokens import decode_page_token, encode_page_token
+from inboxd.records import EventPage, ListNarrowing, NamespaceStats
+
+if TYPE_CHECKING:
+    from inboxd.console.app import Console
+
+PAGE_SIZE = 50
+# One Replay click may name at most this many events (a page of dead letters is PAGE_SIZE).
+MAX_REPLAY_EVENTS = 500
+
+
+def _html(body: str, status: int = 200) -> web.Response:
+    return web.Response(text=body, status=status, content_type="text/html", charset="utf-8")
+
+
+def _optional(request: web.Request, name: str, max_bytes: int = validation.MAX_IDENTITY_BYTES) -> str | None:
+    value = request.query.get(name, "").strip()
+    return validation.check_text(name, value, max_bytes) if value else None
+
+
+class Views:
+    def __init__(self, operators: Operators, console: Console) -> None:
+        self.operators = operators
+        self.console = console
+
+    async def _visible_stats(self, caller: Caller) -> list[NamespaceStats]:
+        stats = await self.operators.stats(None)
+        return [s for s in stats if caller.may_see(s.namespace)]
+
+    async def overview(self, request: web.Request) -> web.Response:
+        session = self.console.session(request)
+        stats = await self._visible_stats(session.caller)
+        return _html(overview_page(stats, who=session.caller.name, csrf=session.csrf))
+
+    async def overview_fragment(self, request: web.Request) -> web.Response:
+        session = self.console.session(request)
+        return _html(overview_fragment(await self._visible_stats(session.caller)))
+
+    async def _listing(
+        self, request: web.Request, caller: Caller, filters: EventFilters
+    ) -> tuple[EventPage, list[str]]:
+        """One page of `filters`' events the caller may see, and the namespaces to offer in the filter."""
+        if filters.namespace is not None:
+            caller.require_namespace(filters.namespace)
+        token = request.query.get("page", "")
+        after = decode_page_token(token) if token else None
+        narrowing = None
+        if filters.event_type or filters.key_prefix or (filters.namespace is None and not caller.all_namespaces):
+            patterns = ("%",) if caller.all_namespaces else caller.like_patterns()
+            narrowing = ListNarrowing(filters.event_type, filters.key_prefix, patterns)
+        states: Sequence[EventState] = (filters.state,) if filters.state else ALL_STATES
+        page = await self.operators.list_events(
+            namespace=filters.namespace, states=states, after=after, page_size=PAGE_SIZE, narrowing=narrowing
+        )
+        namespaces = [s.namespace for s in await self._visible_stats(caller)]
+        return page, namespaces
+
+    async def events(self, request: web.Request) -> web.Response:
+        session = self.console.session(request)
+        state_text = _optional(request, "state")
+        try:
+            state = EventState(state_text) if state_text else None
+        except ValueError:
+            known = ", ".join(s.value for s in EventState)
+            raise InvalidArgument("state", f"{state_text!r} is none of {known}") from None
+        filters = EventFilters(
+            namespace=_optional(request, "namespace"),
+            state=state,
+            event_type=_optional(request, "type"),
+            key_prefix=_optional(request, "key_prefix"),
+        )
+        page, namespaces = await self._listing(request, session.caller, filters)
+        return _html(
+            events_page(
+                filters,
+                page.events,
+                namespaces=namespaces,
+                next_token=encode_page_token(page.next_position) if page.next_position else None,
+                first="page" not in request.query,
+                who=session.caller.name,
+                csrf=session.csrf,
+            )
+        )
+
+    async def event(self, request: web.Request) -> web.Response:
+        session = self.console.session(request)
+        namespace = validation.check_identity("namespace", request.query.get("namespace", ""))
+        event_key = validation.check_identity("key", request.query.get("key", ""))
+        session.caller.require_namespace(namespace)
+        record = await self.operators.get_event(namespace, event_key)
+        show = request.query.get("payload") == "1"
+        return _html(event_page(record, show_payload=show, who=session.caller.name, csrf=session.csrf))
+
+    async def dead_letters(self, request: web.Request) -> web.Response:
+        session = self.console.session(request)
+        filters = EventFilters(namespace=_optional(request, "namespace"), state=EventState.DEAD_LETTERED)
+        page, namespaces = await self._listing(request, session.caller, filters)
+        return _html(
+            dead_letters_page(
+                filters.namespace,
+                page.events,
+                namespaces=namespaces,
+                next_token=encode_page_token(page.next_position) if page.next_position else None,
+                first="page" not in request.query,
+                who=session.caller.name,
+                csrf=session.csrf,
+            )
+        )
+
+    async def replay(self, request: web.Request) -> web.Response:
+        """Replays each selected event with one reason; one refusal never stops the others."""
+        session = self.console.session(request)
+        form = await request.post()
+        raw_reason = form.get("reason")
+        reason = validation.check_text("reason", raw_reason if isinstance(raw_reason, str) else "", 4096)
+        if not reason.strip():
+            raise InvalidArgument("reason", "is required: say why, for the audit trail")
+        refs = [r for r in form.getall("event", []) if isinstance(r, str)]
+        if not refs:
+            raise InvalidArgument("event", "select at least one event to replay")
+        if len(refs) > MAX_REPLAY_EVENTS:
+            raise InvalidArgument("event", f"{len(refs)} selected; replay at most {MAX_REPLAY_EVENTS} at once")
+        outcomes = []
+        for ref in refs:
+            namespace, event_key = parse_event_ref(ref)
+            try:
+                session.caller.require_namespace(namespace)
+                await self.operators.replay(namespace, event_key, reason=reason, actor=session.caller.name)
+                outcomes.append(ReplayOutcome(namespace, event_key, None))
+            except InboxError as exc:
+                outcomes.append(ReplayOutcome(namespace, event_key, str(exc)))
+        return _html(replay_result_page(outcomes, reason, who=session.caller.name, csrf=session.csrf))
