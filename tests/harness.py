@@ -68,7 +68,14 @@ class ServerProcess:
     port: int = 0
 
     def start(self, timeout: float = 30.0) -> ServerProcess:
-        env = {**os.environ, "DATABASE_URL": self.database_url, "INBOXD_LISTEN": "127.0.0.1:0", **self.env}
+        # No lease rescuer unless asked: the test database is shared with servers on hand-moved clocks.
+        env = {
+            **os.environ,
+            "DATABASE_URL": self.database_url,
+            "INBOXD_LISTEN": "127.0.0.1:0",
+            "INBOXD_RESCUE_INTERVAL": "0",
+            **self.env,
+        }
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "inboxd", "serve"],
             env=env,

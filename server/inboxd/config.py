@@ -87,6 +87,10 @@ class Settings:
     retention_force: bool = False
     # Allows bearer tokens in plaintext beyond loopback: TLS ends at a proxy in front (logged loudly).
     trusted_network: bool = False
+    # The lease rescuer: leases expired longer than the grace go back to
+    # PENDING, one pass per interval (0: off). Back within a minute by default.
+    rescue_grace: timedelta = timedelta(seconds=30)
+    rescue_interval: timedelta = timedelta(seconds=15)
 
     @property
     def listen_host(self) -> str:
@@ -129,6 +133,8 @@ _ENV: dict[str, tuple[str, object]] = {
     "INBOXD_WORKERS": ("workers", int),
     "INBOXD_RETENTION_FORCE": ("retention_force", parse_flag),
     "INBOXD_TRUSTED_NETWORK": ("trusted_network", parse_flag),
+    "INBOXD_RESCUE_GRACE": ("rescue_grace", parse_duration),
+    "INBOXD_RESCUE_INTERVAL": ("rescue_interval", parse_duration),
 }
 _NAMED_PARSERS = (parse_duration, parse_size, parse_flag)
 

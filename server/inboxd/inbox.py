@@ -7,6 +7,7 @@ decides what runs in one transaction, and who is woken afterwards.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections import Counter
 from collections.abc import Callable, Coroutine, Mapping, Sequence
@@ -29,6 +30,7 @@ from inboxd.domain import (
     Fence,
     NewEvent,
 )
+from inboxd.due_poller import DuePoller
 from inboxd.errors import InboxError
 from inboxd.store import actions, claims
 from inboxd.store.accepts import accept_events
@@ -42,8 +44,8 @@ log = logging.getLogger(__name__)
 # The clock: None means "the database's now()", so replicas agree on time.
 Clock = Callable[[], datetime | None]
 
-# A waiting Claim looks at the database at least this often, to cover a lost
-# wake-up, a delayed event coming due, or a lease expiring.
+# The poller looks for due work on behalf of all waiting Claims this often,
+# to cover a lost wake-up, a delayed event coming due, or a lease expiring.
 FALLBACK_POLL_SECONDS = 1.0
 MAX_ERROR_BYTES = 4096
 # How long a completion waits for an event row another transaction holds
@@ -76,6 +78,7 @@ class Inbox:
     def __post_init__(self) -> None:
         self._accepts: Coalescer[NewEvent, AcceptResult] = Coalescer(self._accept_group)
         self._completions: Coalescer[Completion, InboxError | None] = Coalescer(self._complete_group)
+        self._poller = DuePoller(self.db, self.bus, self.clock, lambda: self.fallback_poll_seconds)
 
     async def accept(self, events: Sequence[NewEvent]) -> list[AcceptResult]:
         """Accepts events in one transaction (shared with concurrent callers); answers after it commits."""
@@ -111,7 +114,8 @@ class Inbox:
     def on_replica_signal(self, events: list[tuple[str, str, int]] | None) -> None:
         """Another replica made events claimable (None: it may have, look again)."""
         if events is None:
-            self.bus.notify_all()
+            # One look by the poller on behalf of every waiter, not a stampede of claims.
+            self._poller.poke()
             return
         for namespace, event_type, count in events:
             self.bus.notify(namespace, event_type, count)
@@ -119,29 +123,45 @@ class Inbox:
     # -- claiming --
 
     async def claim(self, request: ClaimRequest) -> ClaimBatch:
-        """Claims up to max_events, waiting up to request.wait for the first to arrive."""
+        """Claims up to max_events, waiting up to request.wait for the first to arrive.
+
+        A waiting Claim registers before it looks, then sleeps until a
+        wake-up or its deadline; the poller looks for due work on behalf of
+        all waiters, so an idle waiter costs the database nothing.
+        """
+        if not request.wait:
+            return await self._claim_once(request)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + request.wait.total_seconds()
-        while True:
-            waiter = self.bus.register(request.namespaces, request.event_types) if request.wait else None
-            try:
+        waiter = self.bus.register(request.namespaces, request.event_types, request.namespace_patterns)
+        self._poller.ensure_running()
+        held = None
+        batch = ClaimBatch([])
+        try:
+            while True:
+                held = waiter.take_wake_up()
                 batch = await self._claim_once(request)
                 remaining = deadline - loop.time()
-                if batch.events or remaining <= 0 or waiter is None:
+                if batch.events or remaining <= 0:
                     return batch
-                try:
-                    await asyncio.wait_for(waiter.woken.wait(), min(remaining, self.fallback_poll_seconds))
-                except TimeoutError:
-                    pass
-            finally:
-                if waiter is not None:
-                    self.bus.unregister(waiter)
+                self.bus.looked_in_vain(waiter, held)
+                held = None
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(waiter.woken.wait(), remaining)
+        finally:
+            self.bus.unregister(waiter, [(e.namespace, e.event_type) for e in batch.events], held)
+            if not self.bus:
+                self._poller.poke()
 
     async def _claim_once(self, request: ClaimRequest) -> ClaimBatch:
         now = self.clock()
         max_attempts = self.settings.max_attempts
+        # One statement on an autocommit connection: one round trip, no BEGIN/COMMIT.
         task = asyncio.ensure_future(
-            self.db.run(lambda conn: claims.claim_events(conn, request, max_attempts=max_attempts, now=now))
+            self.db.run(
+                lambda conn: claims.claim_events(conn, request, max_attempts=max_attempts, now=now),
+                transaction=False,
+            )
         )
         try:
             # Shielded: a caller who goes away mid-claim must not leave events
@@ -167,7 +187,8 @@ class Inbox:
 
     async def renew_lease(self, fence: Fence, lease: timedelta) -> datetime:
         now = self.clock()
-        return await self.db.run(lambda conn: claims.renew_lease(conn, fence, lease, now))
+        # A single fenced UPDATE; when it matches nothing, the diagnosis is a read of its own.
+        return await self.db.run(lambda conn: claims.renew_lease(conn, fence, lease, now), transaction=False)
 
     async def complete(self, fence: Fence, disposition: Disposition, reason: str) -> None:
         """Completes the claim; concurrent completions share one transaction."""
@@ -235,12 +256,14 @@ class Inbox:
 
     async def release(self, fence: Fence) -> None:
         now = self.clock()
-        namespace, _, event_type = await self.db.run(lambda conn: claims.release_event(conn, fence, now))
+        namespace, _, event_type = await self.db.run(
+            lambda conn: claims.release_event(conn, fence, now), transaction=False
+        )
         self.wake_claimers({(namespace, event_type): 1})
 
     async def release_many(self, fences: Sequence[Fence]) -> None:
         now = self.clock()
-        released = await self.db.run(lambda conn: claims.release_events(conn, fences, now))
+        released = await self.db.run(lambda conn: claims.release_events(conn, fences, now), transaction=False)
         self.wake_claimers(Counter((ns, t) for ns, _, t in released))
 
 

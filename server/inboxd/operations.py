@@ -26,6 +26,7 @@ from inboxd.observed_inbox import ObservedInbox
 from inboxd.observer import Observers
 from inboxd.operators import Operators
 from inboxd.records import NamespaceStats
+from inboxd.rescuer import rescuer_loop
 from inboxd.retention import retention_loop
 from inboxd.transition_log import TransitionLog
 
@@ -102,14 +103,12 @@ class InstanceDuties:
         self.stats = StatsRefresh(lambda: self.operators.stats(None), self.metrics.stats)
 
     def _loops(self) -> list[Coroutine[Any, Any, None]]:
-        """The background loops that must run once per instance, not once per server process.
-
-        Any further instance-wide loop (a lease rescuer, say) belongs here.
-        """
+        """The background loops that must run once per instance, not once per server process."""
         inbox = self.inbox
         return [
             self._refresh_stats_forever(),
             retention_loop(inbox.db.conninfo, inbox.settings, inbox.clock, inbox.observer),
+            rescuer_loop(inbox),
         ]
 
     async def start(self) -> None:

@@ -1,60 +1,214 @@
-"""Waking long-polling Claims when work arrives, without polling the database.
+"""Waking long-polling Claims when work arrives, without polling the database per waiter.
 
 A waiter registers *before* it looks for work, so an event that arrives
 between its empty look and its wait still wakes it. Each arriving event
 wakes at most one matching waiter (the longest waiting), so a thousand idle
 workers do not stampede the database for one event.
+
+Waiters are filed by (namespace, event type), with wildcard buckets for the
+ones that name no namespace or no type, so a wake-up looks only at waiters
+that may take the event. A waiter wants only what its caller may claim: one
+that names no namespace carries its token's namespace patterns, so a
+restricted worker never takes the wake-up meant for an eligible one.
+
+A wake-up is handed on, not dropped, when the waiter it reached does not use
+it: the waiter went away, returned holding other events, or looked and found
+nothing (then at most MAX_HOPS times, so a wake-up for an event someone else
+took does not circle forever; the per-process poller covers the rest).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+import heapq
+import itertools
+import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+
+# How many times a wake-up that found nothing is handed to the next waiter.
+MAX_HOPS = 3
+
+# A bucket key: (namespace or None for "any namespace", event type or None for "any type").
+_Key = tuple[str | None, str | None]
+
+
+@dataclass(frozen=True, slots=True)
+class WakeUp:
+    """Why a waiter was woken: an event of this kind became claimable."""
+
+    namespace: str
+    event_type: str
+    hops: int = 0
 
 
 @dataclass(eq=False)
 class Waiter:
     namespaces: frozenset[str]
     event_types: frozenset[str]
+    # SQL LIKE patterns narrowing a waiter that names no namespace; empty: none.
+    namespace_patterns: tuple[str, ...] = ()
+    seq: int = 0
     woken: asyncio.Event = field(default_factory=asyncio.Event)
+    # The wake-up this waiter holds and has not looked for yet.
+    wake_up: WakeUp | None = None
+    _patterns: re.Pattern[str] | None = None
+
+    def __post_init__(self) -> None:
+        if self.namespace_patterns:
+            self._patterns = re.compile("|".join(like_to_regex(p) for p in self.namespace_patterns), re.DOTALL)
 
     def wants(self, namespace: str, event_type: str) -> bool:
-        return (not self.namespaces or namespace in self.namespaces) and (
-            not self.event_types or event_type in self.event_types
-        )
+        if self.namespaces and namespace not in self.namespaces:
+            return False
+        if self.event_types and event_type not in self.event_types:
+            return False
+        return self._patterns is None or self._patterns.fullmatch(namespace) is not None
+
+    def take_wake_up(self) -> WakeUp | None:
+        """Before a look: forgets the signal and returns the wake-up the look now answers."""
+        held, self.wake_up = self.wake_up, None
+        self.woken.clear()
+        return held
+
+    def keys(self) -> Iterator[_Key]:
+        namespaces: Iterable[str | None] = self.namespaces or (None,)
+        event_types: Iterable[str | None] = self.event_types or (None,)
+        return itertools.product(namespaces, event_types)
+
+
+@dataclass(frozen=True, slots=True)
+class Wanted:
+    """What the waiters of a process want, for the poller's one look: pairs of (namespace or pattern, type).
+
+    An empty type means any type.
+    """
+
+    in_namespaces: frozenset[tuple[str, str]]
+    by_patterns: frozenset[tuple[str, str]]
+    # Types wanted by waiters that take any namespace ("" for any type).
+    anywhere: frozenset[str]
+
+    def __bool__(self) -> bool:
+        return bool(self.in_namespaces or self.by_patterns or self.anywhere)
 
 
 class WakeBus:
-    """The waiters of one server process, oldest first."""
+    """The waiters of one server process, filed by what they want, oldest first within each file."""
 
     def __init__(self) -> None:
-        # A dict keeps insertion order and removes in O(1).
-        self._waiters: dict[Waiter, None] = {}
+        # Dicts keep insertion (= seq) order and remove in O(1).
+        self._buckets: dict[_Key, dict[Waiter, None]] = {}
+        self._count = 0
+        self._seq = itertools.count()
 
     def __len__(self) -> int:
-        return len(self._waiters)
+        return self._count
 
-    def register(self, namespaces: Iterable[str], event_types: Iterable[str]) -> Waiter:
-        waiter = Waiter(frozenset(namespaces), frozenset(event_types))
-        self._waiters[waiter] = None
+    def register(
+        self, namespaces: Iterable[str], event_types: Iterable[str], namespace_patterns: Iterable[str] = ()
+    ) -> Waiter:
+        waiter = Waiter(frozenset(namespaces), frozenset(event_types), tuple(namespace_patterns), seq=next(self._seq))
+        for key in waiter.keys():
+            self._buckets.setdefault(key, {})[waiter] = None
+        self._count += 1
         return waiter
 
-    def unregister(self, waiter: Waiter) -> None:
-        self._waiters.pop(waiter, None)
+    def unregister(self, waiter: Waiter, taken: Iterable[tuple[str, str]] = (), held: WakeUp | None = None) -> None:
+        """Forgets `waiter`; the wake-ups it held and did not use (`taken`: the kinds it claimed) go on."""
+        removed = False
+        for key in waiter.keys():
+            bucket = self._buckets.get(key)
+            if bucket is not None and bucket.pop(waiter, False) is None:
+                removed = True
+                if not bucket:
+                    del self._buckets[key]
+        if not removed:
+            return
+        self._count -= 1
+        unused = list(taken)
+        for wake_up in (held, waiter.take_wake_up()):
+            if wake_up is None:
+                continue
+            kind = (wake_up.namespace, wake_up.event_type)
+            if kind in unused:
+                unused.remove(kind)
+            else:
+                self.notify(wake_up.namespace, wake_up.event_type, hops=wake_up.hops)
 
-    def notify(self, namespace: str, event_type: str, count: int = 1) -> int:
-        """Wakes up to `count` waiters that want this kind of event; returns how many."""
+    def looked_in_vain(self, waiter: Waiter, held: WakeUp | None) -> None:
+        """`waiter` was woken and found nothing: the wake-up goes to another waiter, a bounded number of times."""
+        if held is not None and held.hops < MAX_HOPS:
+            self.notify(held.namespace, held.event_type, hops=held.hops + 1, skip=waiter)
+
+    def notify(
+        self, namespace: str, event_type: str, count: int = 1, *, hops: int = 0, skip: Waiter | None = None
+    ) -> int:
+        """Wakes up to `count` waiters that want this kind of event, oldest first; returns how many."""
         woken = 0
-        for waiter in self._waiters:
-            if woken >= count:
-                break
-            if not waiter.woken.is_set() and waiter.wants(namespace, event_type):
+        if count <= 0:
+            return 0
+        for waiter in self._candidates(namespace, event_type):
+            if waiter is not skip and not waiter.woken.is_set() and waiter.wants(namespace, event_type):
+                waiter.wake_up = WakeUp(namespace, event_type, hops)
                 waiter.woken.set()
                 woken += 1
+                if woken >= count:
+                    break
         return woken
 
     def notify_all(self) -> None:
-        """After a possible loss of signals (a reconnect, say), everyone looks again."""
-        for waiter in self._waiters:
-            waiter.woken.set()
+        """Everyone looks again."""
+        for bucket in list(self._buckets.values()):
+            for waiter in bucket:
+                waiter.woken.set()
+
+    def wanted(self) -> Wanted:
+        in_namespaces: set[tuple[str, str]] = set()
+        by_patterns: set[tuple[str, str]] = set()
+        anywhere: set[str] = set()
+        for (namespace, event_type), bucket in self._buckets.items():
+            kind = event_type or ""
+            if namespace is not None:
+                in_namespaces.add((namespace, kind))
+                continue
+            for waiter in bucket:
+                if waiter.namespace_patterns:
+                    by_patterns.update((pattern, kind) for pattern in waiter.namespace_patterns)
+                else:
+                    anywhere.add(kind)
+        return Wanted(frozenset(in_namespaces), frozenset(by_patterns), frozenset(anywhere))
+
+    def _candidates(self, namespace: str, event_type: str) -> Iterator[Waiter]:
+        keys: tuple[_Key, ...] = ((namespace, event_type), (namespace, None), (None, event_type), (None, None))
+        buckets = [iter(self._buckets[key]) for key in keys if key in self._buckets]
+        if len(buckets) == 1:
+            return buckets[0]
+        return heapq.merge(*buckets, key=lambda waiter: waiter.seq)
+
+
+def like_to_regex(pattern: str) -> str:
+    """An SQL LIKE pattern (backslash escapes) as a regular expression for fullmatch."""
+    parts: list[str] = []
+    chars = iter(pattern)
+    for char in chars:
+        if char == "\\":
+            parts.append(re.escape(next(chars, "\\")))
+        elif char == "%":
+            parts.append(".*")
+        elif char == "_":
+            parts.append(".")
+        else:
+            parts.append(re.escape(char))
+    return "(?:" + "".join(parts) + ")"
+
+
+def like_prefix(pattern: str) -> str:
+    """The literal text an SQL LIKE pattern starts with: every name it matches begins with it."""
+    prefix: list[str] = []
+    chars = iter(pattern)
+    for char in chars:
+        if char in "%_":
+            break
+        prefix.append(next(chars, "\\") if char == "\\" else char)
+    return "".join(prefix)

@@ -10,6 +10,7 @@ from inboxd.config import Settings
 from inboxd.server import RunningServer, start_server
 from inboxd.store.database import Database
 from inboxd_client import AsyncInboxClient, RetryPolicy
+from tests.conftest import NO_RESCUER
 
 # Short backoffs: a test of a retried call should not wait out production pauses.
 FAST_RETRY = RetryPolicy(max_attempts=5, initial_backoff=0.01, max_backoff=0.05)
@@ -32,6 +33,6 @@ async def clocked_client(clocked_server: RunningServer) -> AsyncIterator[AsyncIn
 @pytest.fixture(scope="module")
 async def patient_server(db: Database) -> AsyncIterator[RunningServer]:
     """A real-time server with attempts to spare, for workers killed over and over."""
-    running = await start_server(Settings(listen="127.0.0.1:0", max_attempts=100), db)
+    running = await start_server(Settings(listen="127.0.0.1:0", max_attempts=100, rescue_interval=NO_RESCUER), db)
     yield running
     await running.stop(1.0)

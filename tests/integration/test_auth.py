@@ -22,6 +22,7 @@ from inboxd.config import Settings
 from inboxd.server import MAX_BATCH_TOTAL_BYTES, RunningServer, start_server
 from inboxd.store.database import Database
 from inboxd_client.v1 import admin_pb2, admin_pb2_grpc, inbox_pb2, inbox_pb2_grpc, types_pb2
+from tests.conftest import NO_RESCUER
 from tests.harness import ServerProcess
 from tests.integration.certs import Certs, make_certs
 from tests.integration.helpers import accept_request, seconds
@@ -61,7 +62,9 @@ def tokens(tmp_path_factory: pytest.TempPathFactory) -> Tokens:
 async def guarded(db: Database, tokens: Tokens) -> AsyncIterator[RunningServer]:
     from inboxd.auth import TokenRegistry
 
-    settings = Settings(listen="127.0.0.1:0", tokens_file=tokens.file, max_waiting_claims_per_caller=2)
+    settings = Settings(
+        listen="127.0.0.1:0", tokens_file=tokens.file, max_waiting_claims_per_caller=2, rescue_interval=NO_RESCUER
+    )
     running = await start_server(settings, db, registry=TokenRegistry(tokens.file))
     yield running
     await running.stop(1.0)
@@ -336,6 +339,7 @@ async def _tls_server(db: Database, certs: Certs, *, mutual: bool) -> RunningSer
         tls_cert=certs.server_cert,
         tls_key=certs.server_key,
         tls_client_ca=certs.ca if mutual else None,
+        rescue_interval=NO_RESCUER,
     )
     return await start_server(settings, db)
 

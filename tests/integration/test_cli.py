@@ -15,6 +15,7 @@ from inboxd.store.database import Database
 from inboxd_client.v1 import admin_pb2, types_pb2
 from inboxd_client.v1.admin_pb2_grpc import InboxAdminServiceStub
 from inboxd_client.v1.inbox_pb2_grpc import InboxServiceStub
+from tests.conftest import NO_RESCUER
 from tests.integration.admin_fixtures import clocked_admin, completed_event, dead_lettered_event, run_cli
 from tests.integration.certs import make_certs
 from tests.integration.helpers import accept_request
@@ -138,7 +139,11 @@ async def tls_server(
     certs = make_certs(folder)
     tokens = write_tokens(folder / "tokens.toml")
     settings = Settings(
-        listen="127.0.0.1:0", tokens_file=tokens.file, tls_cert=certs.server_cert, tls_key=certs.server_key
+        listen="127.0.0.1:0",
+        tokens_file=tokens.file,
+        tls_cert=certs.server_cert,
+        tls_key=certs.server_key,
+        rescue_interval=NO_RESCUER,
     )
     running = await start_server(settings, db, registry=TokenRegistry(tokens.file))
     yield running, certs.ca, tokens.root

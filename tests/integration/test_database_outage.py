@@ -22,6 +22,7 @@ from inboxd.store.database import Database
 from inboxd.store.migrate import migrate
 from inboxd_client.v1 import inbox_pb2
 from inboxd_client.v1.inbox_pb2_grpc import InboxServiceStub
+from tests.conftest import NO_RESCUER
 from tests.harness import discard_postgres, throwaway_postgres
 from tests.integration.helpers import accept_request, expect_status
 from tests.integration.procs import poll, stored_keys
@@ -67,7 +68,7 @@ async def _rig(acquire_timeout: float | None = None) -> AsyncIterator[Rig]:
         )
         await db.open()
         try:
-            running = await start_server(Settings(listen="127.0.0.1:0"), db)
+            running = await start_server(Settings(listen="127.0.0.1:0", rescue_interval=NO_RESCUER), db)
             try:
                 async with grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as channel:
                     yield Rig(pg, db, running, InboxServiceStub(channel), health_pb2_grpc.HealthStub(channel))

@@ -16,6 +16,7 @@ from inboxd.logs import event_ref
 from inboxd.server import RunningServer, start_server
 from inboxd.store.database import Database
 from inboxd_client.v1 import admin_pb2, admin_pb2_grpc, inbox_pb2, inbox_pb2_grpc, types_pb2
+from tests.conftest import NO_RESCUER
 from tests.integration.helpers import accept_request, captured_logs, expect_status, seconds
 from tests.integration.test_auth import Tokens, write_tokens
 from tests.integration.test_claims import fenced
@@ -32,7 +33,9 @@ def tokens(tmp_path_factory: pytest.TempPathFactory) -> Tokens:
 
 @pytest.fixture(scope="module")
 async def guarded(db: Database, tokens: Tokens) -> AsyncIterator[RunningServer]:
-    running = await start_server(Settings(listen="127.0.0.1:0"), db, registry=TokenRegistry(tokens.file))
+    running = await start_server(
+        Settings(listen="127.0.0.1:0", rescue_interval=NO_RESCUER), db, registry=TokenRegistry(tokens.file)
+    )
     yield running
     await running.stop(1.0)
 

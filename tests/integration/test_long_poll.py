@@ -1,8 +1,9 @@
-"""Long-polling Claims: woken by an Accept on this server or another, and never
-leaving events claimed by a caller who went away.
+"""Long-polling Claims: woken by an Accept on this server or another, never
+leaving events claimed by a caller who went away, and costing the database
+next to nothing while they wait.
 
-The servers here have their fallback poll turned off, so a waiting Claim that
-returns before its wait ends can only have been woken by a signal.
+The quiet server has its poller turned off, so a waiting Claim that returns
+before its wait ends can only have been woken by a signal.
 """
 
 from __future__ import annotations
@@ -15,12 +16,14 @@ from typing import Any
 import grpc
 import pytest
 
+from inboxd.auth import Scope, TokenRegistry, entry_toml, new_token
 from inboxd.config import Settings
-from inboxd.domain import ClaimRequest, Namespace
+from inboxd.domain import ClaimRequest, EventKey, Namespace, NewEvent
 from inboxd.server import RunningServer, start_server
 from inboxd.store.database import Database
 from inboxd_client.v1 import inbox_pb2
 from inboxd_client.v1.inbox_pb2_grpc import InboxServiceStub
+from tests.conftest import NO_RESCUER
 from tests.harness import ServerProcess, eventually
 from tests.integration.helpers import accept_request, read_event, seconds
 
@@ -30,7 +33,7 @@ LONG_WAIT = 50.0
 
 @pytest.fixture(scope="module")
 async def quiet_server(db: Database) -> AsyncIterator[RunningServer]:
-    running = await start_server(Settings(listen="127.0.0.1:0"), db)
+    running = await start_server(Settings(listen="127.0.0.1:0", rescue_interval=NO_RESCUER), db)
     running.inbox.fallback_poll_seconds = NO_FALLBACK
     yield running
     await running.stop(1.0)
@@ -134,6 +137,120 @@ async def test_a_claim_cancelled_mid_transaction_releases_what_it_took(
 
 
 def _event(ns: str, key: str) -> Any:
-    from inboxd.domain import EventKey, NewEvent
-
     return NewEvent(namespace=Namespace(ns), event_key=EventKey(key), event_type="test.event", payload_json="{}")
+
+
+async def _transactions(db: Database) -> int:
+    async def work(conn: Any) -> int:
+        cur = await conn.execute(
+            "SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = current_database()"
+        )
+        row = await cur.fetchone()
+        return int(row[0])
+
+    count: int = await db.run(work, transaction=False)
+    return count
+
+
+async def test_a_thousand_idle_waiting_claims_cost_a_handful_of_transactions_a_second(db: Database, ns: str) -> None:
+    """Counted in pg_stat_database, which backends report up to 10 s late: settle first, then count."""
+    waiters = 1000
+    running = await start_server(
+        Settings(listen="127.0.0.1:0", max_waiting_claims_per_caller=2 * waiters, rescue_interval=NO_RESCUER), db
+    )
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as chan:
+            stub = InboxServiceStub(chan)
+            calls = [
+                stub.Claim(inbox_pb2.ClaimRequest(namespaces=[ns], wait=seconds(60)), timeout=65)
+                for _ in range(waiters)
+            ]
+            await eventually(lambda: len(running.inbox.bus) == waiters, "every claim to wait", within=30)
+            await asyncio.sleep(11)  # the start-up's own transactions reach the statistics
+            looks_before = running.inbox._poller.looks
+            before = await _transactions(db)
+            started = asyncio.get_running_loop().time()
+            await asyncio.sleep(4)
+            counted = await _transactions(db) - before
+            window = asyncio.get_running_loop().time() - started
+            assert running.inbox._poller.looks > looks_before, "the poller never looked on the waiters' behalf"
+            assert counted <= 10 * window, f"{counted} transactions in {window:.1f} s with {waiters} idle waiters"
+            # Still awake: one Accept answers exactly one of them.
+            await stub.Accept(accept_request(ns, "the-one"))
+            await eventually(lambda: any(c.done() for c in calls), "a waiting claim to be answered")
+            [answered] = [c for c in calls if c.done()]
+            assert [e.event_key for e in (await answered).events] == ["the-one"]
+            for call in calls:
+                call.cancel()
+    finally:
+        await running.stop(1.0)
+
+
+async def test_a_wake_up_reaches_the_waiter_whose_token_may_claim_the_event(
+    db: Database, ns: str, tmp_path: Any
+) -> None:
+    grants = {"elsewhere": ["nobody-here/*"], "eligible": [ns], "edge": ["*"]}
+    scopes = {"elsewhere": [Scope.WORK], "eligible": [Scope.WORK], "edge": [Scope.ACCEPT]}
+    tokens = {name: new_token() for name in grants}
+    path = tmp_path / "tokens.toml"
+    path.write_text("\n".join(entry_toml(n, tokens[n], scopes[n], grants[n]) for n in grants))
+    settings = Settings(listen="127.0.0.1:0", tokens_file=path, rescue_interval=NO_RESCUER)
+    running = await start_server(settings, db, registry=TokenRegistry(path))
+    running.inbox.fallback_poll_seconds = NO_FALLBACK
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as chan:
+            stub = InboxServiceStub(chan)
+
+            def bearer(name: str) -> tuple[tuple[str, str]]:
+                return (("authorization", f"Bearer {tokens[name]}"),)
+
+            # The restricted worker waits first: the oldest waiter, and no namespace named.
+            restricted = stub.Claim(
+                inbox_pb2.ClaimRequest(event_types=["test.event"], wait=seconds(LONG_WAIT)),
+                metadata=bearer("elsewhere"),
+                timeout=LONG_WAIT + 5,
+            )
+            await eventually(lambda: len(running.inbox.bus) == 1, "the restricted claim to wait")
+            eligible = stub.Claim(
+                inbox_pb2.ClaimRequest(wait=seconds(LONG_WAIT)), metadata=bearer("eligible"), timeout=LONG_WAIT + 5
+            )
+            await eventually(lambda: len(running.inbox.bus) == 2, "the eligible claim to wait")
+            await stub.Accept(accept_request(ns, "for-the-eligible"), metadata=bearer("edge"))
+            answer = await asyncio.wait_for(eligible, LONG_WAIT / 2)
+            assert [e.event_key for e in answer.events] == ["for-the-eligible"]
+            assert not restricted.done()
+            restricted.cancel()
+    finally:
+        await running.stop(1.0)
+
+
+async def test_a_waiter_that_returns_holding_other_events_passes_its_wake_up_on(
+    quiet_server: RunningServer, db: Database, ns: str
+) -> None:
+    inbox = quiet_server.inbox
+    any_type = asyncio.create_task(inbox.claim(_waiting(ns, ())))
+    await eventually(lambda: len(inbox.bus) == 1, "the first claim to wait")
+    paid_only = asyncio.create_task(inbox.claim(_waiting(ns, ("order.paid",))))
+    await eventually(lambda: len(inbox.bus) == 2, "the second claim to wait")
+
+    async def older_event_nobody_announced(conn: Any) -> None:
+        await conn.execute(
+            "INSERT INTO inbox_events (namespace, event_key, event_type, payload, accepted_at, available_at,"
+            " due_at, updated_at) VALUES (%s, 'unannounced', 'order.refunded', '{}', now() - interval '1 minute',"
+            " now() - interval '1 minute', now() - interval '1 minute', now())",
+            (ns,),
+        )
+
+    await db.run(older_event_nobody_announced)
+    paid = _event(ns, "paid")
+    await inbox.accept([NewEvent(paid.namespace, paid.event_key, "order.paid", "{}")])
+    # The oldest waiter takes the wake-up, looks, and leaves with the older, unannounced event.
+    first = await asyncio.wait_for(any_type, LONG_WAIT / 2)
+    assert [e.event_key for e in first.events] == ["unannounced"]
+    # Its wake-up was for order.paid: the other waiter gets it.
+    second = await asyncio.wait_for(paid_only, LONG_WAIT / 2)
+    assert [e.event_key for e in second.events] == ["paid"]
+
+
+def _waiting(ns: str, event_types: tuple[str, ...]) -> ClaimRequest:
+    return ClaimRequest((ns,), event_types, 1, timedelta(seconds=30), timedelta(seconds=LONG_WAIT), "w")

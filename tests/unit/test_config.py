@@ -147,3 +147,10 @@ def test_a_trusted_network_is_logged_loudly(caplog: pytest.LogCaptureFixture) ->
         warn_about_forced_settings(settings)
     [record] = caplog.records
     assert "INBOXD_TRUSTED_NETWORK is set: bearer tokens cross the network" in record.getMessage()
+
+
+def test_the_lease_rescuer_brings_an_expired_lease_back_within_a_minute_by_default() -> None:
+    defaults = load_settings({})
+    assert defaults.rescue_grace + defaults.rescue_interval <= timedelta(minutes=1)
+    tuned = load_settings({"INBOXD_RESCUE_GRACE": "2m", "INBOXD_RESCUE_INTERVAL": "0"})
+    assert (tuned.rescue_grace, tuned.rescue_interval) == (timedelta(minutes=2), timedelta(0))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from inboxd.wakeups import WakeBus
+from inboxd.wakeups import MAX_HOPS, WakeBus, like_prefix
 
 
 async def test_an_event_wakes_one_matching_waiter_the_longest_waiting() -> None:
@@ -31,3 +31,92 @@ async def test_notify_all_wakes_everyone_and_unregister_forgets() -> None:
     bus.notify_all()
     assert stays.woken.is_set() and not gone.woken.is_set()
     assert len(bus) == 1
+
+
+async def test_a_waiter_restricted_by_its_token_does_not_take_a_wake_up_it_cannot_use() -> None:
+    bus = WakeBus()
+    restricted = bus.register([], [], namespace_patterns=["tenant-a/%"])
+    eligible = bus.register([], [], namespace_patterns=["tenant-b/%"])
+    assert bus.notify("tenant-b/x", "t") == 1
+    assert eligible.woken.is_set() and not restricted.woken.is_set()
+
+
+async def test_like_patterns_match_as_postgresql_matches_them() -> None:
+    bus = WakeBus()
+    literal = bus.register([], [], namespace_patterns=[r"a\_b/%"])
+    assert bus.notify("axb/1", "t") == 0
+    assert bus.notify("a_b/1", "t") == 1
+    assert literal.woken.is_set()
+
+
+async def test_a_waiter_that_returns_holding_other_events_passes_its_wake_up_on() -> None:
+    bus = WakeBus()
+    first = bus.register(["a"], [])
+    second = bus.register(["a"], ["paid"])
+    bus.notify("a", "paid")
+    held = first.take_wake_up()
+    bus.unregister(first, taken=[("a", "refunded")], held=held)
+    assert second.woken.is_set()
+    assert second.wake_up is not None and (second.wake_up.namespace, second.wake_up.event_type) == ("a", "paid")
+
+
+async def test_a_waiter_that_took_what_woke_it_passes_nothing_on() -> None:
+    bus = WakeBus()
+    first = bus.register(["a"], [])
+    second = bus.register(["a"], [])
+    bus.notify("a", "paid")
+    bus.unregister(first, taken=[("a", "paid")], held=first.take_wake_up())
+    assert not second.woken.is_set()
+
+
+async def test_a_cancelled_waiter_passes_its_wake_up_on() -> None:
+    bus = WakeBus()
+    first = bus.register([], [])
+    second = bus.register([], [])
+    bus.notify("a", "t")
+    bus.unregister(first)
+    assert second.woken.is_set()
+
+
+async def test_a_wake_up_that_finds_nothing_goes_round_a_bounded_number_of_times() -> None:
+    bus = WakeBus()
+    waiters = [bus.register(["a"], []) for _ in range(MAX_HOPS + 3)]
+    bus.notify("a", "t")
+    looks = 0
+    while any(w.woken.is_set() for w in waiters):
+        for waiter in waiters:
+            if waiter.woken.is_set():
+                looks += 1
+                bus.looked_in_vain(waiter, waiter.take_wake_up())
+    assert looks == MAX_HOPS + 1
+
+
+async def test_a_wake_up_looks_only_at_waiters_filed_under_its_kind() -> None:
+    bus = WakeBus()
+    others = [bus.register([f"ns-{i}"], []) for i in range(1000)]
+    mine = bus.register(["a"], [])
+    anywhere = bus.register([], ["other.type"])
+    assert sum(1 for _ in bus._candidates("a", "t")) == 1
+    assert bus.notify("a", "t") == 1
+    assert mine.woken.is_set() and not anywhere.woken.is_set()
+    assert not any(w.woken.is_set() for w in others)
+
+
+async def test_wanted_sums_up_what_the_waiters_want_for_the_poller() -> None:
+    bus = WakeBus()
+    bus.register(["a", "b"], ["paid"])
+    bus.register(["a"], [])
+    bus.register([], [], namespace_patterns=["t/%"])
+    bus.register([], ["x"])
+    wanted = bus.wanted()
+    assert wanted.in_namespaces == {("a", "paid"), ("b", "paid"), ("a", "")}
+    assert wanted.by_patterns == {("t/%", "")}
+    assert wanted.anywhere == {"x"}
+    assert not WakeBus().wanted()
+
+
+def test_a_like_patterns_prefix_is_its_literal_start() -> None:
+    assert like_prefix("mailera/%") == "mailera/"
+    assert like_prefix(r"a\_b/%") == "a_b/"
+    assert like_prefix("%/prod") == ""
+    assert like_prefix("exact") == "exact"

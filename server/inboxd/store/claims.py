@@ -32,6 +32,7 @@ from inboxd.domain import (
 from inboxd.errors import ClaimSuperseded, InboxError, NotFound, Unavailable
 from inboxd.store.database import Connection
 from inboxd.store.queries import QUERIES
+from inboxd.wakeups import like_prefix
 
 SUPERSEDED = "claim superseded: this claim token is not the current claim of the event"
 
@@ -45,6 +46,7 @@ async def claim_events(
             "namespaces": list(request.namespaces),
             "event_types": list(request.event_types),
             "namespace_patterns": list(request.namespace_patterns),
+            "namespace_prefixes": sorted({like_prefix(p) for p in request.namespace_patterns}),
             "max_events": request.max_events,
             "lease": request.lease,
             "worker_id": request.worker_id,
@@ -55,13 +57,11 @@ async def claim_events(
     rows = await cur.fetchall()
     dead_lettered = int(rows[0][-2]) if rows else 0
     leases_expired = int(rows[0][-1]) if rows else 0
-    claimed = [row for row in rows if row[0] is not None]
-    actions = await _actions_for(conn, [(row[0], row[1]) for row in claimed])
-    events = [_claimed_event(row, actions.get((row[0], row[1]), ())) for row in claimed]
+    events = [_claimed_event(row, row[-3] or ()) for row in rows if row[0] is not None]
     return ClaimBatch(events, leases_expired=leases_expired, dead_lettered=dead_lettered)
 
 
-def _claimed_event(row: Sequence[Any], actions: Sequence[ActionRecord]) -> ClaimedEvent:
+def _claimed_event(row: Sequence[Any], ledger: Sequence[dict[str, Any]]) -> ClaimedEvent:
     (namespace, event_key, event_type, payload, metadata, message_id, ordering_key, revision,
      attempt, claim_token, fencing_token, lease_expires_at, accepted_at, last_error) = row[:14]  # fmt: skip
     return ClaimedEvent(
@@ -79,21 +79,23 @@ def _claimed_event(row: Sequence[Any], actions: Sequence[ActionRecord]) -> Claim
         lease_expires_at=lease_expires_at,
         accepted_at=accepted_at,
         last_error=last_error,
-        actions=tuple(actions),
+        actions=tuple(_ledger_entry(entry) for entry in ledger),
     )
 
 
-async def _actions_for(conn: Connection, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], list[ActionRecord]]:
-    if not keys:
-        return {}
-    cur = await conn.execute(
-        QUERIES["actions_for_events"],
-        {"namespaces": [k[0] for k in keys], "event_keys": [k[1] for k in keys]},
+def _ledger_entry(entry: dict[str, Any]) -> ActionRecord:
+    """One action of the JSON ledger the claim statement returns (jsonb: timestamps are ISO 8601 text)."""
+    return action_record(
+        (
+            entry["action"],
+            entry["state"],
+            entry["idempotency_key"],
+            entry["external_ref"],
+            entry["detail"],
+            entry["fencing_token"],
+            datetime.fromisoformat(entry["updated_at"]),
+        )
     )
-    found: dict[tuple[str, str], list[ActionRecord]] = {}
-    for namespace, event_key, *rest in await cur.fetchall():
-        found.setdefault((namespace, event_key), []).append(action_record(rest))
-    return found
 
 
 def action_record(row: Sequence[Any]) -> ActionRecord:

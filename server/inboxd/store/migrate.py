@@ -1,7 +1,10 @@
 """Versioned schema migrations, applied in order under an advisory lock.
 
 Every replica runs this at start-up; the lock makes them take turns, and the
-version table makes the second one find nothing to do.
+version table makes the second one find nothing to do. Tables that were
+never analyzed are analyzed before the server takes calls: without
+statistics the planner guesses, and its guesses for a fresh install were
+sequential scans that ran the first minute at a third of the speed.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from importlib import resources
 from typing import LiteralString
 
 import psycopg
+from psycopg import sql
 
 from inboxd.errors import Unavailable
 from inboxd.store.database import first_line
@@ -19,6 +23,21 @@ log = logging.getLogger(__name__)
 
 # Any fixed number; it names "inboxd migrations" among the cluster's advisory locks.
 _MIGRATION_LOCK = 7_311_001
+
+# inboxd's tables: analyzed after migrating when they have no statistics yet.
+_TABLES: tuple[LiteralString, ...] = (
+    "inbox_events",
+    "inbox_claims",
+    "inbox_actions",
+    "inbox_conflicts",
+    "inbox_replays",
+)
+
+# pg_class.reltuples is -1 until a table's first VACUUM or ANALYZE (PostgreSQL 14+).
+_NEVER_ANALYZED: LiteralString = """
+SELECT c.relname FROM pg_class AS c
+WHERE c.oid = ANY(%s::regclass[]) AND c.reltuples < 0
+"""
 
 _VERSION_TABLE: LiteralString = """
 CREATE TABLE IF NOT EXISTS inboxd_schema_migrations (
@@ -71,6 +90,17 @@ async def _migrate(conninfo: str) -> list[str]:
                     )
                 log.info("applied migration %s", name)
                 applied.append(name)
+            await _analyze_fresh_tables(conn)
         finally:
             await conn.execute("SELECT pg_advisory_unlock(%s)", (_MIGRATION_LOCK,))
     return applied
+
+
+async def _analyze_fresh_tables(conn: psycopg.AsyncConnection[tuple[object, ...]]) -> None:
+    """ANALYZE the tables autovacuum has not reached yet, so the first plans rest on statistics."""
+    cur = await conn.execute(_NEVER_ANALYZED, (list(_TABLES),))
+    fresh = {row[0] for row in await cur.fetchall()}
+    for table in _TABLES:
+        if table in fresh:
+            await conn.execute(sql.SQL("ANALYZE {}").format(sql.Identifier(table)))
+            log.info("analyzed %s", table)

@@ -6,27 +6,100 @@
 -- Leases up to max_events due events: PENDING ones whose available_at has
 -- come and PROCESSING ones whose lease expired (the old claim dies). Oldest
 -- due first; SKIP LOCKED lets concurrent claimers pass each other. Due events
--- with no attempts left are dead-lettered instead of handed out.
-WITH clock AS (
+-- with no attempts left are dead-lettered instead of handed out. One
+-- statement, so one round trip on an autocommit connection: the claimed
+-- events' action ledgers come back with them.
+--
+-- Each shape of Claim has an access path whose cost does not depend on other
+-- namespaces' rows, under a custom or a generic plan alike (the untaken
+-- branches are one-time filters on the parameters):
+--   named namespaces: per namespace, a range of inbox_events_namespace_due;
+--   no namespace, granted patterns: a skip scan from each pattern's literal
+--     prefix lists the namespaces under it that have open rows (one index
+--     descent each, whatever their backlog), the patterns keep the granted
+--     ones, then per namespace as above;
+--   every namespace: inbox_events_due, oldest first (its predicate names the
+--     open states, which only this branch states, so the per-namespace scans
+--     cannot take it and walk other namespaces' rows in due order).
+-- The clock is repeated in each WHERE rather than read from the clock CTE,
+-- so the cut-off is an index condition, not a join filter: with many delayed
+-- events and nothing due, a Claim reads no rows.
+WITH RECURSIVE clock AS (
     SELECT coalesce(%(now)s::timestamptz, now()) AS now
+), open_namespaces AS (
+    -- From each pattern's literal prefix, the namespaces with open rows, one
+    -- index descent each, up to the first that no longer has the prefix
+    -- (byte order, so those with a prefix are contiguous).
+    SELECT p.prefix, (SELECT e.namespace FROM inbox_events AS e
+                      WHERE e.due_at IS NOT NULL AND e.namespace COLLATE "C" >= p.prefix
+                      ORDER BY e.namespace COLLATE "C"
+                      LIMIT 1) AS namespace
+    FROM unnest(%(namespace_prefixes)s::text[]) AS p(prefix)
+    WHERE cardinality(%(namespaces)s::text[]) = 0
+    UNION ALL
+    SELECT o.prefix, (SELECT e.namespace FROM inbox_events AS e
+                      WHERE e.due_at IS NOT NULL AND e.namespace COLLATE "C" > o.namespace
+                      ORDER BY e.namespace COLLATE "C"
+                      LIMIT 1)
+    FROM open_namespaces AS o
+    WHERE starts_with(o.namespace, o.prefix)
+), wanted AS (
+    SELECT n.namespace FROM unnest(%(namespaces)s::text[]) AS n(namespace)
+    WHERE cardinality(%(namespace_patterns)s::text[]) = 0 OR n.namespace LIKE ANY(%(namespace_patterns)s::text[])
+    UNION
+    SELECT o.namespace FROM open_namespaces AS o
+    WHERE o.namespace LIKE ANY(%(namespace_patterns)s::text[])
 ), due AS (
-    SELECT e.namespace, e.event_key, e.state AS state_before, e.fencing_token AS old_fencing_token,
-           e.attempt >= %(max_attempts)s AS exhausted, e.due_at
-    FROM inbox_events AS e
-    -- The clock is repeated here rather than read from the clock CTE, so the
-    -- cut-off is an index condition on inbox_events_due, not a join filter:
-    -- with many delayed events and nothing due, a Claim reads no rows.
-    WHERE e.due_at <= coalesce(%(now)s::timestamptz, now())
-      AND (cardinality(%(namespaces)s::text[]) = 0 OR e.namespace = ANY(%(namespaces)s::text[]))
-      AND (cardinality(%(event_types)s::text[]) = 0 OR e.event_type = ANY(%(event_types)s::text[]))
-      AND (cardinality(%(namespace_patterns)s::text[]) = 0 OR e.namespace LIKE ANY(%(namespace_patterns)s::text[]))
-    ORDER BY e.due_at
+    SELECT candidates.* FROM (
+        SELECT d.* FROM wanted CROSS JOIN LATERAL (
+            SELECT e.namespace, e.event_key, e.state AS state_before, e.fencing_token AS old_fencing_token,
+                   e.attempt >= %(max_attempts)s AS exhausted, e.due_at
+            FROM inbox_events AS e
+            WHERE e.namespace COLLATE "C" = wanted.namespace
+              AND e.due_at <= coalesce(%(now)s::timestamptz, now())
+              AND (cardinality(%(event_types)s::text[]) = 0 OR e.event_type = ANY(%(event_types)s::text[]))
+            ORDER BY e.due_at
+            LIMIT %(max_events)s
+            FOR UPDATE OF e SKIP LOCKED
+        ) AS d
+        UNION ALL
+        SELECT anywhere.* FROM (
+            SELECT e.namespace, e.event_key, e.state, e.fencing_token, e.attempt >= %(max_attempts)s, e.due_at
+            FROM inbox_events AS e
+            WHERE cardinality(%(namespaces)s::text[]) = 0 AND cardinality(%(namespace_patterns)s::text[]) = 0
+              AND e.state IN ('pending', 'processing')
+              AND e.due_at <= coalesce(%(now)s::timestamptz, now())
+              AND (cardinality(%(event_types)s::text[]) = 0 OR e.event_type = ANY(%(event_types)s::text[]))
+            ORDER BY e.due_at
+            LIMIT %(max_events)s
+            FOR UPDATE OF e SKIP LOCKED
+        ) AS anywhere
+    ) AS candidates
+    -- With several namespaces each may lock up to max_events; the ones not
+    -- kept here are unlocked when the statement ends.
+    ORDER BY candidates.due_at
     LIMIT %(max_events)s
-    FOR UPDATE OF e SKIP LOCKED
+), picked AS (
+    -- One row of parallel arrays. Under a generic plan `due` is estimated at
+    -- a tenth of the table (LIMIT of a parameter), and the writes below
+    -- joined it by hashing a full scan; the unnest in `taken` is estimated at
+    -- 10 rows under any plan, so they reach their rows by primary key.
+    SELECT array_agg(due.namespace ORDER BY due.namespace, due.event_key) AS namespaces,
+           array_agg(due.event_key ORDER BY due.namespace, due.event_key) AS event_keys,
+           array_agg(due.state_before ORDER BY due.namespace, due.event_key) AS states_before,
+           array_agg(due.old_fencing_token ORDER BY due.namespace, due.event_key) AS old_fencing_tokens,
+           array_agg(due.exhausted ORDER BY due.namespace, due.event_key) AS exhausted,
+           array_agg(due.due_at ORDER BY due.namespace, due.event_key) AS due_ats
+    FROM due
+), taken AS (
+    SELECT t.*
+    FROM picked, unnest(picked.namespaces, picked.event_keys, picked.states_before, picked.old_fencing_tokens,
+                        picked.exhausted, picked.due_ats)
+                 AS t(namespace, event_key, state_before, old_fencing_token, exhausted, due_at)
 ), ended_claims AS (
     UPDATE inbox_claims AS c
     SET ended_at = clock.now, outcome = 'expired'
-    FROM due, clock
+    FROM taken AS due, clock
     WHERE due.state_before = 'processing' AND c.fencing_token = due.old_fencing_token AND c.ended_at IS NULL
     RETURNING c.fencing_token
 ), dead AS (
@@ -36,7 +109,7 @@ WITH clock AS (
         last_error = CASE WHEN due.state_before = 'processing'
                           THEN format('lease expired on attempt %%s of %%s; attempts exhausted', e.attempt, %(max_attempts)s::int)
                           ELSE format('attempts exhausted (%%s of %%s)', e.attempt, %(max_attempts)s::int) END
-    FROM due, clock
+    FROM taken AS due, clock
     WHERE due.exhausted AND e.namespace = due.namespace AND e.event_key = due.event_key
     RETURNING e.namespace
 ), claimed AS (
@@ -45,7 +118,7 @@ WITH clock AS (
         claim_token = gen_random_uuid()::text, fencing_token = nextval('inbox_fencing_tokens'),
         worker_id = %(worker_id)s, lease_expires_at = clock.now + %(lease)s::interval,
         due_at = clock.now + %(lease)s::interval, updated_at = clock.now
-    FROM due, clock
+    FROM taken AS due, clock
     WHERE NOT due.exhausted AND e.namespace = due.namespace AND e.event_key = due.event_key
     RETURNING e.namespace, e.event_key, e.event_type, e.payload::text, e.metadata, e.message_id,
               e.ordering_key, e.revision, e.attempt, e.claim_token, e.fencing_token,
@@ -55,16 +128,24 @@ WITH clock AS (
     INSERT INTO inbox_claims (fencing_token, namespace, event_key, claim_token, worker_id, attempt, claimed_at)
     SELECT fencing_token, namespace, event_key, claim_token, worker_id, attempt, now FROM claimed
 )
--- One row per claimed event; when none was claimed, one row of NULLs that
--- still carries the counts.
-SELECT claimed.*, counts.dead_lettered, counts.leases_expired
+-- One row per claimed event, its action ledger as a JSON array; when none was
+-- claimed, one row of NULLs that still carries the counts.
+SELECT claimed.*, ledger.actions, counts.dead_lettered, counts.leases_expired
 FROM (SELECT (SELECT count(*) FROM dead) AS dead_lettered,
              (SELECT count(*) FROM ended_claims) AS leases_expired) AS counts
 LEFT JOIN claimed ON true
+LEFT JOIN LATERAL (
+    SELECT jsonb_agg(jsonb_build_object(
+               'action', a.action, 'state', a.state, 'idempotency_key', a.idempotency_key,
+               'external_ref', a.external_ref, 'detail', a.detail, 'fencing_token', a.fencing_token,
+               'updated_at', a.updated_at) ORDER BY a.created_at, a.action) AS actions
+    FROM inbox_actions AS a
+    WHERE a.namespace = claimed.namespace AND a.event_key = claimed.event_key
+) AS ledger ON true
 ORDER BY claimed.due_at
 
 -- name: actions_for_events
--- The action ledgers of the given events, for ClaimedEvent.actions.
+-- The action ledgers of the given events (GetEvent reads one).
 SELECT a.namespace, a.event_key, a.action, a.state, a.idempotency_key, a.external_ref, a.detail,
        a.fencing_token, a.updated_at
 FROM inbox_actions AS a

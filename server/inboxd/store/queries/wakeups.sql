@@ -1,0 +1,59 @@
+-- The wake-up poller: one look per server process and interval on behalf of
+-- every waiting Claim, instead of one claim query per waiter.
+
+-- name: due_kinds
+-- Which (namespace, event_type) the waiters want have due rows, and how many
+-- (up to `cap` per namespace or for the any-namespace waiters). Reads no
+-- rows of namespaces nobody waits for: per wanted namespace a range of
+-- inbox_events_namespace_due; patterns are resolved by a skip scan, from each
+-- pattern's literal prefix, of the namespaces that have open rows; waiters for any namespace share one walk
+-- of inbox_events_due. An event_type of '' means any type. Takes no locks.
+WITH RECURSIVE open_namespaces AS (
+    SELECT p.prefix, (SELECT e.namespace FROM inbox_events AS e
+                      WHERE e.due_at IS NOT NULL AND e.namespace COLLATE "C" >= p.prefix
+                      ORDER BY e.namespace COLLATE "C"
+                      LIMIT 1) AS namespace
+    FROM unnest(%(prefixes)s::text[]) AS p(prefix)
+    UNION ALL
+    SELECT o.prefix, (SELECT e.namespace FROM inbox_events AS e
+                      WHERE e.due_at IS NOT NULL AND e.namespace COLLATE "C" > o.namespace
+                      ORDER BY e.namespace COLLATE "C"
+                      LIMIT 1)
+    FROM open_namespaces AS o
+    WHERE starts_with(o.namespace, o.prefix)
+), wanted AS (
+    SELECT w.namespace, w.event_type
+    FROM unnest(%(namespaces)s::text[], %(event_types)s::text[]) AS w(namespace, event_type)
+    UNION
+    SELECT o.namespace, p.event_type
+    FROM open_namespaces AS o
+    JOIN unnest(%(patterns)s::text[], %(pattern_types)s::text[]) AS p(pattern, event_type)
+      ON o.namespace LIKE p.pattern
+), per_namespace AS (
+    SELECT namespace, bool_or(event_type = '') AS any_type, array_agg(event_type) AS event_types
+    FROM wanted
+    GROUP BY namespace
+), found AS (
+    SELECT d.namespace, d.event_type
+    FROM per_namespace AS w CROSS JOIN LATERAL (
+        SELECT e.namespace, e.event_type
+        FROM inbox_events AS e
+        WHERE e.namespace COLLATE "C" = w.namespace
+          AND e.due_at <= coalesce(%(now)s::timestamptz, now())
+          AND (w.any_type OR e.event_type = ANY(w.event_types))
+        ORDER BY e.due_at
+        LIMIT %(cap)s
+    ) AS d
+    UNION ALL
+    SELECT a.namespace, a.event_type FROM (
+        SELECT e.namespace, e.event_type
+        FROM inbox_events AS e
+        WHERE cardinality(%(anywhere_types)s::text[]) > 0
+          AND e.state IN ('pending', 'processing')
+          AND e.due_at <= coalesce(%(now)s::timestamptz, now())
+          AND ('' = ANY(%(anywhere_types)s::text[]) OR e.event_type = ANY(%(anywhere_types)s::text[]))
+        ORDER BY e.due_at
+        LIMIT %(cap)s
+    ) AS a
+)
+SELECT namespace, event_type, count(*) FROM found GROUP BY namespace, event_type

@@ -1,0 +1,68 @@
+"""The lease rescuer in the database: bounded batches, one replica at a time.
+
+Like retention, a pass holds a session-level advisory lock on a connection of
+its own, so only one replica runs it, and each batch is its own short
+single-statement transaction.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+import psycopg
+
+from inboxd.domain import EventState
+from inboxd.errors import Unavailable
+from inboxd.store.database import first_line
+from inboxd.store.queries import QUERIES
+
+# Any fixed number; it names "inboxd lease rescue" among the cluster's advisory locks.
+RESCUE_LOCK = 7_311_003
+BATCH_SIZE = 500
+
+# (namespace, event_type, state after) of each rescued event.
+Rescued = list[tuple[str, str, EventState]]
+
+
+async def rescue_expired_leases(
+    conninfo: str,
+    *,
+    grace: timedelta,
+    max_attempts: int,
+    now: datetime | None = None,
+    batch_size: int = BATCH_SIZE,
+    namespace: str | None = None,
+) -> Rescued | None:
+    """Ends leases expired more than `grace` before `now`; None when another replica holds the lock.
+
+    `namespace` confines the pass to one namespace; tests use it so that a
+    far-future `now` touches only their own rows.
+    """
+    params: dict[str, Any] = {
+        "now": now,
+        "grace": grace,
+        "max_attempts": max_attempts,
+        "namespace": namespace,
+        "batch_size": batch_size,
+    }
+    rescued: Rescued = []
+    try:
+        async with await psycopg.AsyncConnection.connect(conninfo, autocommit=True, connect_timeout=10) as conn:
+            cur = await conn.execute(QUERIES["rescue_try_lock"], {"lock": RESCUE_LOCK})
+            locked = await cur.fetchone()
+            if locked is None or not locked[0]:
+                return None
+            try:
+                while True:
+                    cur = await conn.execute(QUERIES["rescue_expired_leases"], params)
+                    batch = [(str(ns), str(t), EventState(state)) for ns, t, state in await cur.fetchall()]
+                    rescued.extend(batch)
+                    if len(batch) < batch_size:
+                        break
+            finally:
+                if not conn.closed:
+                    await conn.execute(QUERIES["rescue_unlock"], {"lock": RESCUE_LOCK})
+    except psycopg.OperationalError as exc:
+        raise Unavailable(f"lease rescue: database unavailable: {first_line(exc)}") from None
+    return rescued

@@ -1,0 +1,34 @@
+"""The wake-up poller's one look: which kinds of event the waiting Claims want are due."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from inboxd.store.database import Connection
+from inboxd.store.queries import QUERIES
+from inboxd.wakeups import Wanted, like_prefix
+
+# Due rows counted per wanted namespace: enough to wake as many waiters.
+DUE_CAP = 100
+
+
+async def due_kinds(
+    conn: Connection, wanted: Wanted, now: datetime | None = None, cap: int = DUE_CAP
+) -> list[tuple[str, str, int]]:
+    """(namespace, event_type, due rows up to `cap`) among what the waiters want."""
+    in_namespaces = sorted(wanted.in_namespaces)
+    by_patterns = sorted(wanted.by_patterns)
+    cur = await conn.execute(
+        QUERIES["due_kinds"],
+        {
+            "namespaces": [namespace for namespace, _ in in_namespaces],
+            "event_types": [event_type for _, event_type in in_namespaces],
+            "patterns": [pattern for pattern, _ in by_patterns],
+            "prefixes": sorted({like_prefix(pattern) for pattern, _ in by_patterns}),
+            "pattern_types": [event_type for _, event_type in by_patterns],
+            "anywhere_types": sorted(wanted.anywhere),
+            "now": now,
+            "cap": cap,
+        },
+    )
+    return [(str(namespace), str(event_type), int(count)) for namespace, event_type, count in await cur.fetchall()]
