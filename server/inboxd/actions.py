@@ -2,6 +2,11 @@
 
 INTENDED -> SUCCEEDED | FAILED | UNKNOWN; UNKNOWN -> SUCCEEDED | FAILED;
 FAILED -> INTENDED (a retry, same idempotency key); SUCCEEDED is final.
+
+An outcome from a claim older than the one that last wrote the action says
+nothing about the newer claim's attempt: it is kept in the action's history and
+answered with the action as it stands. SUCCEEDED is the exception: it proves the
+effect happened under this key, so it is never lost.
 """
 
 from __future__ import annotations
@@ -28,12 +33,21 @@ class ActionWrite(enum.Enum):
     CREATE = "create"  # first record: the idempotency key is minted
     UPDATE = "update"  # a transition: the state and the recording claim change
     REPEAT = "repeat"  # the outcome is already recorded: answer OK, change nothing
+    KEEP = "keep"  # an older claim's outcome: kept in the history only, answer OK as it stands
 
 
-def plan_action_write(current: ActionState | None, new: ActionState) -> ActionWrite:
-    """Raises TransitionNotAllowed for a move the state machine forbids."""
+def plan_action_write(current: ActionState | None, new: ActionState, *, from_older_claim: bool = False) -> ActionWrite:
+    """Raises TransitionNotAllowed for a move the state machine forbids.
+
+    from_older_claim: the record comes from a claim older than the one that
+    last wrote the action (only outcomes can: INTENDED needs the current claim).
+    """
     if current is None:
         return ActionWrite.CREATE
+    if from_older_claim and new is not ActionState.INTENDED:
+        if new is ActionState.SUCCEEDED and current is not ActionState.SUCCEEDED:
+            return ActionWrite.UPDATE
+        return ActionWrite.KEEP
     if new is current and new is not ActionState.INTENDED:
         return ActionWrite.REPEAT
     if new in _NEXT[current]:

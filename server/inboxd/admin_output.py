@@ -94,7 +94,7 @@ def dead_letters_table(events: Sequence[admin_pb2.EventSummary]) -> str:
 
 
 def event_text(event: admin_pb2.Event) -> str:
-    """The whole record: fields, then claims, actions, conflicts, replays, and the payload."""
+    """The whole record: fields, then claims, actions and their history, conflicts, replays, and the payload."""
     s = event.summary
     fields = [
         ("namespace", s.namespace),
@@ -126,6 +126,19 @@ def event_text(event: admin_pb2.Event) -> str:
         for a in event.actions
     ]
     parts.append("actions\n" + table(["ACTION", "STATE", "IDEMPOTENCY KEY", "EXTERNAL REF", "FENCING"], actions))
+    # "kept only": an older claim's outcome (or a repeat), answered OK without moving the action.
+    history = [
+        [
+            h.action,
+            action_state_name(h.state),
+            str(h.fencing_token),
+            "applied" if h.applied else "kept only",
+            when(h.recorded_at),
+            h.detail,
+        ]
+        for h in event.action_history
+    ]
+    parts.append("action history\n" + table(["ACTION", "STATE", "FENCING", "EFFECT", "RECORDED", "DETAIL"], history))
     conflicts = [[c.event_type, when(c.received_at), c.payload.decode("utf-8", "replace")] for c in event.conflicts]
     parts.append("conflicting copies\n" + table(["TYPE", "RECEIVED", "PAYLOAD"], conflicts))
     replays = [[r.actor, when(r.replayed_at), state_name(r.state_before), r.reason] for r in event.replays]

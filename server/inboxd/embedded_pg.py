@@ -4,6 +4,12 @@
 survives restarts; the test harness uses it with a throwaway one. initdb and
 pg_ctl refuse to run as root, so as root the cluster belongs to the
 `postgres` user and every command runs as that user.
+
+Only who holds the cluster's secret gets in: password authentication
+(scram-sha-256) over TCP on 127.0.0.1, no Unix socket. The secret is generated
+at initdb and kept in the data folder as a libpq password file, mode 0600
+(`inboxd.pgpass`); the URL names that file, never the secret. A cluster made by
+an older inboxd (initdb --auth=trust) is switched over at its next start.
 """
 
 from __future__ import annotations
@@ -12,17 +18,32 @@ import glob
 import logging
 import os
 import pwd
+import secrets
 import shutil
 import socket
 import subprocess
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import quote
 
-from inboxd.store.bootstrap import create_database_if_absent
+from inboxd.store.bootstrap import create_database_if_absent, set_superuser_password
 
 log = logging.getLogger(__name__)
 
 _REQUIRED = ("initdb", "pg_ctl", "postgres")
+PASSFILE_NAME = "inboxd.pgpass"
+# Password authentication everywhere; pg_hba.conf as inboxd writes it when it
+# takes over a cluster that trusted every local user.
+_HBA = """# Written by inboxd: password (scram-sha-256) authentication only. The secret is
+# in inboxd.pgpass, beside this file, readable by its owner alone.
+local   all             all                                     scram-sha-256
+host    all             all             127.0.0.1/32            scram-sha-256
+host    all             all             ::1/128                 scram-sha-256
+local   replication     all                                     scram-sha-256
+host    replication     all             127.0.0.1/32            scram-sha-256
+host    replication     all             ::1/128                 scram-sha-256
+"""
 _INSTALL_HINT = (
     "PostgreSQL server binaries (initdb, pg_ctl, postgres) were not found. Install them "
     "(Debian/Ubuntu: apt-get install postgresql; Fedora: dnf install postgresql-server; "
@@ -92,7 +113,16 @@ class EmbeddedPostgres:
 
     @property
     def conninfo(self) -> str:
-        return f"postgresql://postgres@127.0.0.1:{self.port}/{self.database}"
+        return self.url(self.database)
+
+    @property
+    def passfile(self) -> Path:
+        """The libpq password file holding the cluster's secret (mode 0600)."""
+        return self.data_dir / PASSFILE_NAME
+
+    def url(self, database: str) -> str:
+        """A URL for `database` on this cluster; it names the password file, not the secret."""
+        return f"postgresql://postgres@127.0.0.1:{self.port}/{database}?passfile={quote(str(self.passfile), safe='/')}"
 
     def start(self) -> str:
         """Creates the cluster if needed, starts it, creates the database; returns the URL."""
@@ -107,6 +137,8 @@ class EmbeddedPostgres:
             self.port = running
         else:
             self._start_server()
+        if self._trusts_local_users():
+            self._require_password()
         self._create_database()
         return self.conninfo
 
@@ -162,19 +194,67 @@ class EmbeddedPostgres:
 
     def _initdb(self) -> None:
         log.info("creating embedded PostgreSQL cluster in %s", self.data_dir)
-        self._run(
-            [
-                str(self.bin_dir / "initdb"),
-                "-D",
-                str(self.data_dir),
-                "-U",
-                "postgres",
-                "--auth=trust",
-                "-E",
-                "UTF8",
-                "--locale=C.UTF-8",
-            ]
+        secret = secrets.token_urlsafe(32)
+        # initdb wants an empty data folder, so its copy of the secret waits in a private one.
+        with tempfile.TemporaryDirectory(prefix="inboxd-initdb-") as folder:
+            pwfile = Path(folder) / "pw"
+            _write_private(pwfile, secret + "\n")
+            self._give_to_postgres(Path(folder), pwfile)
+            self._run(
+                [
+                    str(self.bin_dir / "initdb"),
+                    "-D",
+                    str(self.data_dir),
+                    "-U",
+                    "postgres",
+                    "--auth=scram-sha-256",
+                    f"--pwfile={pwfile}",
+                    "-E",
+                    "UTF8",
+                    "--locale=C.UTF-8",
+                ]
+            )
+        self._write_passfile(secret)
+
+    def _write_passfile(self, secret: str) -> None:
+        # Any port: the embedded cluster picks a free one at each start.
+        _write_private(self.passfile, f"127.0.0.1:*:*:postgres:{secret}\n")
+        self._give_to_postgres(self.passfile)
+
+    def _give_to_postgres(self, *paths: Path) -> None:
+        """As root, the cluster's files belong to `postgres` (root still reads them)."""
+        if self._as_postgres():
+            owner = pwd.getpwnam("postgres")
+            for path in paths:
+                os.chown(path, owner.pw_uid, owner.pw_gid)
+
+    def _trusts_local_users(self) -> bool:
+        """True for a cluster made by an older inboxd: pg_hba.conf has a `trust` rule."""
+        for line in (self.data_dir / "pg_hba.conf").read_text().splitlines():
+            words = line.split("#", 1)[0].split()
+            if words and words[-1] == "trust":
+                return True
+        return False
+
+    def _require_password(self) -> None:
+        """Switches a trusting cluster to password authentication: secret, then pg_hba.conf, then restart.
+
+        Each step is safe to repeat, so a start interrupted half-way finishes the job next time.
+        """
+        log.warning(
+            "embedded PostgreSQL in %s let every local user in without a password (made by an older inboxd);"
+            " switching it to password authentication, the secret kept in %s",
+            self.data_dir,
+            self.passfile,
         )
+        secret = secrets.token_urlsafe(32)
+        set_superuser_password(self.url("postgres"), secret)
+        self._write_passfile(secret)
+        hba = self.data_dir / "pg_hba.conf"
+        hba.write_text(_HBA)  # the file keeps its owner and mode
+        # A restart, not a reload: a reload is applied some time after pg_ctl returns.
+        self.stop()
+        self._start_server(keep_port=True)
 
     def _running_port(self) -> int | None:
         status = self._run([str(self.bin_dir / "pg_ctl"), "-D", str(self.data_dir), "status"], check=False)
@@ -228,5 +308,12 @@ class EmbeddedPostgres:
         raise last_error
 
     def _create_database(self) -> None:
-        admin = f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
-        create_database_if_absent(admin, self.database)
+        create_database_if_absent(self.url("postgres"), self.database)
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Writes `text` readable by the owner alone, from the first byte (libpq ignores looser files)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write(text)

@@ -50,3 +50,7 @@ class TooManyRequests(InboxError):
 
 class Unavailable(InboxError):
     """The database cannot be reached; nothing was acknowledged."""
+
+
+class DatabaseFault(InboxError):
+    """The database failed a statement through no fault of the caller (a bug, a trigger, corruption)."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from inboxd.domain import ActionRecord, Disposition, EventKey, EventState, FencingToken, Namespace
+from inboxd.domain import ActionRecord, ActionState, Disposition, EventKey, EventState, FencingToken, Namespace
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +51,19 @@ class ConflictingCopy:
 
 
 @dataclass(frozen=True, slots=True)
+class ActionHistoryEntry:
+    """One record an action received; `applied` is False when it changed nothing."""
+
+    action: str
+    state: ActionState
+    external_ref: str
+    detail: str
+    fencing_token: FencingToken
+    applied: bool
+    recorded_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
 class ReplayRecord:
     """One audited Replay: who, why, from which state, when."""
 
@@ -79,6 +92,7 @@ class EventRecord:
     conflicts: tuple[ConflictingCopy, ...] = ()
     claims: tuple[ClaimRecord, ...] = ()
     replays: tuple[ReplayRecord, ...] = ()
+    action_history: tuple[ActionHistoryEntry, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,10 +37,27 @@ SERVICE_NAMES = (INBOX_SERVICE.full_name, ADMIN_SERVICE.full_name)
 HEALTH_PROBE_INTERVAL = 5.0
 
 
+# grpc buffers a whole message before any of inboxd's code (the token check
+# included) runs, so this is what one call, token or not, can make the server hold. An AcceptBatch's events share it:
+# a bigger batch is refused by grpc itself (RESOURCE_EXHAUSTED), and is split.
+MAX_BATCH_TOTAL_BYTES = 32 * 1024 * 1024
+# grpc takes message limits as a C int.
+_GRPC_MAX_SIZE = 2**31 - 1
+
+
 def max_message_bytes(settings: Settings) -> int:
-    """Just above the largest legal AcceptBatch, so no legal request is refused by size."""
-    per_event = settings.max_payload_bytes + MAX_METADATA_BYTES + 8 * 1024
-    return MAX_BATCH_EVENTS * per_event + 64 * 1024
+    """The batch total, or one event at the payload limit with its metadata if that is larger.
+
+    Raises ConfigError for a size grpc cannot take.
+    """
+    one_event = settings.max_payload_bytes + MAX_METADATA_BYTES + 8 * 1024 + 64 * 1024
+    size = max(MAX_BATCH_TOTAL_BYTES, one_event)
+    if size > _GRPC_MAX_SIZE:
+        raise ConfigError(
+            f"INBOXD_MAX_PAYLOAD_BYTES={settings.max_payload_bytes} makes a message of {size} bytes,"
+            f" beyond the {_GRPC_MAX_SIZE} grpc can take"
+        )
+    return size
 
 
 def worker_health_name(index: int) -> str:
@@ -55,13 +72,15 @@ def worker_health_name(index: int) -> str:
 def server_options(settings: Settings, *, reuse_port: bool = False) -> list[tuple[str, int]]:
     """`reuse_port`: several server processes bind the same port (SO_REUSEPORT), under --workers N."""
     size = max_message_bytes(settings)
+    # Answers are this server's own (Claim's events, GetEvent), not a caller's bytes: only clamped to grpc's int.
+    send = min(MAX_BATCH_EVENTS * size, _GRPC_MAX_SIZE)
     return [
         # Bursts of thousands of concurrent calls (and thousands of waiting
         # long-polls) would otherwise be cancelled by grpc's default limits.
         ("grpc.server.max_pending_requests", 100_000),
         ("grpc.server.max_pending_requests_hard_limit", 200_000),
         ("grpc.max_receive_message_length", size),
-        ("grpc.max_send_message_length", size),
+        ("grpc.max_send_message_length", send),
         ("grpc.so_reuseport", 1 if reuse_port else 0),
     ]
 

@@ -175,7 +175,9 @@ async def test_a_handler_whose_lease_was_taken_over_is_cancelled_and_its_complet
             raise
 
     await accept(clocked_client, ns, "k")
-    worker = Worker(clocked_client, handle, namespaces=[ns], lease=3.0, wait=0.5)
+    # One slot: a worker with free slots keeps claiming, and could take its own expired event over
+    # while the test moves the clock, ending the first claim twice.
+    worker = Worker(clocked_client, handle, namespaces=[ns], lease=3.0, wait=0.5, concurrency=1)
     async with running(worker):
         await eventually(lambda: bool(contexts), "the handler started")
         taken = await take_over(clocked_client, ns, clock)

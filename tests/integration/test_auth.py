@@ -15,10 +15,11 @@ from typing import Any
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from inboxd.auth import Scope, entry_toml, new_token
 from inboxd.config import Settings
-from inboxd.server import RunningServer, start_server
+from inboxd.server import MAX_BATCH_TOTAL_BYTES, RunningServer, start_server
 from inboxd.store.database import Database
 from inboxd_client.v1 import admin_pb2, admin_pb2_grpc, inbox_pb2, inbox_pb2_grpc, types_pb2
 from tests.conftest import NO_RESCUER
@@ -213,8 +214,38 @@ async def test_a_foreign_worker_cannot_touch_an_event_through_fenced_calls_with_
 
 
 async def test_health_and_reflection_stay_open(chan: grpc.aio.Channel) -> None:
-    answer = await health_pb2_grpc.HealthStub(chan).Check(health_pb2.HealthCheckRequest(service=""))
-    assert answer.status == health_pb2.HealthCheckResponse.SERVING
+    # The server does guard its services: without a token, an inboxd call is refused...
+    refused = inbox_pb2_grpc.InboxServiceStub(chan).Accept(accept_request("tenant-a/x", "k"))
+    assert await code_of(refused) == grpc.StatusCode.UNAUTHENTICATED
+    # ...while health and reflection answer the same tokenless caller.
+    for service in ("", "inboxd.v1.InboxService", "inboxd.v1.InboxAdminService"):
+        answer = await health_pb2_grpc.HealthStub(chan).Check(health_pb2.HealthCheckRequest(service=service))
+        assert answer.status == health_pb2.HealthCheckResponse.SERVING, service
+    reflect = reflection_pb2_grpc.ServerReflectionStub(chan)
+    requests = [
+        reflection_pb2.ServerReflectionRequest(list_services=""),
+        reflection_pb2.ServerReflectionRequest(file_containing_symbol="inboxd.v1.InboxService"),
+    ]
+    answers = [answer async for answer in reflect.ServerReflectionInfo(iter(requests))]
+    assert [a.WhichOneof("message_response") for a in answers] == [
+        "list_services_response",
+        "file_descriptor_response",
+    ]
+    names = {service.name for service in answers[0].list_services_response.service}
+    assert {"inboxd.v1.InboxService", "inboxd.v1.InboxAdminService"} <= names
+    assert answers[1].file_descriptor_response.file_descriptor_proto
+
+
+async def test_a_tokenless_batch_beyond_the_size_limit_is_refused_by_size_not_held_for_the_token_check(
+    chan: grpc.aio.Channel,
+) -> None:
+    # grpc holds a whole message before the token is checked: the size limit is what bounds it.
+    filler = "x" * (900 * 1024)
+    events = [
+        accept_request("tenant-a/x", f"k{i}", {"fill": filler}) for i in range(MAX_BATCH_TOTAL_BYTES // len(filler) + 2)
+    ]
+    call = inbox_pb2_grpc.InboxServiceStub(chan).AcceptBatch(inbox_pb2.AcceptBatchRequest(events=events))
+    assert await code_of(call) == grpc.StatusCode.RESOURCE_EXHAUSTED
 
 
 async def test_one_caller_cannot_hold_more_than_its_share_of_waiting_claims(

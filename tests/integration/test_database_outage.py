@@ -7,6 +7,7 @@ commit on), stops or crashes that PostgreSQL, and starts it again on the same po
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
@@ -46,10 +47,25 @@ class Rig:
 
 @pytest.fixture
 async def rig() -> AsyncIterator[Rig]:
+    async with _rig(acquire_timeout=2.0) as built:
+        yield built
+
+
+@pytest.fixture
+async def default_rig() -> AsyncIterator[Rig]:
+    """As `inboxd serve` builds it: the pool's default acquire timeout (5 s)."""
+    async with _rig() as built:
+        yield built
+
+
+@contextlib.asynccontextmanager
+async def _rig(acquire_timeout: float | None = None) -> AsyncIterator[Rig]:
     pg = await asyncio.to_thread(throwaway_postgres, durable=True)
     try:
         await migrate(pg.conninfo)
-        db = Database(pg.conninfo, acquire_timeout=2.0)
+        db = (
+            Database(pg.conninfo) if acquire_timeout is None else Database(pg.conninfo, acquire_timeout=acquire_timeout)
+        )
         await db.open()
         try:
             running = await start_server(Settings(listen="127.0.0.1:0", rescue_interval=NO_RESCUER), db)
@@ -117,3 +133,36 @@ async def test_accept_is_unavailable_while_postgres_is_down_and_recovers_without
         answer = await rig.inbox.Accept(accept_request(NS, key), timeout=CALL_DEADLINE)
         assert answer.outcome == ACCEPTED, key
     assert await stored_keys(rig.db, NS) == {*before, *during, "during-batch", "after"}
+
+
+# A deadline, not a speed: well under the pool's 5 s acquire timeout, well over "about a second".
+PROMPT_DEADLINE = 3.0
+
+
+async def test_once_postgres_is_known_down_calls_are_refused_before_a_short_deadline(default_rig: Rig) -> None:
+    rig = default_rig
+    await rig.inbox.Accept(accept_request(NS, "before"), timeout=CALL_DEADLINE)
+    await asyncio.to_thread(rig.pg.stop)
+    # inboxd finds out (the first calls may wait for the pool; the health probe says when it knows).
+    await poll(lambda: health_is(rig, NOT_SERVING), within=30.0)
+
+    calls = [rig.inbox.Accept(accept_request(NS, f"during-{i}"), timeout=PROMPT_DEADLINE) for i in range(5)]
+    batch = inbox_pb2.AcceptBatchRequest(events=[accept_request(NS, "during-batch")])
+    calls.append(rig.inbox.AcceptBatch(batch, timeout=PROMPT_DEADLINE))
+    # UNAVAILABLE, not DEADLINE_EXCEEDED: refused at once, not queued behind the pool's wait.
+    await asyncio.gather(*(expect_status(call, grpc.StatusCode.UNAVAILABLE) for call in calls))
+
+    await asyncio.to_thread(rig.pg.restart_stopped)
+
+    async def accepted_again() -> inbox_pb2.AcceptResponse | None:
+        try:
+            answer: inbox_pb2.AcceptResponse = await rig.inbox.Accept(
+                accept_request(NS, "after"), timeout=CALL_DEADLINE
+            )
+        except grpc.aio.AioRpcError as exc:
+            assert exc.code() == grpc.StatusCode.UNAVAILABLE, f"{exc.code()}: {exc.details()}"
+            return None
+        return answer
+
+    assert (await poll(accepted_again, within=30.0)).outcome == ACCEPTED
+    await poll(lambda: health_is(rig, SERVING), within=30.0)

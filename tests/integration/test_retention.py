@@ -170,6 +170,32 @@ async def test_payload_retention_drops_payloads_and_keeps_key_state_and_actions(
     )
 
 
+async def test_a_conflicting_copy_that_arrives_after_the_payload_was_dropped_loses_its_payload_too(
+    work: inbox_pb2_grpc.InboxServiceStub,
+    admin: admin_pb2_grpc.InboxAdminServiceStub,
+    db: Database,
+    ns: str,
+    own_clock: FakeClock,
+) -> None:
+    completed_at = own_clock.now
+    await work.Accept(accept_request(ns, "k", {"email": "a@example.com"}))
+    event = await claim_one(work, ns)
+    await work.Complete(inbox_pb2.CompleteRequest(**fenced(event)))
+    assert (await retention_at(db, ns, completed_at + 2 * DAY)).payloads_dropped == 1
+    # A copy after the drop: with the payload gone only the type can differ, so it does.
+    late = await work.Accept(accept_request(ns, "k", {"email": "late@example.com"}, event_type="test.other"))
+    assert late.outcome == inbox_pb2.ACCEPT_OUTCOME_CONFLICT
+
+    def copies(record: admin_pb2.Event) -> list[bytes]:
+        return [c.payload for c in record.conflicts]
+
+    record = (await admin.GetEvent(admin_pb2.GetEventRequest(namespace=ns, event_key="k"))).event
+    assert len(copies(record)) == 1 and copies(record)[0], "the late copy is recorded with its payload"
+    await retention_at(db, ns, completed_at + 3 * DAY)
+    record = (await admin.GetEvent(admin_pb2.GetEventRequest(namespace=ns, event_key="k"))).event
+    assert copies(record) == [b""], "retention must revisit a copy that arrived after its event's payload went"
+
+
 async def test_retention_runs_in_bounded_batches(
     work: inbox_pb2_grpc.InboxServiceStub,
     admin: admin_pb2_grpc.InboxAdminServiceStub,

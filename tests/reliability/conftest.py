@@ -20,6 +20,7 @@ from tests.reliability import ledger
 from tests.reliability.rig import discard_cluster
 
 TOTALS_TEST = "test_totals.py"
+WHOLE_RUN_TEST = "test_a_whole_run_covers_ten_thousand_events"
 
 
 @pytest.fixture(scope="session")
@@ -39,11 +40,33 @@ async def reliable_url(reliable_pg: EmbeddedPostgres) -> str:
     return reliable_pg.conninfo
 
 
+@pytest.hookimpl(trylast=True)  # after -k and -m have deselected what they will
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The totals test judges the whole run, so it runs after every scenario."""
+    """The totals tests judge the scenarios selected, so they run after them.
+
+    With no scenario selected there is nothing to judge: they are deselected, never
+    skipped. The 10,000-event floor is a whole run's, so its test needs every scenario.
+    """
     last = [item for item in items if item.path.name == TOTALS_TEST and item.path.parent.name == "reliability"]
-    if last:
-        items[:] = [item for item in items if item not in last] + last
+    if not last:
+        return
+    selected = {_scenario_of(item) for item in items} & set(ledger.SCENARIOS)
+    ledger.SELECTED.clear()
+    ledger.SELECTED.update(str(s) for s in selected)
+    dropped = [
+        item for item in last if not selected or (WHOLE_RUN_TEST in item.name and selected != set(ledger.SCENARIOS))
+    ]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+    items[:] = [item for item in items if item not in last] + [item for item in last if item not in dropped]
+
+
+def _scenario_of(item: pytest.Item) -> object:
+    """The scenario a test item runs: its module's SCENARIO, or its `scenario` parameter (failover's)."""
+    callspec = getattr(item, "callspec", None)
+    if callspec is not None and "scenario" in callspec.params:
+        return callspec.params["scenario"]
+    return getattr(getattr(item, "module", None), "SCENARIO", None)
 
 
 @pytest.hookimpl(wrapper=True)

@@ -103,6 +103,8 @@ class Tally:
 
 
 TALLIES: dict[str, Tally] = {}
+# The scenarios this run selected (set by the conftest at collection): what the totals judge.
+SELECTED: set[str] = set()
 
 
 def open_tally(scenario: str) -> Tally:

@@ -32,3 +32,18 @@ def test_repeating_a_recorded_outcome_changes_nothing(state: ActionState) -> Non
 def test_forbidden_moves_are_refused(current: ActionState, new: ActionState) -> None:
     with pytest.raises(TransitionNotAllowed):
         plan_action_write(current, new)
+
+
+@pytest.mark.parametrize("current", [INT, FAI, UNK, SUC])
+@pytest.mark.parametrize("new", [FAI, UNK])
+def test_an_older_claims_outcome_is_kept_without_moving_the_state(current: ActionState, new: ActionState) -> None:
+    assert plan_action_write(current, new, from_older_claim=True) is ActionWrite.KEEP
+
+
+@pytest.mark.parametrize("current", [INT, FAI, UNK])
+def test_an_older_claims_success_is_never_lost(current: ActionState) -> None:
+    assert plan_action_write(current, SUC, from_older_claim=True) is ActionWrite.UPDATE
+
+
+def test_an_older_claims_success_on_a_success_changes_nothing() -> None:
+    assert plan_action_write(SUC, SUC, from_older_claim=True) is ActionWrite.KEEP

@@ -6,8 +6,8 @@ from datetime import timedelta
 
 import pytest
 
-from inboxd.admin_output import age, as_json, table
-from inboxd_client.v1 import admin_pb2
+from inboxd.admin_output import age, as_json, event_text, table
+from inboxd_client.v1 import admin_pb2, types_pb2
 
 
 @pytest.mark.parametrize(
@@ -39,3 +39,20 @@ def test_json_inlines_payloads_as_json_values_at_any_depth() -> None:
     assert out["conflicts"][0]["payload"] == [2]
     assert out["conflicts"][0]["metadata"] == {"k": "v"}
     assert out["metadata"] == {"delivery": "d1"}
+
+
+def test_the_event_text_shows_the_action_history_and_what_each_record_did() -> None:
+    event = admin_pb2.Event(
+        action_history=[
+            admin_pb2.ActionHistoryEntry(
+                action="send:v1", state=types_pb2.ACTION_STATE_INTENDED, fencing_token=2, applied=True
+            ),
+            admin_pb2.ActionHistoryEntry(
+                action="send:v1", state=types_pb2.ACTION_STATE_FAILED, fencing_token=1, detail="late"
+            ),
+        ]
+    )
+    history = event_text(event).split("action history\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert len(history) == 3  # the header, then one line per record, oldest first
+    assert history[1].split()[:4] == ["send:v1", "INTENDED", "2", "applied"]
+    assert "kept only" in history[2] and "late" in history[2]

@@ -2,7 +2,7 @@
 
 export { CompleteItemError, InboxClient, status } from './client.js';
 export { CompletionBatcher } from './completions.js';
-export { Worker, WorkerStopping, LeaseLost } from './worker.js';
+export { Worker, WorkerStopping, LeaseLost, HandlerTimeout } from './worker.js';
 export { Job, ActionFailed, ActionUnresolved } from './job.js';
 export { duration, timestamp, toDate, compareInt64 } from './convert.js';
 export { loadInboxd, DEFAULT_PROTOS_DIR } from './protos.js';

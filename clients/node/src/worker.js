@@ -8,10 +8,15 @@
 // Every one of those calls carries the claim token, so a worker whose claim
 // was superseded learns it through ABORTED and leaves the event alone.
 //
+// A handler still running after handlerTimeoutMs (default 15 minutes) has its
+// signal aborted with a HandlerTimeout; the event is then failed, counting the
+// attempt, as soon as the handler settles or at most 10 s later.
+//
 // stop() (and SIGTERM, with handleSignals) stops claiming, aborts each job's
 // signal, and gives a grace period: a handler that finishes in it completes
-// normally; one that throws, or is still running when it ends, is released:
-// back to PENDING at once, without counting the attempt.
+// normally; one that rejects with the signal's reason (WorkerStopping), or is
+// still running when it ends, is released: back to PENDING at once, without
+// counting the attempt. Any other error is a failure, stopping or not.
 //
 // Completions that finish within completeWindowMs (2 ms) of each other, up to completeBatchSize
 // (100), go out as one CompleteBatch; each event still gets its own answer, so a superseded
@@ -35,12 +40,25 @@ const { status } = grpc;
 const LEASE_GONE = new Set([status.ABORTED, status.NOT_FOUND, status.FAILED_PRECONDITION]);
 // inboxd keeps 4 KiB of an error; never the payload, only what the handler threw.
 const MAX_ERROR = 4096;
+// 15 minutes: far beyond a webhook's work, short of "for ever", and the age at
+// which inboxd already counts an INTENDED action as unresolved.
+const DEFAULT_HANDLER_TIMEOUT_MS = 15 * 60_000;
+// After a timeout: how long an aborted handler gets to record its action outcomes before the Fail.
+const HANDLER_TIMEOUT_GRACE_MS = 10_000;
 
 /** The reason a job's signal aborts when the worker stops. */
 export class WorkerStopping extends Error {
   constructor() {
     super('the worker is stopping');
     this.name = 'WorkerStopping';
+  }
+}
+
+/** The reason a job's signal aborts when its handler ran past handlerTimeoutMs; the event is failed. */
+export class HandlerTimeout extends Error {
+  constructor(ms) {
+    super(`the handler ran longer than handlerTimeoutMs=${ms} and was aborted`);
+    this.name = 'HandlerTimeout';
   }
 }
 
@@ -63,6 +81,7 @@ export class Worker extends EventEmitter {
    * @param {number} [options.waitMs] each Claim's long-poll; also the longest stop() waits for one.
    * @param {number} [options.concurrency] events handled at once.
    * @param {number} [options.shutdownGraceMs] how long stop() lets running handlers finish.
+   * @param {number|null} [options.handlerTimeoutMs] how long one handler may run (null: no limit).
    * @param {number} [options.claimRetryMs] pause after a failed Claim.
    * @param {string} [options.workerId] recorded in the claim history.
    * @param {number} [options.completeWindowMs] completions finishing within this many ms share one CompleteBatch.
@@ -79,6 +98,11 @@ export class Worker extends EventEmitter {
     this.waitMs = options.waitMs ?? 5_000;
     this.concurrency = options.concurrency ?? 1;
     this.shutdownGraceMs = options.shutdownGraceMs ?? 10_000;
+    this.handlerTimeoutMs =
+      options.handlerTimeoutMs === undefined ? DEFAULT_HANDLER_TIMEOUT_MS : options.handlerTimeoutMs;
+    if (this.handlerTimeoutMs !== null && !(this.handlerTimeoutMs > 0)) {
+      throw new RangeError(`handlerTimeoutMs=${this.handlerTimeoutMs}: must be positive (null: no limit)`);
+    }
     this.claimRetryMs = options.claimRetryMs ?? 1_000;
     this.workerId = options.workerId ?? `node-${process.pid}`;
     // Each handler's event still gets its own answer; only the round trip is shared.
@@ -179,10 +203,11 @@ export class Worker extends EventEmitter {
     let result;
     let error = null;
     try {
-      result = await this.handler(entry.job);
+      result = await this.#limited(entry, () => this.handler(entry.job));
     } catch (err) {
       error = err;
     }
+    if (entry.timedOut) error = entry.timedOut; // whatever it did once aborted, its time ran out
     if (entry.state !== 'running') return; // released at the end of the grace period
     entry.state = 'finishing';
     clearInterval(entry.renewTimer);
@@ -190,11 +215,27 @@ export class Worker extends EventEmitter {
     this.#settle(entry, outcome, error);
   }
 
+  /** Runs the handler; past handlerTimeoutMs, aborts its signal and gives up on it after a short grace. */
+  #limited(entry, run) {
+    const running = Promise.resolve().then(run);
+    if (this.handlerTimeoutMs === null) return running;
+    let timer;
+    const expired = new Promise((_, reject) => {
+      timer = setTimeout(() => {
+        entry.timedOut = new HandlerTimeout(this.handlerTimeoutMs);
+        entry.controller.abort(entry.timedOut);
+        timer = setTimeout(() => reject(entry.timedOut), HANDLER_TIMEOUT_GRACE_MS);
+      }, this.handlerTimeoutMs);
+    });
+    return Promise.race([running, expired]).finally(() => clearTimeout(timer));
+  }
+
   async #finish(entry, result, error) {
     if (entry.lost) return 'superseded';
     const fence = entry.job.fence;
     try {
-      if (error && this.stopping) {
+      // Only a handler that gave up because the worker stops is released; a crash counts.
+      if (error && this.stopping && isStopping(error)) {
         await this.client.release(fence);
         return 'released';
       }
@@ -280,6 +321,10 @@ export class Worker extends EventEmitter {
       };
     });
   }
+}
+
+function isStopping(error) {
+  return error instanceof WorkerStopping || error?.cause instanceof WorkerStopping;
 }
 
 function describe(error) {

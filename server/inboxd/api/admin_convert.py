@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from inboxd import validation
 from inboxd.api.convert import (
+    ACTION_STATE_TO_PROTO,
     EVENT_STATE_TO_PROTO,
     action_record_to_proto,
     duration_to_proto,
@@ -12,7 +13,15 @@ from inboxd.api.convert import (
 from inboxd.domain import Disposition, EventState
 from inboxd.errors import InvalidArgument
 from inboxd.page_tokens import decode_page_token
-from inboxd.records import ClaimRecord, ConflictingCopy, EventRecord, EventSummary, ListPosition, NamespaceStats
+from inboxd.records import (
+    ActionHistoryEntry,
+    ClaimRecord,
+    ConflictingCopy,
+    EventRecord,
+    EventSummary,
+    ListPosition,
+    NamespaceStats,
+)
 from inboxd.records import ReplayRecord as ReplayEntry
 from inboxd_client.v1 import admin_pb2, types_pb2
 
@@ -107,6 +116,18 @@ def _replay_to_proto(replay: ReplayEntry) -> admin_pb2.ReplayRecord:
     )
 
 
+def _history_to_proto(entry: ActionHistoryEntry) -> admin_pb2.ActionHistoryEntry:
+    return admin_pb2.ActionHistoryEntry(
+        action=entry.action,
+        state=ACTION_STATE_TO_PROTO[entry.state],
+        external_ref=entry.external_ref,
+        detail=entry.detail,
+        fencing_token=entry.fencing_token,
+        applied=entry.applied,
+        recorded_at=instant_to_proto(entry.recorded_at),
+    )
+
+
 def event_to_proto(record: EventRecord) -> admin_pb2.Event:
     out = admin_pb2.Event(
         summary=summary_to_proto(record.summary),
@@ -121,6 +142,7 @@ def event_to_proto(record: EventRecord) -> admin_pb2.Event:
         conflicts=[_conflict_to_proto(c) for c in record.conflicts],
         claims=[_claim_to_proto(c) for c in record.claims],
         replays=[_replay_to_proto(r) for r in record.replays],
+        action_history=[_history_to_proto(h) for h in record.action_history],
     )
     if record.lease_expires_at is not None:
         out.lease_expires_at.CopyFrom(instant_to_proto(record.lease_expires_at))

@@ -15,6 +15,7 @@ STATUS_BY_ERROR: dict[type[errors.InboxError], grpc.StatusCode] = {
     errors.Unauthenticated: grpc.StatusCode.UNAUTHENTICATED,
     errors.PermissionDenied: grpc.StatusCode.PERMISSION_DENIED,
     errors.TooManyRequests: grpc.StatusCode.RESOURCE_EXHAUSTED,
+    errors.DatabaseFault: grpc.StatusCode.INTERNAL,
 }
 
 

@@ -7,8 +7,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from inboxd.actions import ActionWrite, plan_action_write
-from inboxd.domain import ActionRecord, ActionState, Fence
+from inboxd.domain import ActionRecord, ActionState, Fence, FencingToken
 from inboxd.errors import ClaimSuperseded, NotFound
+from inboxd.records import ActionHistoryEntry
 from inboxd.store.claims import action_record
 from inboxd.store.database import Connection
 from inboxd.store.queries import QUERIES
@@ -33,7 +34,10 @@ async def record_action(
 ) -> ActionRecord:
     """Records intent or an outcome; checks identity, then the token, then the state."""
     key = {"namespace": fence.namespace, "event_key": fence.event_key}
-    cur = await conn.execute(QUERIES["action_claim_lookup"], {**key, "claim_token": fence.claim_token})
+    # Intent is decided under the lock its write keeps (the event row, shared):
+    # a takeover cannot commit in between. Outcomes need no currency.
+    lookup = "action_claim_lookup_for_intent" if state is ActionState.INTENDED else "action_claim_lookup"
+    cur = await conn.execute(QUERIES[lookup], {**key, "claim_token": fence.claim_token})
     claim = await cur.fetchone()
     if claim is None:
         raise NotFound(f"no event {fence.event_key!r} in namespace {fence.namespace!r}")
@@ -55,19 +59,43 @@ async def record_action(
     for _ in range(2):
         cur = await conn.execute(QUERIES["action_lock"], params)
         row = await cur.fetchone()
-        plan = plan_action_write(ActionState(row[0]) if row else None, state)
+        older = row is not None and fencing_token < row[1]
+        plan = plan_action_write(ActionState(row[0]) if row else None, state, from_older_claim=older)
         if plan is ActionWrite.CREATE:
             cur = await conn.execute(QUERIES["action_create"], params)
             created = await cur.fetchone()
             if created is None:
                 continue  # a concurrent first record won; transition from its state
+            await _keep_in_history(conn, params, applied=True)
             return action_record(created)
         query = "action_update" if plan is ActionWrite.UPDATE else "action_read"
         cur = await conn.execute(QUERIES[query], params)
         written = await cur.fetchone()
         assert written is not None, "the locked action row vanished"
+        await _keep_in_history(conn, params, applied=plan is ActionWrite.UPDATE)
         return action_record(written)
     raise AssertionError("unreachable: the second pass finds the row created by the first")
+
+
+async def _keep_in_history(conn: Connection, params: dict[str, Any], *, applied: bool) -> None:
+    await conn.execute(QUERIES["action_history_add"], {**params, "applied": applied})
+
+
+async def action_history(conn: Connection, namespace: str, event_key: str) -> list[ActionHistoryEntry]:
+    """Every record the event's actions received, oldest first, applied or not."""
+    cur = await conn.execute(QUERIES["action_history_for_event"], {"namespace": namespace, "event_key": event_key})
+    return [
+        ActionHistoryEntry(
+            action=action,
+            state=ActionState(state),
+            external_ref=external_ref,
+            detail=detail,
+            fencing_token=FencingToken(fencing_token),
+            applied=applied,
+            recorded_at=recorded_at,
+        )
+        for action, state, external_ref, detail, fencing_token, applied, recorded_at in await cur.fetchall()
+    ]
 
 
 async def unresolved_actions(

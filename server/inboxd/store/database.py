@@ -12,7 +12,7 @@ import psycopg.errors
 from psycopg.rows import TupleRow
 from psycopg_pool import AsyncConnectionPool, PoolClosed, PoolTimeout
 
-from inboxd.errors import InvalidArgument, Unavailable
+from inboxd.errors import DatabaseFault, InvalidArgument, Unavailable
 
 log = logging.getLogger(__name__)
 
@@ -23,6 +23,11 @@ Work = Callable[[Connection], Awaitable[T]]
 # A transaction that lost a deadlock or serialization race did nothing; it is
 # safe to run again. Beyond this many tries the caller gets UNAVAILABLE.
 _ROLLBACK_RETRIES = 5
+# Once a connection is lost, a probe connects outside the pool this often until
+# the database answers. While it cannot, calls are refused at once rather than
+# queued for the pool's acquire timeout (5 s, longer than an edge's deadline).
+PROBE_INTERVAL = 0.5
+PROBE_CONNECT_TIMEOUT = 2  # libpq's connect_timeout: whole seconds, at least 2
 
 
 class Database:
@@ -48,11 +53,16 @@ class Database:
             name="inboxd",
         )
         self._check_task: asyncio.Task[None] | None = None
+        # Why the database is known to be down (the probe's last failure), or None.
+        self._down: str | None = None
+        self._probe_task: asyncio.Task[None] | None = None
 
     async def open(self, *, wait_timeout: float = 30.0) -> None:
         await self._pool.open(wait=True, timeout=wait_timeout)
 
     async def close(self) -> None:
+        if self._probe_task is not None:
+            self._probe_task.cancel()
         await self._pool.close()
 
     async def run(self, work: Work[T], *, transaction: bool = True) -> T:
@@ -64,7 +74,10 @@ class Database:
 
         Raises Unavailable when the database cannot be reached or the commit's
         fate is unknown: the caller must not take anything as acknowledged.
+        While the database is known to be down, that is at once.
         """
+        if self._down is not None:
+            raise Unavailable(f"database unavailable: {self._down} (checked every {PROBE_INTERVAL:g} s)")
         for attempt in range(1, _ROLLBACK_RETRIES + 1):
             try:
                 async with self._pool.connection() as conn:
@@ -79,12 +92,21 @@ class Database:
                     ) from None
             except (PoolTimeout, PoolClosed) as exc:
                 self._check_soon()
+                if isinstance(exc, PoolTimeout):
+                    self._probe_soon()
                 raise Unavailable(f"no database connection within {self._acquire_timeout:.2f} s: {exc}") from None
             except psycopg.DataError as exc:
                 # Validation should have caught it; never let a caller's bytes become INTERNAL.
                 raise InvalidArgument("request", f"PostgreSQL refused a value: {exc.diag.message_primary}") from None
+            except (psycopg.ProgrammingError, psycopg.InternalError) as exc:
+                # A statement inboxd got wrong, a trigger, a fault inside PostgreSQL: INTERNAL,
+                # never grpc's UNKNOWN; logged here, since the caller only sees the status.
+                log.error("database error: %s", first_line(exc), exc_info=True)
+                raise DatabaseFault(f"database error: {first_line(exc)}") from None
             except psycopg.OperationalError as exc:
                 self._check_soon()
+                if _lost_connection(exc):
+                    self._probe_soon()
                 raise Unavailable(f"database unavailable: {first_line(exc)}") from None
         raise AssertionError("unreachable")
 
@@ -102,6 +124,36 @@ class Database:
             await self._pool.check()
         except Exception:
             log.debug("pool check failed", exc_info=True)
+
+    def _probe_soon(self) -> None:
+        if self._probe_task is None or self._probe_task.done():
+            self._probe_task = asyncio.create_task(self._probe())
+
+    async def _probe(self) -> None:
+        """Connects outside the pool until the database answers; until then `run` refuses at once."""
+        while True:
+            try:
+                async with await psycopg.AsyncConnection.connect(
+                    self.conninfo, autocommit=True, connect_timeout=PROBE_CONNECT_TIMEOUT
+                ) as conn:
+                    await conn.execute("SELECT 1")
+            except psycopg.Error as exc:
+                if self._down is None:
+                    log.warning("database down, refusing calls until it answers: %s", first_line(exc))
+                self._down = first_line(exc)
+                await asyncio.sleep(PROBE_INTERVAL)
+                continue
+            if self._down is not None:
+                await self._check()  # drop the pool's broken connections before calls use them again
+                self._down = None
+                log.info("database reachable again")
+            return
+
+
+def _lost_connection(exc: psycopg.OperationalError) -> bool:
+    """A connection that broke or was refused, not a statement that failed (a lock or statement timeout, say)."""
+    state = exc.sqlstate
+    return state is None or state.startswith("08") or state.startswith("57P")
 
 
 async def _select_one(conn: Connection) -> None:

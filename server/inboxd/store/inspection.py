@@ -18,7 +18,7 @@ from inboxd.records import (
     NamespaceStats,
     ReplayRecord,
 )
-from inboxd.store.actions import unresolved_actions
+from inboxd.store.actions import action_history, unresolved_actions
 from inboxd.store.claims import action_record
 from inboxd.store.database import Connection
 from inboxd.store.queries import QUERIES
@@ -37,6 +37,7 @@ async def read_event(conn: Connection, namespace: str, event_key: str) -> EventR
     claims = await conn.execute(QUERIES["event_claims"], key)
     conflicts = await conn.execute(QUERIES["event_conflicts"], key)
     replays = await conn.execute(QUERIES["event_replays"], key)
+    history = await action_history(conn, namespace, event_key)
     return EventRecord(
         summary=_summary(row[:9]),
         payload_json=payload,
@@ -61,6 +62,7 @@ async def read_event(conn: Connection, namespace: str, event_key: str) -> EventR
             ReplayRecord(actor, reason, EventState(before), at)
             for actor, reason, before, at in await replays.fetchall()
         ),
+        action_history=tuple(history),
     )
 
 

@@ -57,6 +57,9 @@ async def apply_retention(
                 dropped = 0
                 if payload_retention is not None:
                     dropped = await _in_batches(conn, QUERIES["retention_drop_payloads"], params, batch_size)
+                    # Copies that came after their event's payload went; not counted as
+                    # payloads of COMPLETED rows (the metric's meaning).
+                    await _in_batches(conn, QUERIES["retention_drop_late_copies"], params, batch_size)
             finally:
                 if not conn.closed:
                     await conn.execute(QUERIES["retention_unlock"], {"lock": RETENTION_LOCK})

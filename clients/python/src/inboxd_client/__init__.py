@@ -35,6 +35,7 @@ from inboxd_client.finishing import WorkerStats
 from inboxd_client.outcomes import (
     ActionResult,
     ActionUnresolved,
+    HandlerTimeout,
     Ignore,
     PermanentError,
     Reconciled,
@@ -63,6 +64,7 @@ __all__ = [
     "EventContext",
     "EventState",
     "FailedPrecondition",
+    "HandlerTimeout",
     "Ignore",
     "InboxClient",
     "InboxError",

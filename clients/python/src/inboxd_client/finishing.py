@@ -17,7 +17,7 @@ from inboxd_client.aio_client import AsyncInboxClient
 from inboxd_client.completions import CompletionBatcher
 from inboxd_client.context import EventContext
 from inboxd_client.errors import ClaimSuperseded, InboxError
-from inboxd_client.outcomes import Ignore, PermanentError, RetryLater
+from inboxd_client.outcomes import HandlerTimeout, Ignore, PermanentError, RetryLater
 from inboxd_client.v1 import inbox_pb2, types_pb2
 
 log = logging.getLogger("inboxd_client.worker")
@@ -47,6 +47,14 @@ class Job:
         self.handler: asyncio.Future[Ignore | None] | None = None
         self.lost = False
         self.releasing = False
+        self.timed_out_after: float | None = None
+
+    def time_out(self, seconds: float) -> None:
+        """The handler ran past the worker's handler_timeout: tell it to stop, cancel it if it is async."""
+        self.timed_out_after = seconds
+        self.context.cancelled.set()
+        if self.handler is not None and self.is_async:
+            self.handler.cancel()
 
     def interrupt(self, *, releasing: bool) -> None:
         """The claim was lost (`releasing=False`) or shutdown is giving the event back."""
@@ -81,7 +89,11 @@ class Finisher:
 
     async def _finish(self, job: Job) -> None:
         event, handler = job.context.event, job.handler
-        assert handler is not None and handler.done()
+        assert handler is not None and (handler.done() or job.timed_out_after is not None)
+        if job.timed_out_after is not None and not job.lost:
+            # Whatever the handler did once told to stop, this attempt ran out of time: it counts.
+            await self._fail(event, HandlerTimeout(job.timed_out_after))
+            return
         if handler.cancelled():
             if job.releasing:
                 await self._release(event)

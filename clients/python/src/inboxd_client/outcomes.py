@@ -35,6 +35,14 @@ class RetryLater(Exception):
         self.retry_after = retry_after if isinstance(retry_after, timedelta) else timedelta(seconds=retry_after)
 
 
+class HandlerTimeout(Exception):
+    """The handler ran longer than the worker's `handler_timeout`: it was cancelled and its event Failed."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"the handler ran longer than handler_timeout={seconds:g} s and was cancelled")
+        self.seconds = seconds
+
+
 class UncertainOutcome(Exception):
     """Raise it (or subclass it) inside an action when the remote side may have acted: it is recorded UNKNOWN.
 

@@ -7,6 +7,10 @@ returned `Ignore` or called `ctx.ignore` (Complete as IGNORED), it raised
 ABORTED means another worker took the event over: the handler is cancelled,
 and anything it still tries to finish is refused by the server.
 
+A handler still running after `handler_timeout` seconds is cancelled (a sync
+one is told through ctx.cancelled) and its event Failed with HandlerTimeout,
+counting the attempt: a hung handler would otherwise renew its lease for ever.
+
 `stop()` (or SIGTERM/SIGINT) stops claiming at once, lets running handlers
 finish within `grace` seconds, then cancels the rest and Releases their
 events, which does not count their attempts. A second signal skips the grace.
@@ -59,6 +63,12 @@ CLAIM_RETRY_CAP = 10.0
 MAX_EVENTS_PER_CLAIM = 100
 # After grace: how long cancelled handlers get to record outcomes before their releases are given up.
 RELEASE_TIMEOUT = 10.0
+# 15 minutes: far beyond a webhook's work (seconds), short of "for ever", and the
+# age at which the server already counts an INTENDED action as unresolved
+# (INBOXD_ACTION_STALE_AFTER). Longer jobs pass their own; None turns it off.
+DEFAULT_HANDLER_TIMEOUT = 15 * 60.0
+# After a handler timeout: how long the cancelled handler gets to record its outcomes before the Fail.
+TIMEOUT_CANCEL_GRACE = 10.0
 
 
 class Worker:
@@ -67,9 +77,11 @@ class Worker:
     The handler is `async def handler(ctx: EventContext)`, or a plain function
     taking a `SyncEventContext` (run in a thread). Durations are in seconds:
     `lease` is each claim's lease, `wait` how long one Claim long-polls, `grace`
-    how long stop() lets running handlers finish. Completions that finish
-    within `complete_window` seconds of each other (up to `complete_batch`)
-    go out as one CompleteBatch; each handler's event still gets its own answer.
+    how long stop() lets running handlers finish, `handler_timeout` how long
+    one handler may run before it is cancelled and its event Failed. Completions
+    that finish within `complete_window` seconds of each other (up to
+    `complete_batch`) go out as one CompleteBatch; each handler's event still
+    gets its own answer.
     """
 
     def __init__(
@@ -84,6 +96,7 @@ class Worker:
         wait: float = 10.0,
         grace: float = 20.0,
         worker_id: str | None = None,
+        handler_timeout: float | None = DEFAULT_HANDLER_TIMEOUT,
         complete_window: float = DEFAULT_WINDOW,
         complete_batch: int = DEFAULT_MAX_ITEMS,
     ) -> None:
@@ -95,6 +108,8 @@ class Worker:
             raise ValueError(f"wait={wait}: the server takes 0 to 60 s")
         if grace < 0:
             raise ValueError(f"grace={grace}: cannot be negative")
+        if handler_timeout is not None and handler_timeout <= 0:
+            raise ValueError(f"handler_timeout={handler_timeout}: must be positive (None: no timeout)")
         self.client = client
         self.namespaces = list(namespaces)
         self.event_types = list(event_types)
@@ -102,6 +117,7 @@ class Worker:
         self.lease = lease
         self.wait = wait
         self.grace = grace
+        self.handler_timeout = handler_timeout
         self.worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}"
         self.stats = WorkerStats()
         self.completions = CompletionBatcher(client, window=complete_window, max_items=complete_batch)
@@ -296,7 +312,11 @@ class Worker:
             job.handler = run_in_daemon_thread(loop, lambda: self._run_sync(sync_context), name)
         renewer = asyncio.create_task(self._keep_renewing(job))
         try:
-            await asyncio.wait({job.handler})
+            await asyncio.wait({job.handler}, timeout=self.handler_timeout)
+            if not job.handler.done() and self.handler_timeout is not None:
+                log.warning("handler for %s/%s timed out: cancelling it", context.namespace, context.event_key)
+                job.time_out(self.handler_timeout)
+                await asyncio.wait({job.handler}, timeout=TIMEOUT_CANCEL_GRACE)
         finally:
             renewer.cancel()
         await self._finisher.finish(job)

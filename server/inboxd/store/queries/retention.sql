@@ -54,3 +54,22 @@ WITH emptied AS (
     WHERE c.namespace = dropped.namespace AND c.event_key = dropped.event_key AND c.payload IS NOT NULL
 )
 SELECT count(*) FROM dropped
+
+-- name: retention_drop_late_copies
+-- Drops the payloads of one batch of conflicting copies that arrived after
+-- their event's payload was dropped: the pass above only empties copies that
+-- exist when it empties their event. Conflicts are rare, so the scan of the
+-- copies still holding a payload stays short.
+WITH late AS (
+    SELECT c.id
+    FROM inbox_conflicts AS c
+    JOIN inbox_events AS e ON e.namespace = c.namespace AND e.event_key = c.event_key
+    WHERE c.payload IS NOT NULL AND e.state = 'completed' AND e.payload IS NULL
+      AND (%(namespace)s::text IS NULL OR c.namespace = %(namespace)s::text)
+    LIMIT %(batch_size)s
+    FOR UPDATE OF c SKIP LOCKED
+)
+UPDATE inbox_conflicts AS c
+SET payload = NULL
+FROM late
+WHERE c.id = late.id

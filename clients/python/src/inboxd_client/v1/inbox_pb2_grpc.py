@@ -149,6 +149,12 @@ class InboxServiceServicer:
 
     def RecordActionOutcome(self, request, context):
         """Records an external action's intent or outcome in the event's ledger.
+        INTENDED needs the current claim (ABORTED otherwise), decided under the
+        lock that writes it. An outcome (SUCCEEDED, FAILED, UNKNOWN) is accepted
+        from any claim ever issued for the event. One from a claim older than the
+        claim that last wrote the action is kept in the action's history and
+        answered OK with the action as it stands, without moving its state; an
+        older claim's SUCCEEDED is the exception, it is never lost.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -1,0 +1,97 @@
+// Handlers that hang or crash: a timeout aborts them and Fails the event; a crash while stopping is a Fail.
+
+import assert from 'node:assert/strict';
+import { after, test } from 'node:test';
+
+import { Worker } from '../src/index.js';
+import { client, namespace, needsInboxd, poll, settledOf } from '../test-support/helpers.js';
+
+const inbox = client();
+after(() => inbox.close());
+
+/** Rejects if `promise` has not settled within ms: a test must end even when the worker hangs. */
+function within(promise, ms, what) {
+  let timer;
+  const late = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: not within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+}
+
+/** The event back from its backoff: its attempt number and last error say how the claim ended. */
+async function reclaim(ns) {
+  return poll(
+    async () => {
+      const { events } = await inbox.claim({ namespaces: [ns], waitMs: 300, leaseMs: 5_000 });
+      return events.length ? events[0] : undefined;
+    },
+    { withinMs: 10_000 },
+  );
+}
+
+test('a handler that hangs past handlerTimeoutMs is aborted and its event failed, attempt counted', needsInboxd, async () => {
+  const ns = namespace();
+  await inbox.accept({ namespace: ns, eventKey: 'hung', eventType: 't', payload: {} });
+  let abortedBy;
+  const worker = new Worker(inbox, {
+    namespaces: [ns],
+    leaseMs: 2_000,
+    waitMs: 200,
+    handlerTimeoutMs: 500,
+    handler: (job) =>
+      new Promise((_, reject) => {
+        // A call that never answers, but that honours the signal.
+        job.signal.addEventListener('abort', () => {
+          abortedBy = job.signal.reason?.name;
+          reject(job.signal.reason);
+        });
+      }),
+  });
+  const settled = settledOf(worker, 'hung');
+  const running = worker.run();
+  try {
+    const report = await within(settled, 10_000, 'the hung event settled');
+    assert.equal(report.outcome, 'failed');
+    assert.equal(report.error?.name, 'HandlerTimeout');
+    assert.equal(abortedBy, 'HandlerTimeout');
+  } finally {
+    await worker.stop({ graceMs: 0 });
+    await running;
+  }
+  const again = await reclaim(ns);
+  assert.equal(again.attempt, 2, 'the timed-out attempt counts');
+  assert.match(again.lastError, /HandlerTimeout/);
+  await inbox.complete({ namespace: ns, eventKey: 'hung', claimToken: again.claimToken });
+});
+
+test('a handler that throws while the worker is stopping is failed, not released', needsInboxd, async () => {
+  const ns = namespace();
+  await inbox.accept({ namespace: ns, eventKey: 'crash', eventType: 't', payload: {} });
+  let started;
+  const handling = new Promise((resolve) => {
+    started = resolve;
+  });
+  const worker = new Worker(inbox, {
+    namespaces: [ns],
+    leaseMs: 30_000,
+    waitMs: 200,
+    handler: (job) =>
+      new Promise((_, reject) => {
+        started();
+        // It crashes on its own as the stop comes, rather than honouring the signal.
+        job.signal.addEventListener('abort', () => reject(new TypeError('crashed while stopping')));
+      }),
+  });
+  const settled = settledOf(worker, 'crash');
+  const running = worker.run();
+  await within(handling, 10_000, 'the handler started');
+  const stopped = worker.stop({ graceMs: 5_000 });
+  const report = await within(settled, 10_000, 'the crashed event settled');
+  await stopped;
+  await running;
+  assert.equal(report.outcome, 'failed');
+  const again = await reclaim(ns);
+  assert.equal(again.attempt, 2, 'a crash uses up its attempt, even while stopping');
+  assert.match(again.lastError, /crashed while stopping/);
+  await inbox.complete({ namespace: ns, eventKey: 'crash', claimToken: again.claimToken });
+});

@@ -1,0 +1,89 @@
+"""A handler that hangs is cancelled after the worker's handler timeout, and its event Failed."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+import inboxd_client.worker as worker_module
+from inboxd.store.database import Database
+from inboxd_client import AsyncInboxClient, EventContext, SyncEventContext, Worker
+from tests.client.helpers import accept, eventually, read_event, running
+
+
+async def test_a_hung_async_handler_is_cancelled_and_its_event_failed_counting_the_attempt(
+    client: AsyncInboxClient, db: Database, ns: str
+) -> None:
+    cancelled: list[bool] = []
+
+    async def hang(ctx: EventContext) -> None:
+        try:
+            await asyncio.Event().wait()  # never set: a call that never answers
+        except asyncio.CancelledError:
+            cancelled.append(True)
+            raise
+
+    await accept(client, ns, "k")
+    worker = Worker(client, hang, namespaces=[ns], wait=1.0, lease=2.0, handler_timeout=0.5)
+    async with running(worker):
+        await eventually(lambda: worker.stats.failed == 1, "the hung event failed")
+    assert cancelled == [True]
+    row = await read_event(db, ns, "k")
+    assert (row["state"], row["attempt"]) == ("pending", 1)
+    assert "HandlerTimeout" in row["last_error"] and "handler_timeout" in row["last_error"]
+
+
+async def test_a_timed_out_sync_handler_that_returns_when_told_is_still_failed(
+    client: AsyncInboxClient, db: Database, ns: str
+) -> None:
+    def hang(ctx: SyncEventContext) -> None:
+        ctx.cancelled.wait(30)  # a well-behaved handler stops when told; the time is up all the same
+
+    await accept(client, ns, "k")
+    worker = Worker(client, hang, namespaces=[ns], wait=1.0, lease=2.0, handler_timeout=0.5)
+    async with running(worker):
+        await eventually(lambda: worker.stats.failed == 1, "the timed-out event failed")
+    assert worker.stats.completed == 0
+    row = await read_event(db, ns, "k")
+    assert (row["state"], row["attempt"]) == ("pending", 1)
+    assert "HandlerTimeout" in row["last_error"]
+
+
+async def test_the_handler_timeout_must_be_positive(client: AsyncInboxClient) -> None:
+    async def handle(ctx: EventContext) -> None:
+        return None
+
+    for bad in (0.0, -1.0):
+        try:
+            Worker(client, handle, handler_timeout=bad)
+        except ValueError as exc:
+            assert "handler_timeout" in str(exc)
+        else:
+            raise AssertionError(f"handler_timeout={bad} was taken")
+    assert Worker(client, handle).handler_timeout == 15 * 60
+    assert Worker(client, handle, handler_timeout=None).handler_timeout is None
+
+
+async def test_a_handler_that_swallows_its_cancellation_is_failed_all_the_same(
+    client: AsyncInboxClient, db: Database, ns: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(worker_module, "TIMEOUT_CANCEL_GRACE", 0.3)
+    release = asyncio.Event()
+
+    async def stubborn(ctx: EventContext) -> None:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            await release.wait()  # ignores the cancellation and hangs on
+
+    await accept(client, ns, "k")
+    worker = Worker(client, stubborn, namespaces=[ns], wait=1.0, lease=2.0, handler_timeout=0.5)
+    try:
+        async with running(worker):
+            await eventually(lambda: worker.stats.failed == 1, "the stubborn event failed")
+    finally:
+        release.set()
+    row = await read_event(db, ns, "k")
+    assert (row["state"], row["attempt"]) == ("pending", 1)
+    assert "HandlerTimeout" in row["last_error"]
