@@ -45,7 +45,8 @@ class BenchCluster:
 
     def url(self, database: str) -> str:
         assert self.pg is not None
-        return f"postgresql://postgres@127.0.0.1:{self.pg.port}/{database}"
+        # The embedded cluster wants its password; the URL names its file, not the secret.
+        return self.pg.url(database)
 
     async def create(self, database: str, *, inboxd_schema: bool) -> str:
         await asyncio.to_thread(create_database_if_absent, self.url("postgres"), database)
