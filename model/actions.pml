@@ -83,7 +83,7 @@ inline older_outcome(f, s) {
 #ifdef OLDER_SUCCEEDED_REFUSED
        transition(f, s)
 #else
-       lstate = SUCCEEDED; ans = OK                              /* SUCCEEDED always stands */
+       lstate = SUCCEEDED; lfence = f; ans = OK                  /* SUCCEEDED always stands, with its claim's token */
 #endif
   :: s != SUCCEEDED ->
 #ifdef OLDER_OUTCOME_OVERWRITES
