@@ -4,7 +4,7 @@ PY      := $(VENV)/bin/python
 PYTHON  ?= python3
 
 .DEFAULT_GOAL := help
-.PHONY: help setup run test check pytest reliability-async lint typecheck layers buf-lint proto proto-check bench bench-peers clean
+.PHONY: help setup run test check model pytest reliability-async lint typecheck layers buf-lint proto proto-check bench bench-peers clean
 
 help: ## list the chores
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -32,11 +32,16 @@ clients/node/node_modules/.installed: clients/node/package.json clients/node/pac
 run: setup ## run inboxd on an embedded PostgreSQL (data in .inboxd/)
 	$(VENV)/bin/inboxd serve
 
-test: setup ## the whole test command: stub drift, lint, types, layers, buf lint, then pytest
+test: setup ## the whole test command: stub drift, lint, types, layers, buf lint, the SPIN models, then pytest
 	$(MAKE) --no-print-directory check
+	$(MAKE) --no-print-directory model
 	$(MAKE) --no-print-directory pytest
 
 check: proto-check lint typecheck layers buf-lint ## static checks only
+
+model: ## check the protocol models in model/ with SPIN: honest models pass, every bug switch is caught (installs spin as root)
+	scripts/ensure-spin.sh
+	model/check.sh
 
 pytest: setup ## the test suite (starts its own PostgreSQL unless DATABASE_URL is set)
 	$(PY) -m pytest
