@@ -37,6 +37,7 @@ from inboxd_client.completions import CompletionBatcher
 from inboxd_client.v1 import inbox_pb2, types_pb2
 from tests.client.conftest import FAST_RETRY
 from tests.client.helpers import accept, eventually, read_event, running, state_of
+from tests.conftest import NO_RESCUER
 
 
 async def claim_all(client: AsyncInboxClient, ns: str, *keys: str) -> dict[str, inbox_pb2.ClaimedEvent]:
@@ -93,7 +94,9 @@ def token_file(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str
 async def guarded(db: Database, token_file: tuple[Path, str, str]) -> AsyncIterator[tuple[str, str, str]]:
     """(target, worker token, root token) of a server that checks tokens."""
     path, worker, root = token_file
-    running = await start_server(Settings(listen="127.0.0.1:0", tokens_file=path), db, registry=TokenRegistry(path))
+    running = await start_server(
+        Settings(rescue_interval=NO_RESCUER, listen="127.0.0.1:0", tokens_file=path), db, registry=TokenRegistry(path)
+    )
     yield f"127.0.0.1:{running.port}", worker, root
     await running.stop(1.0)
 

@@ -12,6 +12,7 @@ from inboxd.auth import TokenRegistry
 from inboxd.config import Settings
 from inboxd.server import start_server
 from inboxd.store.database import Database
+from tests.conftest import NO_RESCUER
 from tests.console.rig import CHROMIUM, CHROMIUM_ARGS, Rig, unique_tenants, write_tokens
 
 
@@ -19,7 +20,9 @@ from tests.console.rig import CHROMIUM, CHROMIUM_ARGS, Rig, unique_tenants, writ
 async def rig(db: Database, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Rig]:
     shop, other = unique_tenants()
     tokens = write_tokens(tmp_path_factory.mktemp("console") / "tokens.toml", shop)
-    settings = Settings(listen="127.0.0.1:0", console_listen="127.0.0.1:0", tokens_file=tokens.file)
+    settings = Settings(
+        rescue_interval=NO_RESCUER, listen="127.0.0.1:0", console_listen="127.0.0.1:0", tokens_file=tokens.file
+    )
     registry = TokenRegistry(tokens.file)
     running = await start_server(settings, db, registry=registry)
     async with grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as channel:

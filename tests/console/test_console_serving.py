@@ -18,6 +18,7 @@ from inboxd.auth import TokenRegistry
 from inboxd.config import ConfigError, Settings
 from inboxd.server import start_server
 from inboxd.store.database import Database
+from tests.conftest import NO_RESCUER
 from tests.console.rig import Rig, write_tokens
 from tests.harness import ServerProcess
 from tests.integration.certs import make_certs
@@ -26,14 +27,16 @@ from tests.integration.certs import make_certs
 async def test_the_console_refuses_to_listen_beyond_loopback_without_tokens_before_anything_serves(
     db: Database,
 ) -> None:
-    settings = Settings(listen="127.0.0.1:0", console_listen="0.0.0.0:0")
+    settings = Settings(rescue_interval=NO_RESCUER, listen="127.0.0.1:0", console_listen="0.0.0.0:0")
     with pytest.raises(ConfigError, match="without a tokens file"):
         await start_server(settings, db)
 
 
 async def test_the_console_refuses_plaintext_beyond_loopback(db: Database, tmp_path: Path) -> None:
     tokens = write_tokens(tmp_path / "tokens.toml", "shop")
-    settings = Settings(listen="127.0.0.1:0", console_listen="0.0.0.0:0", tokens_file=tokens.file)
+    settings = Settings(
+        rescue_interval=NO_RESCUER, listen="127.0.0.1:0", console_listen="0.0.0.0:0", tokens_file=tokens.file
+    )
     with pytest.raises(ConfigError, match="INBOXD_TRUSTED_NETWORK"):
         await start_server(settings, db, registry=TokenRegistry(tokens.file))
 
@@ -43,6 +46,7 @@ async def test_the_console_serves_tls_beyond_loopback_with_secure_cookies(db: Da
     tokens = write_tokens(tmp_path / "tokens.toml", "shop")
     settings = Settings(
         listen="127.0.0.1:0",
+        rescue_interval=NO_RESCUER,
         console_listen="0.0.0.0:0",
         tokens_file=tokens.file,
         tls_cert=certs.server_cert,
@@ -73,7 +77,9 @@ async def _sign_in(http: aiohttp.ClientSession, base: str, token: str) -> aiohtt
 
 
 async def test_without_a_tokens_file_the_console_is_open_on_loopback_as_the_rpcs_are(db: Database) -> None:
-    running = await start_server(Settings(listen="127.0.0.1:0", console_listen="127.0.0.1:0"), db)
+    running = await start_server(
+        Settings(rescue_interval=NO_RESCUER, listen="127.0.0.1:0", console_listen="127.0.0.1:0"), db
+    )
     base = f"http://127.0.0.1:{running.console_port}"
     try:
         async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as http:

@@ -17,6 +17,7 @@ from inboxd.store.database import Connection, Database
 from inboxd.store.queries import QUERIES
 from inboxd_client.v1 import inbox_pb2, types_pb2
 from inboxd_client.v1.inbox_pb2_grpc import InboxServiceStub
+from tests.conftest import NO_RESCUER
 from tests.integration.helpers import accept_request, expect_status, read_event
 
 OK, INVALID, NOT_FOUND, DENIED, ABORTED = 0, 3, 5, 7, 10
@@ -155,7 +156,7 @@ def tokens(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 async def guarded(db: Database, tokens: dict[str, str]) -> AsyncIterator[InboxServiceStub]:
     file = Path(tokens["file"])
     running: RunningServer = await start_server(
-        Settings(listen="127.0.0.1:0", tokens_file=file), db, registry=TokenRegistry(file)
+        Settings(rescue_interval=NO_RESCUER, listen="127.0.0.1:0", tokens_file=file), db, registry=TokenRegistry(file)
     )
     async with grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as channel:
         yield InboxServiceStub(channel)

@@ -20,6 +20,7 @@ from inboxd.embedded_pg import EmbeddedPostgres
 from inboxd.server import start_server
 from inboxd.store.database import Database
 from inboxd.store.settings_check import warn_if_not_durable
+from tests.conftest import NO_RESCUER
 from tests.harness import discard_postgres, eventually, throwaway_postgres
 
 CHECK_LOGGER = "inboxd.store.settings_check"
@@ -87,7 +88,7 @@ async def test_start_server_logs_the_warning_once(
     await db.open()
     try:
         with caplog.at_level(logging.WARNING, logger=CHECK_LOGGER):
-            running = await start_server(Settings(listen="127.0.0.1:0"), db)
+            running = await start_server(Settings(listen="127.0.0.1:0", rescue_interval=NO_RESCUER), db)
             await running.stop(0.5)
     finally:
         await db.close()

@@ -13,6 +13,7 @@ from inboxd.server import MAX_BATCH_TOTAL_BYTES, max_message_bytes, start_server
 from inboxd.store.database import Database
 from inboxd_client.v1 import inbox_pb2
 from inboxd_client.v1.inbox_pb2_grpc import InboxServiceStub
+from tests.conftest import NO_RESCUER
 from tests.integration.helpers import accept_request, expect_status
 
 MiB = 1024 * 1024
@@ -56,7 +57,9 @@ def test_a_size_grpc_cannot_take_is_refused_with_a_clear_error() -> None:
 
 
 async def test_a_64_mib_payload_limit_starts_and_takes_a_payload_over_the_batch_total(db: Database, ns: str) -> None:
-    settings = replace(load_settings({"INBOXD_MAX_PAYLOAD_BYTES": "64MiB"}), listen="127.0.0.1:0")
+    settings = replace(
+        load_settings({"INBOXD_MAX_PAYLOAD_BYTES": "64MiB"}), listen="127.0.0.1:0", rescue_interval=NO_RESCUER
+    )
     running = await start_server(settings, db)
     try:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as channel:

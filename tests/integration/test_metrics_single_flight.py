@@ -12,6 +12,7 @@ from inboxd.config import Settings
 from inboxd.records import NamespaceStats
 from inboxd.server import RunningServer, start_server
 from inboxd.store.database import Database
+from tests.conftest import NO_RESCUER
 from tests.harness import eventually
 from tests.integration.test_metrics import http_get
 
@@ -20,7 +21,9 @@ SCRAPES = 5
 
 @pytest.fixture
 async def metered(db: Database) -> AsyncIterator[RunningServer]:
-    running = await start_server(Settings(listen="127.0.0.1:0", metrics_listen="127.0.0.1:0"), db)
+    running = await start_server(
+        Settings(rescue_interval=NO_RESCUER, listen="127.0.0.1:0", metrics_listen="127.0.0.1:0"), db
+    )
     yield running
     await running.stop(1.0)
 
