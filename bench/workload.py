@@ -77,4 +77,5 @@ FROM generate_series(1, %(n)s) AS g
 """
 
 # Between phases: nothing left claimable, no leftovers of earlier phases.
-CLEAR_EVENTS: LiteralString = "TRUNCATE inbox_events, inbox_claims, inbox_actions, inbox_conflicts"
+# CASCADE: every ledger that references an event goes with it, tables added later included.
+CLEAR_EVENTS: LiteralString = "TRUNCATE inbox_events CASCADE"
