@@ -283,14 +283,14 @@ def peers(peers: dict[str, Any] | None) -> list[str]:
         "|---|---|---|---|---|",
     ]
     for system, rate in peer_rates(peers).items():
-        rounds = [r for r in peers["rounds"] if r["system"] == system]
+        rounds = [r for r in peers.get("rounds", []) if r["system"] == system]
         each = ", ".join(f"{r['jobs_per_s']:,.0f}" for r in rounds)
         enqueue = ", ".join(f"{r['enqueue_s']:.1f} s" for r in rounds)
         last = rounds[-1]
         out.append(f"| {system} | {rate:,.0f} | {each} | {enqueue} | {cpu_line(last) if last.get('cpu') else '-'} |")
     noisy = [
         f"{r['system']} round {r['round']} ({share:.0f}%)"
-        for r in peers["rounds"]
+        for r in peers.get("rounds", [])
         if r.get("cpu") and (share := 100 * r["cpu"]["used"].get("other", 0.0) / r["cpu"]["seconds"]) >= NOISY_PERCENT
     ]
     if noisy:

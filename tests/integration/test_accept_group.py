@@ -96,3 +96,35 @@ async def test_at_info_the_log_has_no_line_per_event_or_per_group(inbox: InboxSe
     assert len(claimed.events) == 10
     for per_event in ("accept accepted", "accept duplicate", "accept group", "event claimed", "event completed"):
         assert per_event not in messages, f"a {per_event!r} line at INFO"
+
+
+async def test_accept_probes_stored_rows_by_key_under_a_generic_plan(db: Database, ns: str) -> None:
+    """json_to_recordset is estimated at 100 rows whatever it holds; a generic plan once hashed a full scan."""
+    from inboxd.store.queries import QUERIES
+
+    statement = QUERIES["accept_events"].replace("%(events)s", "$1").replace("%(now)s", "$2")
+    document = json.dumps(
+        [{"ord": 0, "namespace": ns, "event_key": "k", "event_type": "t", "payload": "{}", "metadata": {}}]
+    )
+
+    async def plan(conn: Any) -> str:
+        # A few thousand stored rows the planner knows of: enough to make a hash
+        # join over a full scan look cheaper than 100 probes, as it did.
+        await conn.execute(
+            "INSERT INTO inbox_events (namespace, event_key, event_type, payload, state, accepted_at, available_at,"
+            " due_at, updated_at) SELECT %s, 'bulk-' || g, 't', '{}', 'pending', now(), now(), now(), now()"
+            " FROM generate_series(1, 3000) AS g",
+            (ns,),
+        )
+        await conn.execute("ANALYZE inbox_events")
+        async with conn.transaction(force_rollback=True):
+            await conn.execute("SET LOCAL plan_cache_mode = force_generic_plan")
+            await conn.execute("PREPARE accept_plan(text, timestamptz) AS " + statement)
+            try:
+                cur = await conn.execute(f"EXPLAIN EXECUTE accept_plan('{document}', NULL)")
+                return "\n".join(row[0] for row in await cur.fetchall())
+            finally:
+                await conn.execute("DEALLOCATE accept_plan")
+
+    text = await db.run(plan, transaction=False)
+    assert "Seq Scan on inbox_events" not in text, text

@@ -47,7 +47,7 @@ WITH clock AS (
                WHEN w.event_key IS NOT NULL THEN
                    CASE WHEN w.event_type = i.event_type AND w.payload = i.payload::jsonb
                         THEN 'duplicate' ELSE 'conflict' END
-               WHEN s.event_key IS NOT NULL THEN
+               WHEN s.found THEN
                    CASE WHEN s.event_type = i.event_type AND coalesce(s.payload = i.payload::jsonb, true)
                         THEN 'duplicate' ELSE 'conflict' END
                ELSE 'retry'
@@ -56,8 +56,16 @@ WITH clock AS (
            coalesce(w.accepted_at, s.accepted_at) AS accepted_at
     FROM incoming AS i
     LEFT JOIN inserted AS w ON w.namespace = i.namespace AND w.event_key = i.event_key
-    LEFT JOIN inbox_events AS s
-           ON w.event_key IS NULL AND s.namespace = i.namespace AND s.event_key = i.event_key
+    -- A probe of the primary key per repeat, under any plan: as a plain join,
+    -- a generic plan (json_to_recordset is always estimated at 100 rows) chose
+    -- a hash join over a sequential scan of inbox_events, which grew with the
+    -- table until autoanalyze replanned it. LIMIT keeps the subquery a loop.
+    LEFT JOIN LATERAL (
+        SELECT true AS found, s.event_type, s.payload, s.state, s.accepted_at
+        FROM inbox_events AS s
+        WHERE w.event_key IS NULL AND s.namespace = i.namespace AND s.event_key = i.event_key
+        LIMIT 1
+    ) AS s ON true
 ), conflicts AS (
     INSERT INTO inbox_conflicts (namespace, event_key, event_type, payload, metadata, received_at)
     SELECT j.namespace, j.event_key, j.event_type, j.payload::jsonb, j.metadata, c.now
