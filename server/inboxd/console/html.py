@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Iterable, Mapping
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from urllib.parse import urlencode
 
 from inboxd.domain import EventState
@@ -42,21 +42,6 @@ def when(value: datetime | None) -> str:
         return "-"
     shown = value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%SZ")
     return f'<time datetime="{h(value.isoformat())}">{shown}</time>'
-
-
-def age(value: timedelta | None) -> str:
-    """3d4h, 2h5m, 4m12s, 7s; "-" when absent."""
-    if value is None:
-        return "-"
-    seconds = int(value.total_seconds())
-    days, rest = divmod(seconds, 86400)
-    hours, rest = divmod(rest, 3600)
-    minutes, secs = divmod(rest, 60)
-    if days:
-        return f"{days}d{hours}h"
-    if hours:
-        return f"{hours}h{minutes}m"
-    return f"{minutes}m{secs}s" if minutes else f"{secs}s"
 
 
 def state_badge(state: EventState) -> str:

@@ -8,7 +8,9 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from inboxd.console.html import age, csrf_input, event_url, h, page, state_badge, table, url, when
+# The CLI's format for an age, so the console and `inboxd stats` show one figure alike.
+from inboxd.admin_output import age
+from inboxd.console.html import csrf_input, event_url, h, page, state_badge, table, url, when
 from inboxd.domain import EventState
 from inboxd.errors import InvalidArgument
 from inboxd.records import EventSummary, NamespaceStats
