@@ -73,10 +73,15 @@ def stats_table(response: admin_pb2.StatsResponse) -> str:
             str(s.dead_lettered),
             age(_duration(s.oldest_claimable_age, s.HasField("oldest_claimable_age"))),
             str(s.unresolved_actions),
+            str(s.blocked_ordering_keys),
+            age(_duration(s.oldest_blocked_age, s.HasField("oldest_blocked_age"))),
         ]
         for s in response.namespaces
     ]
-    headers = ["NAMESPACE", "PENDING", "PROCESSING", "COMPLETED", "DEAD", "OLDEST CLAIMABLE", "UNRESOLVED ACTIONS"]
+    headers = [
+        "NAMESPACE", "PENDING", "PROCESSING", "COMPLETED", "DEAD", "OLDEST CLAIMABLE", "UNRESOLVED ACTIONS",
+        "BLOCKED KEYS", "OLDEST BLOCKED",
+    ]  # fmt: skip
     return table(headers, rows)
 
 

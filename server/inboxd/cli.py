@@ -50,6 +50,7 @@ _SETTING_FLAGS = {
     "--retention": "retention",
     "--payload-retention": "payload_retention",
     "--workers": "workers",
+    "--stale-revisions": "stale_revisions",
 }
 # On/off flags that force a setting on: flag -> Settings field.
 _SWITCH_FLAGS = {

@@ -9,6 +9,8 @@ from dataclasses import dataclass, fields, replace
 from datetime import timedelta
 from pathlib import Path
 
+from inboxd.domain import StaleRevisions
+
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, None: 1.0}
 _TRUE = ("1", "true", "yes", "on")
@@ -43,6 +45,15 @@ def parse_flag(name: str, text: str) -> bool:
     if value in _FALSE:
         return False
     raise ConfigError(f"{name}={text!r} is neither 1/true/yes/on nor 0/false/no/off")
+
+
+def parse_stale_revisions(name: str, text: str) -> StaleRevisions:
+    """'ignore' (the default) or 'deliver'."""
+    try:
+        return StaleRevisions(text.strip().lower())
+    except ValueError:
+        choices = " or ".join(repr(c.value) for c in StaleRevisions)
+        raise ConfigError(f"{name}={text!r} is neither {choices}") from None
 
 
 def parse_size(name: str, text: str) -> int:
@@ -91,6 +102,9 @@ class Settings:
     # PENDING, one pass per interval (0: off). Back within a minute by default.
     rescue_grace: timedelta = timedelta(seconds=30)
     rescue_interval: timedelta = timedelta(seconds=15)
+    # An event at or below its ordering key's applied revision: "ignore"
+    # completes it IGNORED at claim time; "deliver" hands it out flagged stale.
+    stale_revisions: StaleRevisions = StaleRevisions.IGNORE
 
     @property
     def listen_host(self) -> str:
@@ -135,8 +149,9 @@ _ENV: dict[str, tuple[str, object]] = {
     "INBOXD_TRUSTED_NETWORK": ("trusted_network", parse_flag),
     "INBOXD_RESCUE_GRACE": ("rescue_grace", parse_duration),
     "INBOXD_RESCUE_INTERVAL": ("rescue_interval", parse_duration),
+    "INBOXD_STALE_REVISIONS": ("stale_revisions", parse_stale_revisions),
 }
-_NAMED_PARSERS = (parse_duration, parse_size, parse_flag)
+_NAMED_PARSERS = (parse_duration, parse_size, parse_flag, parse_stale_revisions)
 
 
 def env_names() -> dict[str, str]:

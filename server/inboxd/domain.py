@@ -37,6 +37,15 @@ class Disposition(enum.StrEnum):
     IGNORED = "ignored"
 
 
+class StaleRevisions(enum.StrEnum):
+    """What a Claim does with an event at or below its ordering key's applied revision."""
+
+    # Completed IGNORED at claim time, with a reason naming both revisions.
+    IGNORE = "ignore"
+    # Handed out flagged stale; the worker decides.
+    DELIVER = "deliver"
+
+
 class ActionState(enum.StrEnum):
     INTENDED = "intended"
     SUCCEEDED = "succeeded"
@@ -114,6 +123,11 @@ class ClaimedEvent:
     accepted_at: datetime
     last_error: str
     actions: tuple[ActionRecord, ...] = ()
+    # The highest revision of the ordering key completed as APPLIED (0: none,
+    # or no ordering key); stale: this event's revision is at or below it
+    # (handed out only when the server delivers stale events).
+    applied_revision: int = 0
+    stale: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +139,8 @@ class ClaimBatch:
     # because their attempts ran out.
     leases_expired: int = 0
     dead_lettered: int = 0
+    # Stale revisions of an ordering key completed IGNORED instead of handed out.
+    ignored_stale: int = 0
 
 
 @dataclass(frozen=True, slots=True)

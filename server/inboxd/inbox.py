@@ -29,6 +29,7 @@ from inboxd.domain import (
     FailResult,
     Fence,
     NewEvent,
+    StaleRevisions,
 )
 from inboxd.due_poller import DuePoller
 from inboxd.errors import InboxError
@@ -156,10 +157,13 @@ class Inbox:
     async def _claim_once(self, request: ClaimRequest) -> ClaimBatch:
         now = self.clock()
         max_attempts = self.settings.max_attempts
+        ignore_stale = self.settings.stale_revisions is StaleRevisions.IGNORE
         # One statement on an autocommit connection: one round trip, no BEGIN/COMMIT.
         task = asyncio.ensure_future(
             self.db.run(
-                lambda conn: claims.claim_events(conn, request, max_attempts=max_attempts, now=now),
+                lambda conn: claims.claim_events(
+                    conn, request, max_attempts=max_attempts, now=now, ignore_stale=ignore_stale
+                ),
                 transaction=False,
             )
         )

@@ -74,6 +74,16 @@ class StatsGauges(Collector):
             "Actions in UNKNOWN, plus actions INTENDED for longer than INBOXD_ACTION_STALE_AFTER.",
             labels=["namespace"],
         )
+        blocked = GaugeMetricFamily(
+            "inboxd_blocked_ordering_keys",
+            "Ordering keys whose claimable events wait behind another event of their key.",
+            labels=["namespace"],
+        )
+        blocked_age = GaugeMetricFamily(
+            "inboxd_oldest_blocked_age_seconds",
+            "How long the oldest event waiting behind another of its ordering key has waited; 0 when none.",
+            labels=["namespace"],
+        )
         for s in self.snapshot:
             for state, count in (
                 (EventState.PENDING, s.pending),
@@ -86,11 +96,14 @@ class StatsGauges(Collector):
             oldest.add_metric([s.namespace], age)
             dead.add_metric([s.namespace], s.dead_lettered)
             unresolved.add_metric([s.namespace], s.unresolved_actions)
+            blocked.add_metric([s.namespace], s.blocked_ordering_keys)
+            waited = s.oldest_blocked_age.total_seconds() if s.oldest_blocked_age is not None else 0.0
+            blocked_age.add_metric([s.namespace], waited)
         refreshed = GaugeMetricFamily(
             "inboxd_stats_refreshed_timestamp_seconds", "When the gauges above were last read from the database."
         )
         refreshed.add_metric([], self.refreshed_at)
-        yield from (events, oldest, dead, unresolved, refreshed)
+        yield from (events, oldest, dead, unresolved, blocked, blocked_age, refreshed)
 
 
 class Metrics(InboxObserver):
@@ -113,6 +126,11 @@ class Metrics(InboxObserver):
         )
         self.attempts_exhausted = Counter(
             "inboxd_attempts_exhausted_total", "Events dead-lettered by Claim: no attempts left.", registry=r
+        )
+        self.stale_revisions_ignored = Counter(
+            "inboxd_stale_revisions_ignored_total",
+            "Events completed IGNORED at claim time: their revision was at or below their ordering key's applied one.",
+            registry=r,
         )
         self.stale_claims = Counter(
             "inboxd_stale_claims_rejected_total",
@@ -161,6 +179,7 @@ class Metrics(InboxObserver):
         self.claims.inc(len(batch.events))
         self.lease_expiries.inc(batch.leases_expired)
         self.attempts_exhausted.inc(batch.dead_lettered)
+        self.stale_revisions_ignored.inc(batch.ignored_stale)
 
     def completed(self, fence: Fence, disposition: Disposition) -> None:
         self.completions.labels(disposition.value).inc()

@@ -136,6 +136,11 @@ class NamespaceStats:
     oldest_claimable_age: timedelta | None = None
     # UNKNOWN actions plus INTENDED ones older than settings.action_stale_after.
     unresolved_actions: int = 0
+    # Ordering keys whose claimable-now PENDING events wait behind another
+    # event of the key, and how long the oldest of those has waited (from its
+    # available_at); None when no key is blocked.
+    blocked_ordering_keys: int = 0
+    oldest_blocked_age: timedelta | None = None
 
 
 @dataclass(frozen=True, slots=True)

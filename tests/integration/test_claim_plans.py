@@ -41,6 +41,7 @@ _PARAMETERS = (
     "max_events",
     "worker_id",
     "lease",
+    "ignore_stale",
 )
 
 
@@ -130,6 +131,7 @@ async def explain_claim(conn: Any, plan_cache_mode: str, **request: Any) -> dict
         "max_events": 10,
         "worker_id": "w",
         "lease": timedelta(seconds=30),
+        "ignore_stale": True,
         **request,
     }
     return await explain_prepared(conn, plan_cache_mode, "claim_events", _PARAMETERS, values)

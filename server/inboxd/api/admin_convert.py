@@ -159,7 +159,10 @@ def stats_to_proto(stats: NamespaceStats) -> admin_pb2.NamespaceStats:
         completed=stats.completed,
         dead_lettered=stats.dead_lettered,
         unresolved_actions=stats.unresolved_actions,
+        blocked_ordering_keys=stats.blocked_ordering_keys,
     )
     if stats.oldest_claimable_age is not None:
         out.oldest_claimable_age.CopyFrom(duration_to_proto(stats.oldest_claimable_age))
+    if stats.oldest_blocked_age is not None:
+        out.oldest_blocked_age.CopyFrom(duration_to_proto(stats.oldest_blocked_age))
     return out

@@ -259,4 +259,6 @@ def claimed_event_to_proto(event: ClaimedEvent) -> inbox_pb2.ClaimedEvent:
         accepted_at=instant_to_proto(event.accepted_at),
         last_error=event.last_error,
         actions=[action_record_to_proto(a) for a in event.actions],
+        applied_revision=event.applied_revision,
+        stale=event.stale,
     )

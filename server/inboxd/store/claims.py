@@ -38,7 +38,12 @@ SUPERSEDED = "claim superseded: this claim token is not the current claim of the
 
 
 async def claim_events(
-    conn: Connection, request: ClaimRequest, *, max_attempts: int, now: datetime | None = None
+    conn: Connection,
+    request: ClaimRequest,
+    *,
+    max_attempts: int,
+    now: datetime | None = None,
+    ignore_stale: bool = True,
 ) -> ClaimBatch:
     cur = await conn.execute(
         QUERIES["claim_events"],
@@ -52,18 +57,19 @@ async def claim_events(
             "worker_id": request.worker_id,
             "max_attempts": max_attempts,
             "now": now,
+            "ignore_stale": ignore_stale,
         },
     )
     rows = await cur.fetchall()
-    dead_lettered = int(rows[0][-2]) if rows else 0
-    leases_expired = int(rows[0][-1]) if rows else 0
-    events = [_claimed_event(row, row[-3] or ()) for row in rows if row[0] is not None]
-    return ClaimBatch(events, leases_expired=leases_expired, dead_lettered=dead_lettered)
+    ignored_stale, dead_lettered, leases_expired = (int(n) for n in rows[0][-3:]) if rows else (0, 0, 0)
+    events = [_claimed_event(row, row[-4] or ()) for row in rows if row[0] is not None]
+    return ClaimBatch(events, leases_expired=leases_expired, dead_lettered=dead_lettered, ignored_stale=ignored_stale)
 
 
 def _claimed_event(row: Sequence[Any], ledger: Sequence[dict[str, Any]]) -> ClaimedEvent:
     (namespace, event_key, event_type, payload, metadata, message_id, ordering_key, revision,
-     attempt, claim_token, fencing_token, lease_expires_at, accepted_at, last_error) = row[:14]  # fmt: skip
+     attempt, claim_token, fencing_token, lease_expires_at, accepted_at, last_error,
+     applied_revision, stale) = row[:16]  # fmt: skip
     return ClaimedEvent(
         namespace=Namespace(namespace),
         event_key=EventKey(event_key),
@@ -80,6 +86,8 @@ def _claimed_event(row: Sequence[Any], ledger: Sequence[dict[str, Any]]) -> Clai
         accepted_at=accepted_at,
         last_error=last_error,
         actions=tuple(_ledger_entry(entry) for entry in ledger),
+        applied_revision=applied_revision,
+        stale=stale,
     )
 
 

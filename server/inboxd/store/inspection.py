@@ -130,6 +130,10 @@ async def namespace_stats(
         u.namespace: u.unknown + u.stale_intended
         for u in await unresolved_actions(conn, stale_after=action_stale_after, namespace=namespace, now=now)
     }
+    blocked_cur = await conn.execute(QUERIES["blocked_ordering_keys"], {"namespace": namespace, "now": now})
+    blocked: dict[str, tuple[int, timedelta]] = {
+        ns: (int(keys), max(age, timedelta(0))) for ns, keys, age in await blocked_cur.fetchall()
+    }
     return [
         NamespaceStats(
             namespace=ns,
@@ -139,6 +143,8 @@ async def namespace_stats(
             dead_lettered=dead,
             oldest_claimable_age=max(age, timedelta(0)) if age is not None else None,
             unresolved_actions=unresolved.get(ns, 0),
+            blocked_ordering_keys=blocked[ns][0] if ns in blocked else 0,
+            oldest_blocked_age=blocked[ns][1] if ns in blocked else None,
         )
         for ns, pending, processing, completed, dead, age in rows
     ]

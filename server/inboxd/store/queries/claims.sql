@@ -24,6 +24,18 @@
 -- The clock is repeated in each WHERE rather than read from the clock CTE,
 -- so the cut-off is an index condition, not a join filter: with many delayed
 -- events and nothing due, a Claim reads no rows.
+--
+-- Ordering keys (migration 0008): an event with a non-empty ordering_key is
+-- a candidate only when it is its key's next, the event holding the key or,
+-- when none does, the first open one by (revision, accepted_at, event_key).
+-- That test runs only for keyed rows (the OR stops at ordering_key = ''), so
+-- a Claim over unkeyed events reads what it read before. It is judged in the
+-- statement's snapshot; `held` then locks each keyed candidate's key row,
+-- whose latest version decides: a key another Claim took since is skipped.
+-- A candidate at or below its key's applied revision is stale: completed
+-- IGNORED here, never handed out, and then it neither needs its key nor holds
+-- back the events after it, so the key's next event comes out in the same
+-- Claim. With ignore_stale off it is handed out in its turn, stale set.
 WITH RECURSIVE clock AS (
     SELECT coalesce(%(now)s::timestamptz, now()) AS now
 ), open_namespaces AS (
@@ -53,23 +65,50 @@ WITH RECURSIVE clock AS (
     SELECT candidates.* FROM (
         SELECT d.* FROM wanted CROSS JOIN LATERAL (
             SELECT e.namespace, e.event_key, e.state AS state_before, e.fencing_token AS old_fencing_token,
-                   e.attempt >= %(max_attempts)s AS exhausted, e.due_at
+                   e.attempt >= %(max_attempts)s AS exhausted, e.due_at, e.ordering_key, e.revision
             FROM inbox_events AS e
             WHERE e.namespace COLLATE "C" = wanted.namespace
               AND e.due_at <= coalesce(%(now)s::timestamptz, now())
               AND (cardinality(%(event_types)s::text[]) = 0 OR e.event_type = ANY(%(event_types)s::text[]))
+              AND (e.ordering_key = '' OR EXISTS (
+                       SELECT FROM inbox_ordering_keys AS k
+                       WHERE k.namespace = e.namespace AND k.ordering_key = e.ordering_key
+                         AND (k.holder = e.event_key
+                              OR %(ignore_stale)s AND e.revision > 0 AND e.revision <= k.applied_revision
+                              OR k.holder IS NULL AND NOT EXISTS (
+                                  SELECT FROM inbox_events AS o
+                                  WHERE o.namespace = e.namespace AND o.ordering_key = e.ordering_key
+                                    AND o.ordering_key <> '' AND o.due_at IS NOT NULL
+                                    AND (o.revision, o.accepted_at, o.event_key)
+                                        < (e.revision, e.accepted_at, e.event_key)
+                                    AND NOT (%(ignore_stale)s AND o.revision > 0
+                                             AND o.revision <= k.applied_revision)))))
             ORDER BY e.due_at
             LIMIT %(max_events)s
             FOR UPDATE OF e SKIP LOCKED
         ) AS d
         UNION ALL
         SELECT anywhere.* FROM (
-            SELECT e.namespace, e.event_key, e.state, e.fencing_token, e.attempt >= %(max_attempts)s, e.due_at
+            SELECT e.namespace, e.event_key, e.state, e.fencing_token, e.attempt >= %(max_attempts)s, e.due_at,
+                   e.ordering_key, e.revision
             FROM inbox_events AS e
             WHERE cardinality(%(namespaces)s::text[]) = 0 AND cardinality(%(namespace_patterns)s::text[]) = 0
               AND e.state IN ('pending', 'processing')
               AND e.due_at <= coalesce(%(now)s::timestamptz, now())
               AND (cardinality(%(event_types)s::text[]) = 0 OR e.event_type = ANY(%(event_types)s::text[]))
+              AND (e.ordering_key = '' OR EXISTS (
+                       SELECT FROM inbox_ordering_keys AS k
+                       WHERE k.namespace = e.namespace AND k.ordering_key = e.ordering_key
+                         AND (k.holder = e.event_key
+                              OR %(ignore_stale)s AND e.revision > 0 AND e.revision <= k.applied_revision
+                              OR k.holder IS NULL AND NOT EXISTS (
+                                  SELECT FROM inbox_events AS o
+                                  WHERE o.namespace = e.namespace AND o.ordering_key = e.ordering_key
+                                    AND o.ordering_key <> '' AND o.due_at IS NOT NULL
+                                    AND (o.revision, o.accepted_at, o.event_key)
+                                        < (e.revision, e.accepted_at, e.event_key)
+                                    AND NOT (%(ignore_stale)s AND o.revision > 0
+                                             AND o.revision <= k.applied_revision)))))
             ORDER BY e.due_at
             LIMIT %(max_events)s
             FOR UPDATE OF e SKIP LOCKED
@@ -82,26 +121,67 @@ WITH RECURSIVE clock AS (
 ), picked AS (
     -- One row of parallel arrays. Under a generic plan `due` is estimated at
     -- a tenth of the table (LIMIT of a parameter), and the writes below
-    -- joined it by hashing a full scan; the unnest in `taken` is estimated at
-    -- 10 rows under any plan, so they reach their rows by primary key.
+    -- joined it by hashing a full scan; the unnest in `candidates` is
+    -- estimated at 10 rows under any plan, so they reach their rows by
+    -- primary key.
     SELECT array_agg(due.namespace ORDER BY due.namespace, due.event_key) AS namespaces,
            array_agg(due.event_key ORDER BY due.namespace, due.event_key) AS event_keys,
            array_agg(due.state_before ORDER BY due.namespace, due.event_key) AS states_before,
            array_agg(due.old_fencing_token ORDER BY due.namespace, due.event_key) AS old_fencing_tokens,
            array_agg(due.exhausted ORDER BY due.namespace, due.event_key) AS exhausted,
-           array_agg(due.due_at ORDER BY due.namespace, due.event_key) AS due_ats
+           array_agg(due.due_at ORDER BY due.namespace, due.event_key) AS due_ats,
+           array_agg(due.ordering_key ORDER BY due.namespace, due.event_key) AS ordering_keys,
+           array_agg(due.revision ORDER BY due.namespace, due.event_key) AS revisions
     FROM due
-), taken AS (
+), candidates AS (
     SELECT t.*
     FROM picked, unnest(picked.namespaces, picked.event_keys, picked.states_before, picked.old_fencing_tokens,
-                        picked.exhausted, picked.due_ats)
-                 AS t(namespace, event_key, state_before, old_fencing_token, exhausted, due_at)
+                        picked.exhausted, picked.due_ats, picked.ordering_keys, picked.revisions)
+                 AS t(namespace, event_key, state_before, old_fencing_token, exhausted, due_at, ordering_key,
+                      revision)
+), held AS MATERIALIZED (
+    -- The keyed candidates' key rows, locked in key order and read in their
+    -- latest version: a key another Claim took after this statement's
+    -- snapshot shows its new holder here (or is skipped while that Claim
+    -- runs), so a key is never handed out twice. The applied revision is the
+    -- latest too.
+    SELECT c.namespace, c.event_key, k.applied_revision, k.holder
+    FROM candidates AS c
+    JOIN inbox_ordering_keys AS k ON k.namespace = c.namespace AND k.ordering_key = c.ordering_key
+    WHERE c.ordering_key <> ''
+    ORDER BY k.namespace, k.ordering_key
+    FOR NO KEY UPDATE OF k SKIP LOCKED
+), judged AS (
+    SELECT c.*, coalesce(h.applied_revision, 0) AS applied_revision,
+           (c.revision > 0 AND c.revision <= coalesce(h.applied_revision, 0)) AS stale,
+           h.event_key IS NOT NULL AND (h.holder IS NULL OR h.holder = c.event_key) AS key_free
+    FROM candidates AS c
+    LEFT JOIN held AS h ON h.namespace = c.namespace AND h.event_key = c.event_key
+), taken AS (
+    -- Unkeyed events; keyed ones whose key is free or theirs; and, when
+    -- stale events are ignored, stale ones whatever holds their key (they
+    -- are never handed out). At most one per key is handed out: the
+    -- snapshot's test above lets one non-stale event per key through.
+    SELECT j.*, j.stale AND %(ignore_stale)s AS to_ignore
+    FROM judged AS j
+    WHERE j.ordering_key = '' OR j.key_free OR (j.stale AND %(ignore_stale)s)
 ), ended_claims AS (
     UPDATE inbox_claims AS c
     SET ended_at = clock.now, outcome = 'expired'
     FROM taken AS due, clock
     WHERE due.state_before = 'processing' AND c.fencing_token = due.old_fencing_token AND c.ended_at IS NULL
     RETURNING c.fencing_token
+), ignored AS (
+    -- Stale: completed IGNORED, with both revisions in the reason; no claim
+    -- is issued, and an expired claim's token dies with the lease.
+    UPDATE inbox_events AS e
+    SET state = 'completed', completed_at = clock.now, disposition = 'ignored',
+        disposition_reason = format('stale revision: %%s is at or below the applied revision %%s of ordering key %%s',
+                                    e.revision, due.applied_revision, e.ordering_key),
+        due_at = NULL, claim_token = NULL, lease_expires_at = NULL, worker_id = NULL, updated_at = clock.now
+    FROM taken AS due, clock
+    WHERE due.to_ignore AND e.namespace = due.namespace AND e.event_key = due.event_key
+    RETURNING e.namespace
 ), dead AS (
     UPDATE inbox_events AS e
     SET state = 'dead_lettered', due_at = NULL, claim_token = NULL, lease_expires_at = NULL,
@@ -110,7 +190,7 @@ WITH RECURSIVE clock AS (
                           THEN format('lease expired on attempt %%s of %%s; attempts exhausted', e.attempt, %(max_attempts)s::int)
                           ELSE format('attempts exhausted (%%s of %%s)', e.attempt, %(max_attempts)s::int) END
     FROM taken AS due, clock
-    WHERE due.exhausted AND e.namespace = due.namespace AND e.event_key = due.event_key
+    WHERE due.exhausted AND NOT due.to_ignore AND e.namespace = due.namespace AND e.event_key = due.event_key
     RETURNING e.namespace
 ), claimed AS (
     UPDATE inbox_events AS e
@@ -119,19 +199,28 @@ WITH RECURSIVE clock AS (
         worker_id = %(worker_id)s, lease_expires_at = clock.now + %(lease)s::interval,
         due_at = clock.now + %(lease)s::interval, updated_at = clock.now
     FROM taken AS due, clock
-    WHERE NOT due.exhausted AND e.namespace = due.namespace AND e.event_key = due.event_key
+    WHERE NOT due.exhausted AND NOT due.to_ignore AND e.namespace = due.namespace AND e.event_key = due.event_key
     RETURNING e.namespace, e.event_key, e.event_type, e.payload::text, e.metadata, e.message_id,
               e.ordering_key, e.revision, e.attempt, e.claim_token, e.fencing_token,
-              e.lease_expires_at, e.accepted_at, coalesce(e.last_error, ''), due.due_at, due.state_before,
-              e.worker_id, clock.now
+              e.lease_expires_at, e.accepted_at, coalesce(e.last_error, ''), due.applied_revision, due.stale,
+              due.due_at, due.state_before, e.worker_id, clock.now
+), holding AS (
+    -- A keyed event handed out holds its key until it is completed or
+    -- dead-lettered (the triggers of migration 0008 let go).
+    UPDATE inbox_ordering_keys AS k
+    SET holder = claimed.event_key
+    FROM claimed
+    WHERE claimed.ordering_key <> '' AND k.namespace = claimed.namespace AND k.ordering_key = claimed.ordering_key
+      AND k.holder IS DISTINCT FROM claimed.event_key
 ), history AS (
     INSERT INTO inbox_claims (fencing_token, namespace, event_key, claim_token, worker_id, attempt, claimed_at)
     SELECT fencing_token, namespace, event_key, claim_token, worker_id, attempt, now FROM claimed
 )
 -- One row per claimed event, its action ledger as a JSON array; when none was
 -- claimed, one row of NULLs that still carries the counts.
-SELECT claimed.*, ledger.actions, counts.dead_lettered, counts.leases_expired
-FROM (SELECT (SELECT count(*) FROM dead) AS dead_lettered,
+SELECT claimed.*, ledger.actions, counts.ignored_stale, counts.dead_lettered, counts.leases_expired
+FROM (SELECT (SELECT count(*) FROM ignored) AS ignored_stale,
+             (SELECT count(*) FROM dead) AS dead_lettered,
              (SELECT count(*) FROM ended_claims) AS leases_expired) AS counts
 LEFT JOIN claimed ON true
 LEFT JOIN LATERAL (

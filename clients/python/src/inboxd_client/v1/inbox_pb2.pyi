@@ -91,7 +91,7 @@ class ClaimRequest(_message.Message):
     def __init__(self, namespaces: _Optional[_Iterable[str]] = ..., event_types: _Optional[_Iterable[str]] = ..., max_events: _Optional[int] = ..., lease: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., wait: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., worker_id: _Optional[str] = ...) -> None: ...
 
 class ClaimedEvent(_message.Message):
-    __slots__ = ("namespace", "event_key", "event_type", "payload", "metadata", "message_id", "ordering_key", "revision", "attempt", "claim_token", "fencing_token", "lease_expires_at", "accepted_at", "last_error", "actions")
+    __slots__ = ("namespace", "event_key", "event_type", "payload", "metadata", "message_id", "ordering_key", "revision", "attempt", "claim_token", "fencing_token", "lease_expires_at", "accepted_at", "last_error", "actions", "applied_revision", "stale")
     class MetadataEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -114,6 +114,8 @@ class ClaimedEvent(_message.Message):
     ACCEPTED_AT_FIELD_NUMBER: _ClassVar[int]
     LAST_ERROR_FIELD_NUMBER: _ClassVar[int]
     ACTIONS_FIELD_NUMBER: _ClassVar[int]
+    APPLIED_REVISION_FIELD_NUMBER: _ClassVar[int]
+    STALE_FIELD_NUMBER: _ClassVar[int]
     namespace: str
     event_key: str
     event_type: str
@@ -129,7 +131,9 @@ class ClaimedEvent(_message.Message):
     accepted_at: _timestamp_pb2.Timestamp
     last_error: str
     actions: _containers.RepeatedCompositeFieldContainer[_types_pb2.ActionRecord]
-    def __init__(self, namespace: _Optional[str] = ..., event_key: _Optional[str] = ..., event_type: _Optional[str] = ..., payload: _Optional[bytes] = ..., metadata: _Optional[_Mapping[str, str]] = ..., message_id: _Optional[str] = ..., ordering_key: _Optional[str] = ..., revision: _Optional[int] = ..., attempt: _Optional[int] = ..., claim_token: _Optional[str] = ..., fencing_token: _Optional[int] = ..., lease_expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., accepted_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_error: _Optional[str] = ..., actions: _Optional[_Iterable[_Union[_types_pb2.ActionRecord, _Mapping]]] = ...) -> None: ...
+    applied_revision: int
+    stale: bool
+    def __init__(self, namespace: _Optional[str] = ..., event_key: _Optional[str] = ..., event_type: _Optional[str] = ..., payload: _Optional[bytes] = ..., metadata: _Optional[_Mapping[str, str]] = ..., message_id: _Optional[str] = ..., ordering_key: _Optional[str] = ..., revision: _Optional[int] = ..., attempt: _Optional[int] = ..., claim_token: _Optional[str] = ..., fencing_token: _Optional[int] = ..., lease_expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., accepted_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_error: _Optional[str] = ..., actions: _Optional[_Iterable[_Union[_types_pb2.ActionRecord, _Mapping]]] = ..., applied_revision: _Optional[int] = ..., stale: _Optional[bool] = ...) -> None: ...
 
 class ClaimResponse(_message.Message):
     __slots__ = ("events",)
