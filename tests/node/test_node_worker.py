@@ -110,7 +110,7 @@ async def test_node_worker_completes_edge_events_renews_leases_and_is_fenced(
     assert proc.returncode == 0, f"node --test failed:\n{output[-8000:]}"
     assert tap_count(output, "fail") == 0
     assert tap_count(output, "skipped") == 0, "a Node test was skipped: its environment is missing"
-    assert tap_count(output, "pass") >= 10
+    assert tap_count(output, "pass") >= 11
 
     states = await event_states(db, f"std/{acct}")
     assert set(states) == set(keys)

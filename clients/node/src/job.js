@@ -47,6 +47,30 @@ export class Job {
     return this._payload;
   }
 
+  /** The event's ordering key ('' for none): one event of a key is in flight at a time, by revision. */
+  get orderingKey() {
+    return this.event.orderingKey;
+  }
+
+  /** The business revision the event carries, as a BigInt (0n: none). */
+  get revision() {
+    return BigInt(this.event.revision ?? 0);
+  }
+
+  /**
+   * The highest revision of the ordering key completed as APPLIED, as a BigInt (0n: none yet).
+   * Apply the event only if it is newer: `if (job.stale) return ignore(...)`. By default the server
+   * completes stale events IGNORED itself; with INBOXD_STALE_REVISIONS=deliver they arrive flagged.
+   */
+  get appliedRevision() {
+    return BigInt(this.event.appliedRevision ?? 0);
+  }
+
+  /** The revision is at or below the key's applied revision: older than the state already applied. */
+  get stale() {
+    return Boolean(this.event.stale);
+  }
+
   get fence() {
     const { namespace, eventKey, claimToken } = this.event;
     return { namespace, eventKey, claimToken };

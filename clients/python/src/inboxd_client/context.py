@@ -104,6 +104,36 @@ class _EventView:
         return self.event.last_error
 
     @property
+    def ordering_key(self) -> str:
+        """The event's ordering key ("" for none): one event of a key is in flight at a time, by revision."""
+        return self.event.ordering_key
+
+    @property
+    def revision(self) -> int:
+        """The business revision the event carries (0: none)."""
+        return self.event.revision
+
+    @property
+    def applied_revision(self) -> int:
+        """The highest revision of the ordering key completed as APPLIED (0: none yet).
+
+        Apply the event only if it is newer than what you hold::
+
+            if ctx.stale:
+                ctx.ignore(f"revision {ctx.revision} is at or below applied {ctx.applied_revision}")
+                return
+
+        By default the server completes stale events IGNORED itself and never
+        hands them out; with INBOXD_STALE_REVISIONS=deliver they arrive here.
+        """
+        return self.event.applied_revision
+
+    @property
+    def stale(self) -> bool:
+        """The event's revision is at or below its key's applied revision: older than the state applied."""
+        return self.event.stale
+
+    @property
     def actions(self) -> Mapping[str, types_pb2.ActionRecord]:
         """The event's action ledger as this claim knows it, by action name."""
         return self._claim.ledger.records
