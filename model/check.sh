@@ -28,6 +28,11 @@ CHECKS=(
   "actions.pml|OLDER_OUTCOME_OVERWRITES|succeeded_stands|A: RecordActionOutcome\(FAILED\) -> OK; ledger FAILED by claim A"
   "actions.pml|OLDER_SUCCEEDED_REFUSED|succeeded_stands"
   "actions.pml|INTENDED_CHECK_THEN_ACT|intended_needs_current_claim"
+  "ordering.pml|-|pass"
+  "ordering.pml|DELIVER|pass"
+  "ordering.pml|SNAPSHOT_DECIDES|one_in_flight"
+  "ordering.pml|RETRY_FREES_KEY|same_event_back_first"
+  "ordering.pml|NO_STALE_CHECK|stale_never_applied"
 )
 
 failures=0
@@ -35,7 +40,7 @@ printf '%-12s %-27s %-10s %12s %13s  %s\n' model switch result states transition
 
 # The trail as a story: the model's own printf lines and the failed assertion.
 narrative() {
-  spin -t"${2:-}" $1 "$model" 2>&1 | grep -E '^\s+(w[0-9]|clock|rescuer|A|B): |Error: assertion' |
+  spin -t"${2:-}" $1 "$model" 2>&1 | grep -E '^\s+(w[0-9]|clock|rescuer|edge|operator|A|B): |Error: assertion' |
     sed -E 's/^\s+/      /; s/^spin: (.*), Error: assertion violated/      ** assertion violated at \1/' | awk '!seen[$0]++' || true
 }
 
