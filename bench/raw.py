@@ -88,6 +88,7 @@ def claim_params(namespace: str, batch: int, worker_id: str) -> dict[str, Any]:
         "worker_id": worker_id,
         "max_attempts": 10,
         "now": None,
+        "ignore_stale": True,
     }
     wanted = dict.fromkeys(_PLACEHOLDER.findall(claim_query()[1]))
     unknown = [name for name in wanted if name not in known]

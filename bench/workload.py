@@ -76,6 +76,20 @@ SELECT %(namespace)s, %(prefix)s || g, %(event_type)s, %(payload)s::jsonb, 'pend
 FROM generate_series(1, %(n)s) AS g
 """
 
+# The same, each event under one of `keys` ordering keys (revisions growing
+# with acceptance), for the claim figure over ordering keys. The accept
+# trigger of migration 0008 fills inbox_ordering_keys as Accept would.
+PREFILL_PENDING_ORDERED: LiteralString = """
+INSERT INTO inbox_events (namespace, event_key, event_type, payload, state, accepted_at,
+                          available_at, due_at, updated_at, ordering_key, revision)
+SELECT %(namespace)s, %(prefix)s || g, %(event_type)s, %(payload)s::jsonb, 'pending',
+       now(), now() - (%(n)s - g) * interval '1 microsecond',
+       now() - (%(n)s - g) * interval '1 microsecond', now(),
+       'customer-' || (g %% %(keys)s), g / %(keys)s + 1
+FROM generate_series(1, %(n)s) AS g
+"""
+
 # Between phases: nothing left claimable, no leftovers of earlier phases.
-# CASCADE: every ledger that references an event goes with it, tables added later included.
-CLEAR_EVENTS: LiteralString = "TRUNCATE inbox_events CASCADE"
+# CASCADE: every ledger that references an event goes with it, tables added later included;
+# the ordering keys reference none (their applied revisions outlive events), so they are named.
+CLEAR_EVENTS: LiteralString = "TRUNCATE inbox_events, inbox_ordering_keys CASCADE"

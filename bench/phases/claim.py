@@ -12,9 +12,11 @@ from bench import raw, support
 from bench.cluster import checkpoint, execute
 from bench.node_load import NodeLoad, run_node
 from bench.run import Run
-from bench.workload import CLEAR_EVENTS, EVENT_TYPE, PAYLOAD, PREFILL_PENDING, RUN_ID
+from bench.workload import CLEAR_EVENTS, EVENT_TYPE, PAYLOAD, PREFILL_PENDING, PREFILL_PENDING_ORDERED, RUN_ID
 
 CLAIM_NS = "bench/claim"
+# The claim figure over ordering keys (issue 16): the backlog spread over this many keys.
+ORDERING_KEYS = 1_000
 
 
 async def prefill(
@@ -28,6 +30,16 @@ async def prefill(
         await conn.execute(PREFILL_PENDING, {**params, "n": n})
         if analyze:
             await conn.execute("VACUUM (ANALYZE) inbox_events")
+
+
+async def prefill_ordered(url: str, n: int, prefix: str, keys: int = ORDERING_KEYS) -> None:
+    """`n` PENDING events over `keys` ordering keys (revision 1, 2, ... per key, in acceptance order)."""
+    await execute(url, CLEAR_EVENTS)
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+        params = {"namespace": CLAIM_NS, "prefix": f"{RUN_ID}-{prefix}-", "event_type": EVENT_TYPE, "payload": PAYLOAD}
+        await conn.execute(PREFILL_PENDING_ORDERED, {**params, "n": n, "keys": keys})
+        await conn.execute("VACUUM (ANALYZE) inbox_events")
+        await conn.execute("VACUUM (ANALYZE) inbox_ordering_keys")
 
 
 async def table_stats(url: str) -> dict[str, int]:
@@ -106,4 +118,19 @@ async def claim_phase(run: Run) -> None:
     if support.lacks(run.support, support.COMPLETE_BATCH) is None:
         load = claim_load(run, 10, complete_batch=True)
         await inboxd_claim_figure(run, "inboxd.claim10.batch", load, "claim10-batch")
+    await ordered_claim_figure(run)
     await execute(run.raw_url, CLEAR_EVENTS)
+
+
+async def ordered_claim_figure(run: Run) -> None:
+    """Claim 10 -> Complete with the claim workers over a backlog spread over 1,000 ordering keys.
+
+    Each key's events come out one at a time, so a Claim walks past the events
+    of the keys in flight; beside inboxd.claim10 (the same load, no keys) it
+    shows what ordering costs.
+    """
+
+    async def fill() -> None:
+        await prefill_ordered(run.url, run.config.claim_prefill, "claim10-ordered")
+
+    await inboxd_claim_figure(run, "inboxd.claim10.ordered", claim_load(run, 10), "claim10-ordered", fill)
