@@ -140,17 +140,24 @@ WITH RECURSIVE clock AS (
                  AS t(namespace, event_key, state_before, old_fencing_token, exhausted, due_at, ordering_key,
                       revision)
 ), held AS MATERIALIZED (
-    -- The keyed candidates' key rows, locked in key order and read in their
-    -- latest version: a key another Claim took after this statement's
-    -- snapshot shows its new holder here (or is skipped while that Claim
-    -- runs), so a key is never handed out twice. The applied revision is the
-    -- latest too.
+    -- The keyed candidates' key rows, locked and read in their latest
+    -- version: a key another Claim took after this statement's snapshot
+    -- shows its new holder here (or is skipped while that Claim runs), so a
+    -- key is never handed out twice. The applied revision is the latest too.
+    -- One primary-key probe per keyed candidate (the OFFSET keeps the
+    -- subquery apart, so no plan hashes a scan of the whole key table), and
+    -- none for an unkeyed one. SKIP LOCKED never waits, so lock order does
+    -- not matter.
     SELECT c.namespace, c.event_key, k.applied_revision, k.holder
     FROM candidates AS c
-    JOIN inbox_ordering_keys AS k ON k.namespace = c.namespace AND k.ordering_key = c.ordering_key
+    CROSS JOIN LATERAL (
+        SELECT key_row.applied_revision, key_row.holder
+        FROM inbox_ordering_keys AS key_row
+        WHERE key_row.namespace = c.namespace AND key_row.ordering_key = c.ordering_key
+        OFFSET 0
+        FOR NO KEY UPDATE OF key_row SKIP LOCKED
+    ) AS k
     WHERE c.ordering_key <> ''
-    ORDER BY k.namespace, k.ordering_key
-    FOR NO KEY UPDATE OF k SKIP LOCKED
 ), judged AS (
     SELECT c.*, coalesce(h.applied_revision, 0) AS applied_revision,
            (c.revision > 0 AND c.revision <= coalesce(h.applied_revision, 0)) AS stale,

@@ -1,0 +1,71 @@
+"""Ordering keys cost only the rows that have one: Claim plans beside and over a keyed backlog.
+
+The same method as test_claim_plans.py: EXPLAIN (ANALYZE, BUFFERS) of the
+PREPAREd claim statement under generic and custom plans, counting rows and
+buffers, never times.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import psycopg
+import pytest
+
+from tests.integration.test_claim_plans import (
+    BOUND,
+    _walk,
+    buffers_read,
+    explain_claim,
+    fresh_database,
+    rows_read,
+)
+
+KEYED_BACKLOG = 100_000
+KEYS = 1_000
+
+
+async def load_keyed_backlog(conn: Any, namespace: str) -> None:
+    """KEYED_BACKLOG due PENDING events over KEYS ordering keys, each key's revisions in due order."""
+    await conn.execute(
+        "INSERT INTO inbox_events (namespace, event_key, event_type, payload, accepted_at, available_at,"
+        " due_at, updated_at, ordering_key, revision)"
+        " SELECT %s, 'k' || i, 'test.event', '{}', now() - interval '1 hour', now() - interval '1 hour',"
+        "        now() - interval '1 hour' + i * interval '1 ms', now(), 'key-' || (i %% %s), i / %s + 1"
+        " FROM generate_series(1, %s) AS i",
+        (namespace, KEYS, KEYS, KEYED_BACKLOG),
+    )
+    await conn.execute("ANALYZE inbox_events")
+    await conn.execute("ANALYZE inbox_ordering_keys")
+
+
+@pytest.fixture(scope="module")
+async def keyed_url(migrated_url: str) -> AsyncIterator[str]:
+    async with fresh_database(migrated_url) as url:
+        async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+            await load_keyed_backlog(conn, "tenant-a/keyed")
+        yield url
+
+
+@pytest.mark.parametrize("plan_cache_mode", ["force_generic_plan", "force_custom_plan"])
+async def test_a_claim_on_an_empty_namespace_beside_a_keyed_backlog_reads_a_bounded_number_of_rows(
+    keyed_url: str, plan_cache_mode: str
+) -> None:
+    async with await psycopg.AsyncConnection.connect(keyed_url, autocommit=True) as conn:
+        plan = await explain_claim(conn, plan_cache_mode, namespaces=["tenant-b/empty"])
+    assert rows_read(plan) < BOUND, json.dumps(plan["Plan"], indent=1)[:4000]
+    assert buffers_read(plan) < BOUND, json.dumps(plan["Plan"], indent=1)[:4000]
+
+
+@pytest.mark.parametrize("plan_cache_mode", ["force_generic_plan", "force_custom_plan"])
+async def test_a_claim_over_free_ordering_keys_reads_about_what_it_takes(keyed_url: str, plan_cache_mode: str) -> None:
+    async with await psycopg.AsyncConnection.connect(keyed_url, autocommit=True) as conn:
+        plan = await explain_claim(conn, plan_cache_mode, namespaces=["tenant-a/keyed"], max_events=10)
+    # Ten candidates, each its key's first: its own row, one probe of its key row, one of the key's index range.
+    assert rows_read(plan) < BOUND, json.dumps(plan["Plan"], indent=1)[:4000]
+    assert buffers_read(plan) < 5 * BOUND, json.dumps(plan["Plan"], indent=1)[:4000]
+    # The key rows by primary key, one probe per keyed candidate: never a scan of every key.
+    scans = {(n["Node Type"], n.get("Relation Name")) for n in _walk(plan["Plan"])}
+    assert ("Seq Scan", "inbox_ordering_keys") not in scans, json.dumps(plan["Plan"], indent=1)[:4000]
