@@ -17,7 +17,7 @@ import grpc
 import pytest
 
 from inboxd.config import ConfigError, load_settings
-from inboxd.domain import StaleRevisions
+from inboxd.domain import EventState, StaleRevisions
 from inboxd.server import RunningServer, start_server
 from inboxd.store.database import Database
 from inboxd_client.v1 import admin_pb2, inbox_pb2, inbox_pb2_grpc, types_pb2
@@ -28,6 +28,7 @@ from tests.integration.admin_fixtures import clocked_admin
 from tests.integration.helpers import accept_request, read_event, seconds
 from tests.integration.test_claims import claim_none, claim_one, fenced
 from tests.integration.test_metrics import scrape, value
+from tests.integration.test_rescuer import rescue
 
 __all__ = ["clocked_admin"]  # the fixture, imported so pytest finds it
 
@@ -159,6 +160,34 @@ async def test_a_failed_event_keeps_its_key_through_its_backoff_and_stats_show_t
     assert stats.blocked_ordering_keys == 0
     assert not stats.HasField("oldest_blocked_age")
     assert (await claim_one(work, ns)).event_key == "v2"
+
+
+async def test_an_event_the_rescuer_put_back_keeps_its_key_and_comes_back_first(
+    work: InboxServiceStub, clocked_server: RunningServer, ns: str, clock: FakeClock
+) -> None:
+    await accept(work, ns, "v2", revision=2)
+    await accept(work, ns, "v3", revision=3)
+    await claim_one(work, ns, lease=seconds(5))
+    await accept(work, ns, "v1", revision=1)  # older, and first by revision: it must still wait
+    past_grace = clock.advance(5 + CLOCKED_SETTINGS.rescue_grace.total_seconds() + 1)
+    assert await rescue(clocked_server, past_grace, ns) == [(ns, "test.event", EventState.PENDING)]
+    [again] = await claim_all(work, ns)
+    assert (again.event_key, again.attempt) == ("v2", 2)
+
+
+async def test_completing_inside_the_workers_own_transaction_raises_the_applied_revision(
+    work: InboxServiceStub, db: Database, ns: str
+) -> None:
+    await accept(work, ns, "v5", revision=5)
+    five = await claim_one(work, ns)
+
+    async def business_transaction(conn: Any) -> None:
+        await conn.execute("SELECT inboxd_complete(%s, %s, %s)", (ns, "v5", five.claim_token))
+
+    await db.run(business_transaction)
+    await accept(work, ns, "v4", revision=4)
+    await claim_none(work, ns)
+    assert (await read_event(db, ns, "v4"))["disposition"] == "ignored"
 
 
 async def test_a_released_event_comes_back_before_the_next_of_its_key(work: InboxServiceStub, ns: str) -> None:
