@@ -24,7 +24,7 @@ from inboxd_client.v1 import admin_pb2, inbox_pb2, inbox_pb2_grpc, types_pb2
 from inboxd_client.v1.admin_pb2_grpc import InboxAdminServiceStub
 from inboxd_client.v1.inbox_pb2_grpc import InboxServiceStub
 from tests.conftest import CLOCKED_SETTINGS, FakeClock
-from tests.integration.admin_fixtures import clocked_admin
+from tests.integration.admin_fixtures import clocked_admin, run_cli
 from tests.integration.helpers import accept_request, read_event, seconds
 from tests.integration.test_claims import claim_none, claim_one, fenced
 from tests.integration.test_metrics import scrape, value
@@ -188,6 +188,22 @@ async def test_completing_inside_the_workers_own_transaction_raises_the_applied_
     await accept(work, ns, "v4", revision=4)
     await claim_none(work, ns)
     assert (await read_event(db, ns, "v4"))["disposition"] == "ignored"
+
+
+async def test_inboxd_stats_shows_the_blocked_keys_and_the_oldest_wait(
+    work: InboxServiceStub, clocked_server: RunningServer, ns: str, clock: FakeClock
+) -> None:
+    for key in ("a", "b"):
+        await accept(work, ns, f"{key}1", 1, ordering_key=key)
+        await accept(work, ns, f"{key}2", 2, ordering_key=key)
+    await accept(work, ns, "c1", 1, ordering_key="c")
+    assert len(await claim_all(work, ns)) == 3  # a1, b1, c1: a2 and b2 wait behind them
+    clock.advance(125)
+    table = await run_cli("stats", "--target", f"127.0.0.1:{clocked_server.port}", "--namespace", ns)
+    assert table.code == 0, table.stderr
+    header, row = table.stdout.splitlines()
+    assert header.endswith("BLOCKED KEYS  OLDEST BLOCKED")
+    assert row.split()[-2:] == ["2", "2m5s"]
 
 
 async def test_a_released_event_comes_back_before_the_next_of_its_key(work: InboxServiceStub, ns: str) -> None:
