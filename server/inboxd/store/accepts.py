@@ -75,18 +75,25 @@ async def _accept_round(
 
 
 def _row(pos: int, index: int, event: NewEvent) -> dict[str, Any]:
-    return {
+    """An event's fields for accept.sql; those at their defaults are left out (most events have none)."""
+    row: dict[str, Any] = {
         "pos": pos,
         "ord": index,
         "namespace": event.namespace,
         "event_key": event.event_key,
         "event_type": event.event_type,
-        "metadata": event.metadata,
-        "message_id": event.message_id,
-        "ordering_key": event.ordering_key,
-        "revision": event.revision,
-        "available_at": event.available_at.isoformat() if event.available_at is not None else None,
     }
+    if event.metadata:
+        row["metadata"] = event.metadata
+    if event.message_id:
+        row["message_id"] = event.message_id
+    if event.ordering_key:
+        row["ordering_key"] = event.ordering_key
+    if event.revision:
+        row["revision"] = event.revision
+    if event.available_at is not None:
+        row["available_at"] = event.available_at.isoformat()
+    return row
 
 
 async def _refusal(

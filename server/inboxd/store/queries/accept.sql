@@ -8,9 +8,10 @@
 -- keeps each conflicting copy for investigation, in one statement.
 --
 -- The events travel as one JSON array (one object per event: pos, ord,
--- namespace, event_key, event_type, metadata as an object, message_id,
--- ordering_key, revision, available_at), expanded by json_to_recordset: one
--- parameter, not one array per column. Their payloads travel beside them as
+-- namespace, event_key, event_type, and those of metadata as an object,
+-- message_id, ordering_key, revision, available_at that are not at their
+-- defaults), expanded by json_to_recordset: one parameter, not one array per
+-- column. Their payloads travel beside them as
 -- one more JSON array, element pos of it the payload of the event at pos:
 -- each payload is the caller's validated JSON text, joined as it is, so no
 -- payload is escaped into a string by inboxd and unescaped by PostgreSQL,
@@ -25,7 +26,11 @@ WITH clock AS (
     SELECT coalesce(%(now)s::timestamptz, now()) AS now
 ), incoming AS (
     -- first_ord: which copy of its key wins the insert (the first in request order).
-    SELECT i.*, p.payload, min(i.ord) OVER (PARTITION BY i.namespace, i.event_key) AS first_ord
+    -- A field left at its default is left out of its object: NULL here.
+    SELECT i.pos, i.ord, i.namespace, i.event_key, i.event_type, p.payload,
+           coalesce(i.metadata, '{}') AS metadata, coalesce(i.message_id, '') AS message_id,
+           coalesce(i.ordering_key, '') AS ordering_key, coalesce(i.revision, 0) AS revision, i.available_at,
+           min(i.ord) OVER (PARTITION BY i.namespace, i.event_key) AS first_ord
     FROM json_to_recordset(%(events)s::json)
          AS i(pos int, ord int, namespace text, event_key text, event_type text, metadata jsonb,
               message_id text, ordering_key text, revision bigint, available_at timestamptz)
