@@ -223,7 +223,7 @@ class Inbox:
 
     async def _complete_group(self, completions: list[Completion]) -> list[InboxError | None]:
         now = self.clock()
-        return await self.db.run(lambda conn: claims.complete_events(conn, completions, now))
+        return await self.db.run(lambda conn: claims.complete_events(conn, completions, now), transaction=False)
 
     async def _complete_held(self, completion: Completion) -> InboxError | None:
         now = self.clock()

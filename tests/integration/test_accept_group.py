@@ -102,10 +102,10 @@ async def test_accept_probes_stored_rows_by_key_under_a_generic_plan(db: Databas
     """json_to_recordset is estimated at 100 rows whatever it holds; a generic plan once hashed a full scan."""
     from inboxd.store.queries import QUERIES
 
-    statement = QUERIES["accept_events"].replace("%(events)s", "$1").replace("%(now)s", "$2")
-    document = json.dumps(
-        [{"ord": 0, "namespace": ns, "event_key": "k", "event_type": "t", "payload": "{}", "metadata": {}}]
+    statement = (
+        QUERIES["accept_events"].replace("%(events)s", "$1").replace("%(payloads)s", "$2").replace("%(now)s", "$3")
     )
+    document = json.dumps([{"pos": 1, "ord": 0, "namespace": ns, "event_key": "k", "event_type": "t", "metadata": {}}])
 
     async def plan(conn: Any) -> str:
         # A few thousand stored rows the planner knows of: enough to make a hash
@@ -119,9 +119,9 @@ async def test_accept_probes_stored_rows_by_key_under_a_generic_plan(db: Databas
         await conn.execute("ANALYZE inbox_events")
         async with conn.transaction(force_rollback=True):
             await conn.execute("SET LOCAL plan_cache_mode = force_generic_plan")
-            await conn.execute("PREPARE accept_plan(text, timestamptz) AS " + statement)
+            await conn.execute("PREPARE accept_plan(text, text, timestamptz) AS " + statement)
             try:
-                cur = await conn.execute(f"EXPLAIN EXECUTE accept_plan('{document}', NULL)")
+                cur = await conn.execute(f"EXPLAIN EXECUTE accept_plan('{document}', '[{{}}]', NULL)")
                 return "\n".join(row[0] for row in await cur.fetchall())
             finally:
                 await conn.execute("DEALLOCATE accept_plan")

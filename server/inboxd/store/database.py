@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import weakref
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
@@ -28,6 +29,29 @@ _ROLLBACK_RETRIES = 5
 # queued for the pool's acquire timeout (5 s, longer than an edge's deadline).
 PROBE_INTERVAL = 0.5
 PROBE_CONNECT_TIMEOUT = 2  # libpq's connect_timeout: whole seconds, at least 2
+# The PostgreSQL function that holds a COMMIT until the synchronous standby
+# has its WAL. A WARNING from it means the wait was cancelled (by
+# pg_cancel_backend, say): the transaction is committed on the primary, may be
+# missing on the standby, and COMMIT still reports success. Matched by the
+# function's name, not its message, which lc_messages may translate.
+_SYNCHRONOUS_WAIT = "SyncRepWaitForLSN"
+UNCONFIRMED_COMMIT = (
+    "the commit was cancelled while it waited for the synchronous standby: it is committed on the primary but may"
+    " be lost if the primary fails now; not acknowledged, retry (a retried Accept is answered DUPLICATE)"
+)
+
+
+class _CommitWatch:
+    """Listens to one connection's notices for a COMMIT the synchronous standby never confirmed."""
+
+    __slots__ = ("unconfirmed",)
+
+    def __init__(self) -> None:
+        self.unconfirmed = False
+
+    def __call__(self, diagnostic: psycopg.errors.Diagnostic) -> None:
+        if diagnostic.source_function == _SYNCHRONOUS_WAIT:
+            self.unconfirmed = True
 
 
 class Database:
@@ -51,7 +75,9 @@ class Database:
             kwargs={"autocommit": True},
             timeout=acquire_timeout,
             name="inboxd",
+            configure=self._watch_commits,
         )
+        self._commit_watches: weakref.WeakKeyDictionary[Connection, _CommitWatch] = weakref.WeakKeyDictionary()
         self._check_task: asyncio.Task[None] | None = None
         # Why the database is known to be down (the probe's last failure), or None.
         self._down: str | None = None
@@ -80,11 +106,7 @@ class Database:
             raise Unavailable(f"database unavailable: {self._down} (checked every {PROBE_INTERVAL:g} s)")
         for attempt in range(1, _ROLLBACK_RETRIES + 1):
             try:
-                async with self._pool.connection() as conn:
-                    if not transaction:
-                        return await work(conn)
-                    async with conn.transaction():
-                        return await work(conn)
+                return await self._attempt(work, transaction)
             except psycopg.errors.TransactionRollback:
                 if attempt == _ROLLBACK_RETRIES:
                     raise Unavailable(
@@ -109,6 +131,25 @@ class Database:
                     self._probe_soon()
                 raise Unavailable(f"database unavailable: {first_line(exc)}") from None
         raise AssertionError("unreachable")
+
+    async def _attempt(self, work: Work[T], transaction: bool) -> T:
+        async with self._pool.connection() as conn:
+            watch = self._commit_watches.get(conn)
+            if watch is not None:
+                watch.unconfirmed = False
+            if transaction:
+                async with conn.transaction():
+                    result = await work(conn)
+            else:
+                result = await work(conn)
+            if watch is not None and watch.unconfirmed:
+                raise Unavailable(UNCONFIRMED_COMMIT)
+            return result
+
+    async def _watch_commits(self, conn: Connection) -> None:
+        watch = _CommitWatch()
+        conn.add_notice_handler(watch)
+        self._commit_watches[conn] = watch
 
     async def ping(self) -> None:
         """Raises Unavailable unless the database answers a trivial query."""

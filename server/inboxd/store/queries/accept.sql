@@ -7,10 +7,15 @@
 -- stored row (or against the copy of this group that won the insert), and
 -- keeps each conflicting copy for investigation, in one statement.
 --
--- The events travel as one JSON array (one object per event: ord, namespace,
--- event_key, event_type, payload as JSON text, metadata as an object,
--- message_id, ordering_key, revision, available_at), expanded by
--- json_to_recordset: one parameter, not one array per column.
+-- The events travel as one JSON array (one object per event: pos, ord,
+-- namespace, event_key, event_type, and those of metadata as an object,
+-- message_id, ordering_key, revision, available_at that are not at their
+-- defaults), expanded by json_to_recordset: one parameter, not one array per
+-- column. Their payloads travel beside them as
+-- one more JSON array, element pos of it the payload of the event at pos:
+-- each payload is the caller's validated JSON text, joined as it is, so no
+-- payload is escaped into a string by inboxd and unescaped by PostgreSQL,
+-- and all of them are parsed into jsonb once, by one cast.
 --
 -- Rows go in key order so that concurrent groups lock keys in the same order
 -- and cannot deadlock; among copies of one key in a group, the first in
@@ -21,15 +26,20 @@ WITH clock AS (
     SELECT coalesce(%(now)s::timestamptz, now()) AS now
 ), incoming AS (
     -- first_ord: which copy of its key wins the insert (the first in request order).
-    SELECT i.*, min(i.ord) OVER (PARTITION BY i.namespace, i.event_key) AS first_ord
+    -- A field left at its default is left out of its object: NULL here.
+    SELECT i.pos, i.ord, i.namespace, i.event_key, i.event_type, p.payload,
+           coalesce(i.metadata, '{}') AS metadata, coalesce(i.message_id, '') AS message_id,
+           coalesce(i.ordering_key, '') AS ordering_key, coalesce(i.revision, 0) AS revision, i.available_at,
+           min(i.ord) OVER (PARTITION BY i.namespace, i.event_key) AS first_ord
     FROM json_to_recordset(%(events)s::json)
-         AS i(ord int, namespace text, event_key text, event_type text, payload text, metadata jsonb,
+         AS i(pos int, ord int, namespace text, event_key text, event_type text, metadata jsonb,
               message_id text, ordering_key text, revision bigint, available_at timestamptz)
+    JOIN jsonb_array_elements(%(payloads)s::jsonb) WITH ORDINALITY AS p(payload, pos) ON p.pos = i.pos
 ), inserted AS (
     INSERT INTO inbox_events AS e
         (namespace, event_key, event_type, payload, metadata, message_id, ordering_key,
          revision, state, accepted_at, available_at, due_at, updated_at)
-    SELECT i.namespace, i.event_key, i.event_type, i.payload::jsonb, i.metadata,
+    SELECT i.namespace, i.event_key, i.event_type, i.payload, i.metadata,
            i.message_id, i.ordering_key, i.revision, 'pending', c.now,
            coalesce(i.available_at, c.now), coalesce(i.available_at, c.now), c.now
     FROM incoming AS i CROSS JOIN clock AS c
@@ -45,10 +55,10 @@ WITH clock AS (
            CASE
                WHEN w.event_key IS NOT NULL AND i.ord = i.first_ord THEN 'accepted'
                WHEN w.event_key IS NOT NULL THEN
-                   CASE WHEN w.event_type = i.event_type AND w.payload = i.payload::jsonb
+                   CASE WHEN w.event_type = i.event_type AND w.payload = i.payload
                         THEN 'duplicate' ELSE 'conflict' END
                WHEN s.found THEN
-                   CASE WHEN s.event_type = i.event_type AND coalesce(s.payload = i.payload::jsonb, true)
+                   CASE WHEN s.event_type = i.event_type AND coalesce(s.payload = i.payload, true)
                         THEN 'duplicate' ELSE 'conflict' END
                ELSE 'retry'
            END AS outcome,
@@ -68,7 +78,7 @@ WITH clock AS (
     ) AS s ON true
 ), conflicts AS (
     INSERT INTO inbox_conflicts (namespace, event_key, event_type, payload, metadata, received_at)
-    SELECT j.namespace, j.event_key, j.event_type, j.payload::jsonb, j.metadata, c.now
+    SELECT j.namespace, j.event_key, j.event_type, j.payload, j.metadata, c.now
     FROM judged AS j CROSS JOIN clock AS c
     WHERE j.outcome = 'conflict'
     ORDER BY j.ord

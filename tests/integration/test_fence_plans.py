@@ -1,0 +1,133 @@
+"""A fenced write reaches its row by primary key, however many claims came before it.
+
+Every write after a claim names the event's key, its claim token and the
+PROCESSING state. inbox_events_listing (namespace, state, accepted_at,
+event_key) also matches the namespace and the state, and its statistics make
+PROCESSING look rare; a plan that probes it walks every PROCESSING entry of
+the namespace, the dead ones left by earlier claims included, for each event
+written. Here a namespace has had many claims since its last VACUUM, and
+EXPLAIN (ANALYZE, BUFFERS) of each fenced statement, under a generic and a
+custom plan, must read a bounded number of buffers per event: counts, never
+times.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from datetime import timedelta
+from typing import Any
+
+import psycopg
+import pytest
+
+from tests.integration.test_claim_plans import _walk, explain_prepared, fresh_database
+
+NAMESPACE = "tenant-a/busy"
+PENDING = 60_000
+# Claimed and completed since the last VACUUM: each left a dead PROCESSING entry in every index.
+CHURNED = 3_000
+HELD = 10
+# A primary-key probe and its update touch a handful of pages per event; the
+# walk of the dead PROCESSING entries read thousands.
+BOUND_PER_EVENT = 40
+
+
+@pytest.fixture(scope="module")
+async def churned_url(migrated_url: str) -> AsyncIterator[str]:
+    """PENDING events analyzed as such, then CHURNED claimed and completed, then HELD claimed now."""
+    async with fresh_database(migrated_url) as url:
+        async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+            await conn.execute(
+                "INSERT INTO inbox_events (namespace, event_key, event_type, payload, accepted_at, available_at,"
+                " due_at, updated_at)"
+                " SELECT %s, 'k' || i, 'test.event', '{}', now(), now(), now(), now()"
+                " FROM generate_series(1, %s) AS i",
+                (NAMESPACE, PENDING),
+            )
+            await conn.execute("VACUUM (ANALYZE) inbox_events")
+            await conn.execute("ALTER TABLE inbox_events SET (autovacuum_enabled = false)")
+            for first in range(1, CHURNED + 1, 100):
+                keys = [f"k{i}" for i in range(first, min(first + 100, CHURNED + 1))]
+                await conn.execute(
+                    "UPDATE inbox_events SET state = 'processing', claim_token = 'old-' || event_key, attempt = 1,"
+                    " fencing_token = nextval('inbox_fencing_tokens'),"
+                    " lease_expires_at = now() + interval '30 s', due_at = now() + interval '30 s'"
+                    " WHERE namespace = %s AND event_key = ANY(%s)",
+                    (NAMESPACE, keys),
+                )
+                await conn.execute(
+                    "UPDATE inbox_events SET state = 'completed', completed_at = now(), disposition = 'applied',"
+                    " due_at = NULL, lease_expires_at = NULL WHERE namespace = %s AND event_key = ANY(%s)",
+                    (NAMESPACE, keys),
+                )
+            await conn.execute(
+                "UPDATE inbox_events SET state = 'processing', claim_token = 'held-' || event_key, attempt = 1,"
+                " fencing_token = nextval('inbox_fencing_tokens'),"
+                " lease_expires_at = now() + interval '30 s', due_at = now() + interval '30 s'"
+                " WHERE namespace = %s AND event_key = ANY(%s)",
+                (NAMESPACE, held_keys()),
+            )
+        yield url
+
+
+def held_keys() -> list[str]:
+    return [f"k{i}" for i in range(CHURNED + 1, CHURNED + 1 + HELD)]
+
+
+def events_buffers(plan: dict[str, Any]) -> int:
+    """Buffers read by the scans of inbox_events (not the writes' own index upkeep)."""
+    return sum(
+        int(node.get("Shared Hit Blocks", 0) + node.get("Shared Read Blocks", 0))
+        for node in _walk(plan["Plan"])
+        if node.get("Relation Name") == "inbox_events" and "Scan" in node.get("Node Type", "")
+    )
+
+
+def one(**values: Any) -> dict[str, Any]:
+    key = held_keys()[0]
+    return {"namespace": NAMESPACE, "event_key": key, "claim_token": f"held-{key}", "now": None, **values}
+
+
+def every(**values: Any) -> dict[str, Any]:
+    keys = held_keys()
+    return {
+        "namespaces": [NAMESPACE] * len(keys),
+        "event_keys": keys,
+        "claim_tokens": [f"held-{key}" for key in keys],
+        "now": None,
+        **values,
+    }
+
+
+# Each fenced statement: its parameters in PREPARE's order, values, and how many events it writes.
+FENCED: dict[str, tuple[tuple[str, ...], dict[str, Any], int]] = {
+    "renew_lease": (("now", "lease", "namespace", "event_key", "claim_token"), one(lease=timedelta(seconds=30)), 1),
+    "fail_lock": (("namespace", "event_key", "claim_token"), one(), 1),
+    "fail_retry": (
+        ("now", "delay", "error", "namespace", "event_key", "claim_token"),
+        one(delay=timedelta(seconds=5), error="boom"),
+        1,
+    ),
+    "fail_dead_letter": (("error", "now", "namespace", "event_key", "claim_token"), one(error="boom"), 1),
+    "release_events": (("now", "namespaces", "event_keys", "claim_tokens"), every(), HELD),
+    "complete_events": (
+        ("namespaces", "event_keys", "claim_tokens", "dispositions", "reasons", "now"),
+        every(dispositions=["applied"] * HELD, reasons=[""] * HELD),
+        HELD,
+    ),
+}
+
+
+@pytest.mark.parametrize("plan_cache_mode", ["force_generic_plan", "force_custom_plan"])
+@pytest.mark.parametrize("statement", sorted(FENCED))
+async def test_a_fenced_write_reads_a_bounded_number_of_buffers_after_many_claims(
+    churned_url: str, statement: str, plan_cache_mode: str
+) -> None:
+    parameters, values, events = FENCED[statement]
+    async with await psycopg.AsyncConnection.connect(churned_url, autocommit=True) as conn:
+        plan = await explain_prepared(conn, plan_cache_mode, statement, parameters, values)
+    read = events_buffers(plan)
+    assert read <= BOUND_PER_EVENT * events, (
+        f"{statement}: {read} buffers\n" + json.dumps(plan["Plan"], indent=1)[:3000]
+    )
