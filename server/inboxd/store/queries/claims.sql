@@ -36,12 +36,15 @@
 -- events and nothing due, a Claim reads no rows.
 --
 -- Ordering keys (migration 0008): an event with a non-empty ordering_key is
--- a candidate only when it is its key's next, the event holding the key or,
--- when none does, the first open one by (revision, accepted_at, event_key).
--- That test runs only for keyed rows (the OR stops at ordering_key = ''), so
--- a Claim over unkeyed events reads what it read before. It is judged in the
--- statement's snapshot; `held` then locks each keyed candidate's key row,
--- whose latest version decides: a key another Claim took since is skipped.
+-- a candidate only when it is its key's next (inboxd_next_of_key: the event
+-- holding the key or, when none does, the first open one by (revision,
+-- accepted_at, event_key)). That test runs only for keyed rows (the OR stops
+-- at ordering_key = ''), so a Claim over unkeyed events reads what it read
+-- before. It is judged in the statement's snapshot; `taken` then locks each
+-- keyed candidate's key row, whose latest version decides: a key another
+-- Claim took since is skipped. A keyed event handed out holds its key (the
+-- trigger inboxd_ordering_key_claimed sets inbox_ordering_keys.holder on the
+-- row `taken` locked) until it is completed or dead-lettered.
 -- A candidate at or below its key's applied revision is stale: completed
 -- IGNORED here, never handed out, and then it neither needs its key nor holds
 -- back the events after it, so the key's next event comes out in the same
@@ -80,19 +83,8 @@ WITH RECURSIVE clock AS (
             WHERE e.namespace COLLATE "C" = wanted.namespace
               AND e.due_at <= coalesce(%(now)s::timestamptz, now())
               AND (cardinality(%(event_types)s::text[]) = 0 OR e.event_type = ANY(%(event_types)s::text[]))
-              AND (e.ordering_key = '' OR EXISTS (
-                       SELECT FROM inbox_ordering_keys AS k
-                       WHERE k.namespace = e.namespace AND k.ordering_key = e.ordering_key
-                         AND (k.holder = e.event_key
-                              OR %(ignore_stale)s AND e.revision > 0 AND e.revision <= k.applied_revision
-                              OR k.holder IS NULL AND NOT EXISTS (
-                                  SELECT FROM inbox_events AS o
-                                  WHERE o.namespace = e.namespace AND o.ordering_key = e.ordering_key
-                                    AND o.ordering_key <> '' AND o.due_at IS NOT NULL
-                                    AND (o.revision, o.accepted_at, o.event_key)
-                                        < (e.revision, e.accepted_at, e.event_key)
-                                    AND NOT (%(ignore_stale)s AND o.revision > 0
-                                             AND o.revision <= k.applied_revision)))))
+              AND (e.ordering_key = '' OR inboxd_next_of_key(e.namespace, e.ordering_key, e.event_key, e.revision,
+                                                             e.accepted_at, %(ignore_stale)s))
             ORDER BY e.due_at
             LIMIT %(max_events)s
             FOR UPDATE OF e SKIP LOCKED
@@ -106,19 +98,8 @@ WITH RECURSIVE clock AS (
               AND e.state IN ('pending', 'processing')
               AND e.due_at <= coalesce(%(now)s::timestamptz, now())
               AND (cardinality(%(event_types)s::text[]) = 0 OR e.event_type = ANY(%(event_types)s::text[]))
-              AND (e.ordering_key = '' OR EXISTS (
-                       SELECT FROM inbox_ordering_keys AS k
-                       WHERE k.namespace = e.namespace AND k.ordering_key = e.ordering_key
-                         AND (k.holder = e.event_key
-                              OR %(ignore_stale)s AND e.revision > 0 AND e.revision <= k.applied_revision
-                              OR k.holder IS NULL AND NOT EXISTS (
-                                  SELECT FROM inbox_events AS o
-                                  WHERE o.namespace = e.namespace AND o.ordering_key = e.ordering_key
-                                    AND o.ordering_key <> '' AND o.due_at IS NOT NULL
-                                    AND (o.revision, o.accepted_at, o.event_key)
-                                        < (e.revision, e.accepted_at, e.event_key)
-                                    AND NOT (%(ignore_stale)s AND o.revision > 0
-                                             AND o.revision <= k.applied_revision)))))
+              AND (e.ordering_key = '' OR inboxd_next_of_key(e.namespace, e.ordering_key, e.event_key, e.revision,
+                                                             e.accepted_at, %(ignore_stale)s))
             ORDER BY e.due_at
             LIMIT %(max_events)s
             FOR UPDATE OF e SKIP LOCKED
@@ -149,66 +130,63 @@ WITH RECURSIVE clock AS (
                         picked.exhausted, picked.due_ats, picked.ordering_keys, picked.revisions)
                  AS t(namespace, event_key, state_before, old_fencing_token, exhausted, due_at, ordering_key,
                       revision)
-), held AS MATERIALIZED (
-    -- The keyed candidates' key rows, locked and read in their latest
-    -- version: a key another Claim took after this statement's snapshot
-    -- shows its new holder here (or is skipped while that Claim runs), so a
-    -- key is never handed out twice. The applied revision is the latest too.
-    -- One primary-key probe per keyed candidate (the OFFSET keeps the
-    -- subquery apart, so no plan hashes a scan of the whole key table), and
-    -- none for an unkeyed one. SKIP LOCKED never waits, so lock order does
-    -- not matter.
-    SELECT c.namespace, c.event_key, k.applied_revision, k.holder
-    FROM candidates AS c
-    CROSS JOIN LATERAL (
-        SELECT key_row.applied_revision, key_row.holder
-        FROM inbox_ordering_keys AS key_row
-        WHERE key_row.namespace = c.namespace AND key_row.ordering_key = c.ordering_key
-        OFFSET 0
-        FOR NO KEY UPDATE OF key_row SKIP LOCKED
-    ) AS k
-    WHERE c.ordering_key <> ''
-), judged AS (
-    SELECT c.*, coalesce(h.applied_revision, 0) AS applied_revision,
-           (c.revision > 0 AND c.revision <= coalesce(h.applied_revision, 0)) AS stale,
-           h.event_key IS NOT NULL AND (h.holder IS NULL OR h.holder = c.event_key) AS key_free
-    FROM candidates AS c
-    LEFT JOIN held AS h ON h.namespace = c.namespace AND h.event_key = c.event_key
 ), taken AS (
-    -- Unkeyed events; keyed ones whose key is free or theirs; and, when
-    -- stale events are ignored, stale ones whatever holds their key (they
-    -- are never handed out). At most one per key is handed out: the
-    -- snapshot's test above lets one non-stale event per key through.
-    SELECT j.*, j.stale AND %(ignore_stale)s AS to_ignore
-    FROM judged AS j
-    WHERE j.ordering_key = '' OR j.key_free OR (j.stale AND %(ignore_stale)s)
+    -- Each keyed candidate's key row, locked and read in its latest version:
+    -- a key another Claim took after this statement's snapshot shows its new
+    -- holder here (or is skipped while that Claim runs: then `key_row` is
+    -- NULL and so is its NOT NULL applied_revision), so a key is never handed
+    -- out twice; its applied revision is the latest too. One primary-key
+    -- probe per keyed candidate (the OFFSET keeps the subquery apart, so no
+    -- plan hashes a scan of the whole key table), none for an unkeyed one.
+    -- SKIP LOCKED never waits, so lock order does not matter.
+    -- Taken: unkeyed events; keyed ones whose key is free or theirs; and,
+    -- when stale events are ignored, stale ones whatever holds their key
+    -- (they are never handed out). At most one per key is handed out: the
+    -- snapshot's test lets one non-stale event per key through.
+    SELECT judged.*
+    FROM (
+        SELECT c.*, coalesce(k.applied_revision, 0) AS applied_revision,
+               c.revision > 0 AND c.revision <= coalesce(k.applied_revision, 0) AS stale,
+               c.revision > 0 AND c.revision <= coalesce(k.applied_revision, 0) AND %(ignore_stale)s AS to_ignore,
+               k.applied_revision IS NOT NULL AND (k.holder IS NULL OR k.holder = c.event_key) AS key_free
+        FROM candidates AS c
+        LEFT JOIN LATERAL (
+            SELECT key_row.applied_revision, key_row.holder
+            FROM inbox_ordering_keys AS key_row
+            WHERE c.ordering_key <> ''
+              AND key_row.namespace = c.namespace AND key_row.ordering_key = c.ordering_key
+            OFFSET 0
+            FOR NO KEY UPDATE OF key_row SKIP LOCKED
+        ) AS k ON true
+    ) AS judged
+    WHERE judged.ordering_key = '' OR judged.key_free OR judged.to_ignore
 ), ended_claims AS (
     UPDATE inbox_claims AS c
     SET ended_at = clock.now, outcome = 'expired'
     FROM taken AS due, clock
     WHERE due.state_before = 'processing' AND c.fencing_token = due.old_fencing_token AND c.ended_at IS NULL
     RETURNING c.fencing_token
-), ignored AS (
-    -- Stale: completed IGNORED, with both revisions in the reason; no claim
-    -- is issued, and an expired claim's token dies with the lease.
+), finished AS (
+    -- Events that end here, never handed out. Stale ones (to_ignore):
+    -- COMPLETED IGNORED, both revisions in the reason. Those out of
+    -- attempts: DEAD_LETTERED, saying why. No claim is issued, and an expired
+    -- claim's token dies with its lease. One UPDATE for both, so a Claim
+    -- carries no more write nodes than before ordering keys.
     UPDATE inbox_events AS e
-    SET state = 'completed', completed_at = clock.now, disposition = 'ignored',
-        disposition_reason = format('stale revision: %%s is at or below the applied revision %%s of ordering key %%s',
-                                    e.revision, due.applied_revision, e.ordering_key),
-        due_at = NULL, claim_token = NULL, lease_expires_at = NULL, worker_id = NULL, updated_at = clock.now
-    FROM taken AS due, clock
-    WHERE due.to_ignore AND e.namespace = due.namespace AND e.event_key = due.event_key
-    RETURNING e.namespace
-), dead AS (
-    UPDATE inbox_events AS e
-    SET state = 'dead_lettered', due_at = NULL, claim_token = NULL, lease_expires_at = NULL,
-        worker_id = NULL, updated_at = clock.now,
-        last_error = CASE WHEN due.state_before = 'processing'
+    SET state = CASE WHEN due.to_ignore THEN 'completed' ELSE 'dead_lettered' END,
+        completed_at = CASE WHEN due.to_ignore THEN clock.now END,
+        disposition = CASE WHEN due.to_ignore THEN 'ignored' END,
+        disposition_reason = CASE WHEN due.to_ignore
+                                  THEN format('stale revision: %%s is at or below the applied revision %%s of ordering key %%s',
+                                              e.revision, due.applied_revision, e.ordering_key) END,
+        due_at = NULL, claim_token = NULL, lease_expires_at = NULL, worker_id = NULL, updated_at = clock.now,
+        last_error = CASE WHEN due.to_ignore THEN e.last_error
+                          WHEN due.state_before = 'processing'
                           THEN format('lease expired on attempt %%s of %%s; attempts exhausted', e.attempt, %(max_attempts)s::int)
                           ELSE format('attempts exhausted (%%s of %%s)', e.attempt, %(max_attempts)s::int) END
     FROM taken AS due, clock
-    WHERE due.exhausted AND NOT due.to_ignore AND e.namespace = due.namespace AND e.event_key = due.event_key
-    RETURNING e.namespace
+    WHERE (due.exhausted OR due.to_ignore) AND e.namespace = due.namespace AND e.event_key = due.event_key
+    RETURNING due.to_ignore AS ignored
 ), claimed AS (
     UPDATE inbox_events AS e
     SET state = 'processing', attempt = e.attempt + 1,
@@ -221,14 +199,6 @@ WITH RECURSIVE clock AS (
               e.ordering_key, e.revision, e.attempt, e.claim_token, e.fencing_token,
               e.lease_expires_at, e.accepted_at, coalesce(e.last_error, ''), due.applied_revision, due.stale,
               due.due_at, due.state_before, e.worker_id, clock.now
-), holding AS (
-    -- A keyed event handed out holds its key until it is completed or
-    -- dead-lettered (the triggers of migration 0008 let go).
-    UPDATE inbox_ordering_keys AS k
-    SET holder = claimed.event_key
-    FROM claimed
-    WHERE claimed.ordering_key <> '' AND k.namespace = claimed.namespace AND k.ordering_key = claimed.ordering_key
-      AND k.holder IS DISTINCT FROM claimed.event_key
 ), history AS (
     INSERT INTO inbox_claims (fencing_token, namespace, event_key, claim_token, worker_id, attempt, claimed_at)
     SELECT fencing_token, namespace, event_key, claim_token, worker_id, attempt, now FROM claimed
@@ -236,8 +206,8 @@ WITH RECURSIVE clock AS (
 -- One row per claimed event, its action ledger as a JSON array; when none was
 -- claimed, one row of NULLs that still carries the counts.
 SELECT claimed.*, ledger.actions, counts.ignored_stale, counts.dead_lettered, counts.leases_expired
-FROM (SELECT (SELECT count(*) FROM ignored) AS ignored_stale,
-             (SELECT count(*) FROM dead) AS dead_lettered,
+FROM (SELECT (SELECT count(*) FILTER (WHERE finished.ignored) FROM finished) AS ignored_stale,
+             (SELECT count(*) FILTER (WHERE NOT finished.ignored) FROM finished) AS dead_lettered,
              (SELECT count(*) FROM ended_claims) AS leases_expired) AS counts
 LEFT JOIN claimed ON true
 LEFT JOIN LATERAL (
