@@ -121,7 +121,7 @@ inline decide(w, e) {
   if
   :: !DUE(e) -> printf("w%d: Claim skips event %d (taken or finished since its snapshot)\n", w, e)
   :: DUE(e) && IGNORING && STALE(rev[e], key_applied) ->
-       /* the ignored CTE: COMPLETED IGNORED, never handed out */
+       /* the finished CTE: COMPLETED IGNORED, never handed out */
        st[e] = COMPLETED; tok[e] = 0; expired[e] = false; finish(e);
        printf("w%d: Claim completes event %d (revision %d) IGNORED: applied %d\n", w, e, rev[e], key_applied)
   :: DUE(e) && !(IGNORING && STALE(rev[e], key_applied)) && key_holder != NONE && key_holder != e ->
