@@ -30,6 +30,7 @@ from inboxd.domain import (
     Namespace,
 )
 from inboxd.errors import ClaimSuperseded, InboxError, NotFound, Unavailable
+from inboxd.store import queries
 from inboxd.store.database import Connection
 from inboxd.store.queries import QUERIES
 from inboxd.wakeups import like_prefix
@@ -40,8 +41,9 @@ SUPERSEDED = "claim superseded: this claim token is not the current claim of the
 async def claim_events(
     conn: Connection, request: ClaimRequest, *, max_attempts: int, now: datetime | None = None
 ) -> ClaimBatch:
-    cur = await conn.execute(
-        QUERIES["claim_events"],
+    cur = await queries.execute(
+        conn,
+        "claim_events",
         {
             "namespaces": list(request.namespaces),
             "event_types": list(request.event_types),
