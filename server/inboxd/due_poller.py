@@ -76,14 +76,19 @@ class DuePoller:
             self._task = asyncio.create_task(self._run())
 
     def poke(self) -> None:
-        """Signals may have been lost: no finding holds any more, and the poller looks now."""
+        """Signals may have been lost: no finding holds any more, and the poller looks now if anyone waits."""
         self._bus.anything_may_have_changed()
         self._finding = None
-        self._poke.set()
+        self._wake_up()
 
     def notice_no_waiters(self) -> None:
         """The last waiter left: the poller stops rather than wait out its interval."""
-        self._poke.set()
+        self._wake_up()
+
+    def _wake_up(self) -> None:
+        # Only a running poller: with nobody waiting, the next waiter, finding no finding, looks itself.
+        if self._task is not None and not self._task.done():
+            self._poke.set()
 
     def nothing_due_for(self, wait_filter: WaitFilter) -> bool:
         """Whether a waiter with this filter may skip its look (see the module's docstring).
