@@ -65,6 +65,8 @@ class DuePoller:
         self._poke = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._finding: Finding | None = None
+        # Per filter, since the finding: the wake-up number it was last checked at, and whether it was spoilt.
+        self._checked: dict[WaitFilter, tuple[int, bool]] = {}
         self._last_look = float("-inf")
         # Looks run, and waiting Claims' looks spared by a finding (for tests and metrics).
         self.looks = 0
@@ -103,7 +105,12 @@ class DuePoller:
         # A clock moved by hand (tests, replays) may have made anything due.
         if self._clock() != finding.as_of:
             return False
-        return not self._bus.woken_since(wait_filter, finding.wake_seq)
+        # Thousands of waiters share a few filters: each is checked again only after a new wake-up.
+        checked_at, spoilt = self._checked.get(wait_filter, (-1, False))
+        if not spoilt and checked_at != self._bus.wake_seq:
+            spoilt = self._bus.woken_since(wait_filter, finding.wake_seq)
+            self._checked[wait_filter] = (self._bus.wake_seq, spoilt)
+        return not spoilt
 
     async def look(self) -> None:
         """One look, the wake-ups it calls for, and what it found nothing due for."""
@@ -125,6 +132,7 @@ class DuePoller:
         else:
             nothing_due = frozenset()
         self._finding = Finding(wake_seq, began, now, nothing_due)
+        self._checked = {}
         self._bus.forget_wake_ups_until(wake_seq)
 
     async def _run(self) -> None:
