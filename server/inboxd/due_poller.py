@@ -63,6 +63,8 @@ class DuePoller:
         self._clock = clock
         self._interval = interval
         self._poke = asyncio.Event()
+        # Set by `poke`: the next wake of the loop looks even before the interval is up.
+        self._look_now = False
         self._task: asyncio.Task[None] | None = None
         self._finding: Finding | None = None
         # Per filter, since the finding: the wake-up number it was last checked at, and whether it was spoilt.
@@ -81,6 +83,7 @@ class DuePoller:
         """Signals may have been lost: no finding holds any more, and the poller looks now if anyone waits."""
         self._bus.anything_may_have_changed()
         self._finding = None
+        self._look_now = True
         self._wake_up()
 
     def notice_no_waiters(self) -> None:
@@ -145,6 +148,9 @@ class DuePoller:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._poke.wait(), delay)
             self._poke.clear()
+            if not self._look_now and time.monotonic() < self._last_look + self._interval():
+                continue  # woken because the last waiter left: stop, or, if another came since, keep the cadence
+            self._look_now = False
             try:
                 await self.look()
             except Exception as exc:  # noqa: BLE001 - the database may be down; look again next interval
