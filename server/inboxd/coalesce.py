@@ -63,9 +63,7 @@ class Coalescer(Generic[Item, Result]):
         done: asyncio.Future[list[Result]] = asyncio.get_running_loop().create_future()
         self._queue.append(_Submission(items, done))
         self._queued_items += len(items)
-        if self._flushing == 0 or (
-            self._flushing < self._max_inflight and self._queued_items >= self._parallel_at
-        ):
+        if self._flushing == 0 or (self._flushing < self._max_inflight and self._queued_items >= self._parallel_at):
             # A flusher drains the queue group by group; at most max_inflight
             # of them run, so a burst of callers costs no task per caller.
             self._flushing += 1
