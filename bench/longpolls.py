@@ -18,11 +18,18 @@ from bench.server import BenchServer
 from inboxd_client.v1 import inbox_pb2
 
 MB = 1024 * 1024
+# PostgreSQL reports a backend's transactions to pg_stat_database when it goes idle, but at most
+# once a second; a count held back that way is reported 10 s later (PGSTAT_IDLE_INTERVAL). So the
+# window opens that long after the start-up's Claims, or it counts their looks as the waiters' cost:
+# 5,000 Claims done 8 s earlier showed as 17 to 120 "idle" transactions a second, while
+# pg_stat_statements counted 1.5 statements a second in the same window.
+STATS_LAG_SECONDS = 11.0
 
 
 @dataclass
 class LongPollResult:
     waiting: int
+    wait_seconds: int
     idle_rss_mb: float
     rss_mb: float
     peak_rss_mb: float
@@ -53,7 +60,10 @@ async def measure_long_polls(
     settle: float,
     sample: float,
 ) -> LongPollResult:
-    """Holds `waiting` Claims (wait=`wait_seconds`) on one empty namespace; samples RSS while they wait."""
+    """Holds `waiting` Claims (wait=`wait_seconds`) on one empty namespace; samples RSS while they wait.
+
+    `settle`: time for the Claims to reach the server and make their first look.
+    """
     idle_rss = server.rss()
     request = inbox_pb2.ClaimRequest(
         namespaces=["bench/idle"], max_events=1, wait=Duration(seconds=wait_seconds), worker_id="bench-idle"
@@ -61,7 +71,7 @@ async def measure_long_polls(
     async with stubs(server.target, channels) as opened:
         started = time.monotonic()
         calls = [asyncio.ensure_future(opened[i % channels].Claim(request)) for i in range(waiting)]
-        await asyncio.sleep(settle)
+        await asyncio.sleep(settle + STATS_LAG_SECONDS)
         commits_before = await _commits(database_url)
         first = probe.snapshot()
         rss_samples: list[int] = []
@@ -86,6 +96,7 @@ async def measure_long_polls(
                 await call
     return LongPollResult(
         waiting=waiting,
+        wait_seconds=wait_seconds,
         idle_rss_mb=idle_rss / MB,
         rss_mb=max(rss_samples) / MB,
         peak_rss_mb=server.peak_rss() / MB,

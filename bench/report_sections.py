@@ -189,8 +189,9 @@ def waiting(bench: dict[str, Any]) -> list[str]:
         out += [
             "## Idle long-polls",
             "",
-            f"A fresh server holding {lp['waiting']:,} Claims (wait 30 s) on an empty namespace, nothing else in "
-            "the table, sampled once they all wait.",
+            f"A fresh server holding {lp['waiting']:,} Claims (wait {lp.get('wait_seconds', 30)} s) on an empty "
+            "namespace, nothing else in the table, sampled once they all wait and their first looks have reached "
+            "pg_stat_database.",
             "",
             "| server CPU | PostgreSQL CPU | database transactions | server RSS | idle RSS | peak RSS | "
             "calls that ended early |",

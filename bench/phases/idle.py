@@ -85,7 +85,7 @@ async def long_poll_phase(run: Run) -> None:
             run.probe,
             waiting=c.long_polls,
             channels=c.long_poll_channels,
-            wait_seconds=30,
+            wait_seconds=60,
             settle=8.0 if c.long_polls >= 2000 else 3.0,
             sample=c.long_poll_sample,
         )

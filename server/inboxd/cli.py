@@ -27,7 +27,7 @@ from inboxd.config import (
 from inboxd.embedded_pg import EmbeddedPostgres, EmbeddedPostgresError, private_parent, runs_as_postgres_user
 from inboxd.errors import Unavailable
 from inboxd.logs import configure_logging
-from inboxd.server import start_server
+from inboxd.server import freeze_start_up_objects, start_server
 from inboxd.store.database import Database
 from inboxd.store.migrate import migrate
 from inboxd.supervisor import Supervisor
@@ -204,6 +204,7 @@ async def _serve_in_this_process(
     await db.open()
     try:
         running = await start_server(settings, db, registry=registry)
+        freeze_start_up_objects()
         host = settings.listen.rpartition(":")[0]
         if registry is not None:
             _reload_on_sighup(registry)

@@ -128,7 +128,10 @@ class Inbox:
 
         A waiting Claim registers before it looks, then sleeps until a
         wake-up or its deadline; the poller looks for due work on behalf of
-        all waiters, so an idle waiter costs the database nothing.
+        all waiters, so an idle waiter costs the database nothing. When the
+        poller's last look found nothing due for this filter and no wake-up
+        for it came since, the Claim skips its own look (as it does at its
+        deadline): being registered, it hears of anything that arrives.
         """
         if not request.wait:
             return await self._claim_once(request)
@@ -141,18 +144,23 @@ class Inbox:
         try:
             while True:
                 held = waiter.take_wake_up()
-                batch = await self._claim_once(request)
+                if held is not None or not self._poller.nothing_due_for(waiter.filter):
+                    batch = await self._claim_once(request)
+                    if batch.events:
+                        return batch
+                    self.bus.looked_in_vain(waiter, held)
+                    held = None
+                else:
+                    self._poller.spared += 1
                 remaining = deadline - loop.time()
-                if batch.events or remaining <= 0:
+                if remaining <= 0:
                     return batch
-                self.bus.looked_in_vain(waiter, held)
-                held = None
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(waiter.woken.wait(), remaining)
         finally:
             self.bus.unregister(waiter, [(e.namespace, e.event_type) for e in batch.events], held)
             if not self.bus:
-                self._poller.poke()
+                self._poller.notice_no_waiters()
 
     async def _claim_once(self, request: ClaimRequest) -> ClaimBatch:
         now = self.clock()

@@ -105,11 +105,15 @@ class InstanceDuties:
     def _loops(self) -> list[Coroutine[Any, Any, None]]:
         """The background loops that must run once per instance, not once per server process."""
         inbox = self.inbox
-        return [
-            self._refresh_stats_forever(),
+        loops = [
             retention_loop(inbox.db.conninfo, inbox.settings, inbox.clock, inbox.observer),
             rescuer_loop(inbox),
         ]
+        # Only /metrics reads the gauges. Their query scans the whole table (in parallel: every core of
+        # a small machine) and delayed waiting Claims' wake-ups beside it; without readers it is waste.
+        if inbox.settings.metrics_listen:
+            loops.append(self._refresh_stats_forever())
+        return loops
 
     async def start(self) -> None:
         self._tasks = [asyncio.create_task(loop) for loop in self._loops()]

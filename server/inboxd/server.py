@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -170,6 +171,18 @@ async def start_server(
     await _report_health(running, db)
     running._tasks.append(asyncio.create_task(_watch_health(running, db)))
     return running
+
+
+def freeze_start_up_objects() -> None:
+    """Leaves the objects made at start-up (modules, classes, stubs: some 60,000) out of later garbage collections.
+
+    A full collection walks every tracked object: over those alone it holds the
+    event loop for tens of milliseconds, and whatever waits (a woken Claim's
+    answer, say) waits that long. They live as long as the process anyway.
+    For a serving process only, not for a test process that starts many servers.
+    """
+    gc.collect()
+    gc.freeze()
 
 
 def server_credentials(settings: Settings) -> grpc.ServerCredentials | None:

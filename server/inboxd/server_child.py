@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from inboxd.auth import TokenRegistry, TokensFileError
 from inboxd.config import Settings
 from inboxd.logs import configure_logging
-from inboxd.server import start_server
+from inboxd.server import freeze_start_up_objects, start_server
 from inboxd.store.database import Database
 
 log = logging.getLogger("inboxd")
@@ -83,6 +83,7 @@ async def serve_child() -> None:
     await db.open()
     try:
         running = await start_server(settings, db, registry=registry, worker_index=spec.index)
+        freeze_start_up_objects()
         print(READY, flush=True)
         parent_gone = asyncio.create_task(stdin.read())  # returns at EOF: the parent closed our stdin
         stopped = asyncio.create_task(stop.wait())

@@ -15,6 +15,11 @@ A wake-up is handed on, not dropped, when the waiter it reached does not use
 it: the waiter went away, returned holding other events, or looked and found
 nothing (then at most MAX_HOPS times, so a wake-up for an event someone else
 took does not circle forever; the per-process poller covers the rest).
+
+The bus also remembers which kinds it was told about, in a sequence the
+poller reads (`wake_seq`, `woken_since`): a poller's finding "nothing due for
+this filter" holds only while no wake-up that filter wants has come since
+its look began, whether or not a waiter was there to take it.
 """
 
 from __future__ import annotations
@@ -28,6 +33,9 @@ from dataclasses import dataclass, field
 
 # How many times a wake-up that found nothing is handed to the next waiter.
 MAX_HOPS = 3
+# Kinds of wake-up remembered between two of the poller's looks; beyond, the bus
+# remembers only "anything may have changed" (while nobody waits, nobody looks).
+MAX_REMEMBERED_KINDS = 1024
 
 # A bucket key: (namespace or None for "any namespace", event type or None for "any type").
 _Key = tuple[str | None, str | None]
@@ -42,21 +50,23 @@ class WakeUp:
     hops: int = 0
 
 
-@dataclass(eq=False)
-class Waiter:
+@dataclass(frozen=True)
+class WaitFilter:
+    """What a waiter may take: namespaces and event types (empty: any), and its token's namespace patterns.
+
+    Waiters with equal filters are alike to the poller: one look answers for all of them.
+    """
+
     namespaces: frozenset[str]
     event_types: frozenset[str]
     # SQL LIKE patterns narrowing a waiter that names no namespace; empty: none.
     namespace_patterns: tuple[str, ...] = ()
-    seq: int = 0
-    woken: asyncio.Event = field(default_factory=asyncio.Event)
-    # The wake-up this waiter holds and has not looked for yet.
-    wake_up: WakeUp | None = None
-    _patterns: re.Pattern[str] | None = None
+    _patterns: re.Pattern[str] | None = field(default=None, init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.namespace_patterns:
-            self._patterns = re.compile("|".join(like_to_regex(p) for p in self.namespace_patterns), re.DOTALL)
+            regex = re.compile("|".join(like_to_regex(p) for p in self.namespace_patterns), re.DOTALL)
+            object.__setattr__(self, "_patterns", regex)
 
     def wants(self, namespace: str, event_type: str) -> bool:
         if self.namespaces and namespace not in self.namespaces:
@@ -65,6 +75,23 @@ class Waiter:
             return False
         return self._patterns is None or self._patterns.fullmatch(namespace) is not None
 
+    def keys(self) -> Iterator[_Key]:
+        namespaces: Iterable[str | None] = self.namespaces or (None,)
+        event_types: Iterable[str | None] = self.event_types or (None,)
+        return itertools.product(namespaces, event_types)
+
+
+@dataclass(eq=False)
+class Waiter:
+    filter: WaitFilter
+    seq: int = 0
+    woken: asyncio.Event = field(default_factory=asyncio.Event)
+    # The wake-up this waiter holds and has not looked for yet.
+    wake_up: WakeUp | None = None
+
+    def wants(self, namespace: str, event_type: str) -> bool:
+        return self.filter.wants(namespace, event_type)
+
     def take_wake_up(self) -> WakeUp | None:
         """Before a look: forgets the signal and returns the wake-up the look now answers."""
         held, self.wake_up = self.wake_up, None
@@ -72,9 +99,7 @@ class Waiter:
         return held
 
     def keys(self) -> Iterator[_Key]:
-        namespaces: Iterable[str | None] = self.namespaces or (None,)
-        event_types: Iterable[str | None] = self.event_types or (None,)
-        return itertools.product(namespaces, event_types)
+        return self.filter.keys()
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,8 +124,15 @@ class WakeBus:
     def __init__(self) -> None:
         # Dicts keep insertion (= seq) order and remove in O(1).
         self._buckets: dict[_Key, dict[Waiter, None]] = {}
+        # The distinct filters of the waiters, each with its one shared object and how many wait with it.
+        self._filters: dict[WaitFilter, tuple[WaitFilter, int]] = {}
         self._count = 0
         self._seq = itertools.count()
+        # Counts every wake-up told to the bus; below, the last one per kind, and the last "look again, all".
+        self._wake_seq = 0
+        self._woken_kinds: dict[str, dict[str, int]] = {}
+        self._remembered = 0
+        self._everything_at = 0
 
     def __len__(self) -> int:
         return self._count
@@ -108,7 +140,10 @@ class WakeBus:
     def register(
         self, namespaces: Iterable[str], event_types: Iterable[str], namespace_patterns: Iterable[str] = ()
     ) -> Waiter:
-        waiter = Waiter(frozenset(namespaces), frozenset(event_types), tuple(namespace_patterns), seq=next(self._seq))
+        wait_filter = WaitFilter(frozenset(namespaces), frozenset(event_types), tuple(namespace_patterns))
+        shared, waiting = self._filters.get(wait_filter, (wait_filter, 0))
+        self._filters[shared] = (shared, waiting + 1)
+        waiter = Waiter(shared, seq=next(self._seq))
         for key in waiter.keys():
             self._buckets.setdefault(key, {})[waiter] = None
         self._count += 1
@@ -126,6 +161,9 @@ class WakeBus:
         if not removed:
             return
         self._count -= 1
+        shared, waiting = self._filters.pop(waiter.filter)
+        if waiting > 1:
+            self._filters[shared] = (shared, waiting - 1)
         unused = list(taken)
         for wake_up in (held, waiter.take_wake_up()):
             if wake_up is None:
@@ -148,6 +186,7 @@ class WakeBus:
         woken = 0
         if count <= 0:
             return 0
+        self._remember(namespace, event_type)
         for waiter in self._candidates(namespace, event_type):
             if waiter is not skip and not waiter.woken.is_set() and waiter.wants(namespace, event_type):
                 waiter.wake_up = WakeUp(namespace, event_type, hops)
@@ -159,24 +198,79 @@ class WakeBus:
 
     def notify_all(self) -> None:
         """Everyone looks again."""
+        self.anything_may_have_changed()
         for bucket in list(self._buckets.values()):
             for waiter in bucket:
                 waiter.woken.set()
+
+    def anything_may_have_changed(self) -> None:
+        """Wake-ups may have been lost (a replica's signals, say): no earlier "nothing due" holds."""
+        self._wake_seq += 1
+        self._everything_at = self._wake_seq
+
+    def _remember(self, namespace: str, event_type: str) -> None:
+        """Even when nobody waits: a Claim that comes next must not trust an older "nothing due"."""
+        self._wake_seq += 1
+        types = self._woken_kinds.setdefault(namespace, {})
+        if event_type not in types:
+            if self._remembered >= MAX_REMEMBERED_KINDS:
+                self._forget_all_kinds()
+                self._everything_at = self._wake_seq
+                types = self._woken_kinds.setdefault(namespace, {})
+            self._remembered += 1
+        types[event_type] = self._wake_seq
+
+    def _forget_all_kinds(self) -> None:
+        self._woken_kinds = {}
+        self._remembered = 0
+
+    @property
+    def wake_seq(self) -> int:
+        """The number of the latest wake-up: a look that begins now knows of all up to it."""
+        return self._wake_seq
+
+    def woken_since(self, wait_filter: WaitFilter, seq: int) -> bool:
+        """Whether a wake-up `wait_filter` wants (or a "look again, all") came after wake-up number `seq`."""
+        if self._everything_at > seq:
+            return True
+        if wait_filter.namespaces:
+            kinds = ((ns, self._woken_kinds.get(ns)) for ns in wait_filter.namespaces)
+        else:
+            kinds = ((ns, types) for ns, types in self._woken_kinds.items())
+        for namespace, types in kinds:
+            if types is None:
+                continue
+            for event_type, at in types.items():
+                if at > seq and wait_filter.wants(namespace, event_type):
+                    return True
+        return False
+
+    def forget_wake_ups_until(self, seq: int) -> None:
+        """Drops what `woken_since` no longer needs: nobody will ask about wake-ups up to `seq`."""
+        kept: dict[str, dict[str, int]] = {}
+        for namespace, types in self._woken_kinds.items():
+            recent = {event_type: at for event_type, at in types.items() if at > seq}
+            if recent:
+                kept[namespace] = recent
+        self._woken_kinds = kept
+        self._remembered = sum(len(types) for types in kept.values())
+
+    def filters(self) -> list[WaitFilter]:
+        """The distinct filters of the waiters."""
+        return list(self._filters)
 
     def wanted(self) -> Wanted:
         in_namespaces: set[tuple[str, str]] = set()
         by_patterns: set[tuple[str, str]] = set()
         anywhere: set[str] = set()
-        for (namespace, event_type), bucket in self._buckets.items():
-            kind = event_type or ""
-            if namespace is not None:
-                in_namespaces.add((namespace, kind))
-                continue
-            for waiter in bucket:
-                if waiter.namespace_patterns:
-                    by_patterns.update((pattern, kind) for pattern in waiter.namespace_patterns)
-                else:
-                    anywhere.add(kind)
+        for wait_filter in self._filters:
+            kinds = wait_filter.event_types or frozenset({""})
+            if wait_filter.namespaces:
+                in_namespaces.update(itertools.product(wait_filter.namespaces, kinds))
+            elif wait_filter.namespace_patterns:
+                by_patterns.update(itertools.product(wait_filter.namespace_patterns, kinds))
+            else:
+                anywhere.update(kinds)
         return Wanted(frozenset(in_namespaces), frozenset(by_patterns), frozenset(anywhere))
 
     def _candidates(self, namespace: str, event_type: str) -> Iterator[Waiter]:

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from datetime import timedelta
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import grpc
@@ -19,8 +20,10 @@ import pytest
 from inboxd.auth import Scope, TokenRegistry, entry_toml, new_token
 from inboxd.config import Settings
 from inboxd.domain import ClaimRequest, EventKey, Namespace, NewEvent
+from inboxd.inbox import Inbox
 from inboxd.server import RunningServer, start_server
 from inboxd.store.database import Database
+from inboxd.wakeups import WaitFilter
 from inboxd_client.v1 import inbox_pb2
 from inboxd_client.v1.inbox_pb2_grpc import InboxServiceStub
 from tests.conftest import NO_RESCUER
@@ -153,35 +156,47 @@ async def _transactions(db: Database) -> int:
 
 
 async def test_a_thousand_idle_waiting_claims_cost_a_handful_of_transactions_a_second(db: Database, ns: str) -> None:
-    """Counted in pg_stat_database, which backends report up to 10 s late: settle first, then count."""
+    """Waiters that ask again as soon as their wait ends, as workers do: neither the asking again nor the
+    end of a wait is a look of its own while the poller finds nothing.
+
+    Counted in pg_stat_database, which backends report up to 10 s late: settle first, then count.
+    """
     waiters = 1000
     running = await start_server(
         Settings(listen="127.0.0.1:0", max_waiting_claims_per_caller=2 * waiters, rescue_interval=NO_RESCUER), db
     )
+    poller = running.inbox._poller
+    received: list[str] = []
     try:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as chan:
             stub = InboxServiceStub(chan)
-            calls = [
-                stub.Claim(inbox_pb2.ClaimRequest(namespaces=[ns], wait=seconds(60)), timeout=65)
-                for _ in range(waiters)
-            ]
-            await eventually(lambda: len(running.inbox.bus) == waiters, "every claim to wait", within=30)
-            await asyncio.sleep(11)  # the start-up's own transactions reach the statistics
-            looks_before = running.inbox._poller.looks
-            before = await _transactions(db)
-            started = asyncio.get_running_loop().time()
-            await asyncio.sleep(4)
-            counted = await _transactions(db) - before
-            window = asyncio.get_running_loop().time() - started
-            assert running.inbox._poller.looks > looks_before, "the poller never looked on the waiters' behalf"
-            assert counted <= 10 * window, f"{counted} transactions in {window:.1f} s with {waiters} idle waiters"
-            # Still awake: one Accept answers exactly one of them.
-            await stub.Accept(accept_request(ns, "the-one"))
-            await eventually(lambda: any(c.done() for c in calls), "a waiting claim to be answered")
-            [answered] = [c for c in calls if c.done()]
-            assert [e.event_key for e in (await answered).events] == ["the-one"]
-            for call in calls:
-                call.cancel()
+
+            async def worker() -> None:
+                while True:
+                    answer = await stub.Claim(inbox_pb2.ClaimRequest(namespaces=[ns], wait=seconds(3)), timeout=30)
+                    received.extend(e.event_key for e in answer.events)
+
+            workers = [asyncio.create_task(worker()) for _ in range(waiters)]
+            try:
+                await eventually(lambda: len(running.inbox.bus) >= waiters * 9 // 10, "the claims to wait", within=30)
+                await asyncio.sleep(11)  # the start-up's own transactions reach the statistics
+                looks_before, spared_before = poller.looks, poller.spared
+                before = await _transactions(db)
+                started = asyncio.get_running_loop().time()
+                await asyncio.sleep(4)
+                counted = await _transactions(db) - before
+                window = asyncio.get_running_loop().time() - started
+                assert poller.looks > looks_before, "the poller never looked on the waiters' behalf"
+                assert counted <= 10 * window, f"{counted} transactions in {window:.1f} s with {waiters} idle waiters"
+                assert poller.spared > spared_before, "no waiter asked again in the window"
+                # Still awake: one Accept answers exactly one of them.
+                await stub.Accept(accept_request(ns, "the-one"))
+                await eventually(lambda: bool(received), "a waiting claim to be answered")
+                assert received == ["the-one"]
+            finally:
+                for task in workers:
+                    task.cancel()
+                await asyncio.gather(*workers, return_exceptions=True)
     finally:
         await running.stop(1.0)
 
@@ -254,3 +269,69 @@ async def test_a_waiter_that_returns_holding_other_events_passes_its_wake_up_on(
 
 def _waiting(ns: str, event_types: tuple[str, ...]) -> ClaimRequest:
     return ClaimRequest((ns,), event_types, 1, timedelta(seconds=30), timedelta(seconds=LONG_WAIT), "w")
+
+
+# A waiting Claim skips its own look while the poller's last look found nothing due for its
+# filter and no wake-up it wants came since. The quiet server's poller looks only when told
+# to, so in these tests a Claim that wrongly skipped would wait out its whole wait.
+
+
+async def _poll_with_nobody_left_waiting(inbox: Inbox, ns: str) -> WaitFilter:
+    """One poller look while a waiter like the Claims to come waits, then that waiter leaves."""
+    # A listener that starts listening makes everyone look again: let it, first.
+    await eventually(lambda: inbox.signals is None or inbox.signals.listening, "the replica signals to listen")
+    holder = inbox.bus.register([ns], [])
+    await inbox._poller.look()
+    inbox.bus.unregister(holder)
+    assert inbox._poller.nothing_due_for(holder.filter), "the poller found something due in a fresh namespace"
+    return holder.filter
+
+
+async def test_an_event_another_replica_accepts_after_the_poll_is_claimed_by_the_next_waiting_claim(
+    quiet: InboxServiceStub, quiet_server: RunningServer, migrated_url: str, ns: str
+) -> None:
+    inbox = quiet_server.inbox
+    poller = inbox._poller
+    other = await asyncio.to_thread(ServerProcess(database_url=migrated_url).start)
+    try:
+        async with grpc.aio.insecure_channel(other.target) as chan:
+            afar = InboxServiceStub(chan)
+            # The signal arrives while nobody here waits; the Claim comes after it.
+            wait_filter = await _poll_with_nobody_left_waiting(inbox, ns)
+            await afar.Accept(accept_request(ns, "before-the-claim"))
+            await eventually(lambda: not poller.nothing_due_for(wait_filter), "the other replica's signal")
+            answer = await asyncio.wait_for(waiting_claim(quiet, ns), LONG_WAIT / 2)
+            assert [e.event_key for e in answer.events] == ["before-the-claim"]
+
+            # The Claim skips its look, then the signal arrives: it wakes the Claim.
+            await _poll_with_nobody_left_waiting(inbox, ns)
+            spared = poller.spared
+            call = waiting_claim(quiet, ns)
+            await eventually(lambda: poller.spared > spared, "the claim to skip its look")
+            await afar.Accept(accept_request(ns, "after-the-claim"))
+            answer = await asyncio.wait_for(call, LONG_WAIT / 2)
+            assert [e.event_key for e in answer.events] == ["after-the-claim"]
+    finally:
+        other.kill()
+
+
+async def test_an_event_accepted_here_while_nobody_waits_is_claimed_by_the_next_waiting_claim(
+    quiet: InboxServiceStub, quiet_server: RunningServer, ns: str
+) -> None:
+    await _poll_with_nobody_left_waiting(quiet_server.inbox, ns)
+    await quiet.Accept(accept_request(ns, "nobody-heard"))
+    answer = await asyncio.wait_for(waiting_claim(quiet, ns), LONG_WAIT / 2)
+    assert [e.event_key for e in answer.events] == ["nobody-heard"]
+
+
+async def test_a_waiting_claim_looks_again_once_the_clock_has_moved_past_a_delay(
+    db: Database, settings: Settings, ns: str
+) -> None:
+    now = [datetime(2031, 1, 1, tzinfo=UTC)]
+    inbox = Inbox(db, settings, clock=lambda: now[0], fallback_poll_seconds=NO_FALLBACK)
+    delayed = _event(ns, "later")
+    await inbox.accept([replace(delayed, available_at=now[0] + timedelta(minutes=1))])
+    await _poll_with_nobody_left_waiting(inbox, ns)
+    now[0] += timedelta(minutes=2)
+    batch = await inbox.claim(replace(_waiting(ns, ()), wait=timedelta(seconds=3)))
+    assert [e.event_key for e in batch.events] == ["later"]

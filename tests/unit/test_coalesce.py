@@ -47,6 +47,38 @@ async def test_callers_arriving_during_a_commit_share_the_next_transaction() -> 
     assert recorder.batches == [[1], [2, 3, 4]]
 
 
+async def test_a_second_transaction_starts_only_for_enough_waiting_items() -> None:
+    recorder = Recorder()
+    coalescer = Coalescer(recorder.run, max_inflight=2, parallel_at=3)
+    recorder.gate.clear()
+    first = asyncio.create_task(coalescer.submit([1]))
+    await asyncio.sleep(0)  # in flight
+    few = [asyncio.create_task(coalescer.submit([n])) for n in (2, 3)]
+    await asyncio.sleep(0)
+    assert recorder.batches == [[1]], "two items wait for the transaction in flight"
+    many = asyncio.create_task(coalescer.submit([4]))
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    assert recorder.batches == [[1], [2, 3, 4]], "a third item is company enough for a second transaction"
+    recorder.gate.set()
+    assert [await t for t in (first, *few, many)] == [[10], [20], [30], [40]]
+
+
+async def test_a_big_submission_gets_a_second_transaction_at_once() -> None:
+    recorder = Recorder()
+    coalescer = Coalescer(recorder.run, max_inflight=2, parallel_at=3)
+    recorder.gate.clear()
+    first = asyncio.create_task(coalescer.submit([1]))
+    await asyncio.sleep(0)
+    batch = asyncio.create_task(coalescer.submit([2, 3, 4]))
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    assert recorder.batches == [[1], [2, 3, 4]]
+    recorder.gate.set()
+    assert await first == [10]
+    assert await batch == [20, 30, 40]
+
+
 async def test_a_submission_is_never_split_and_groups_respect_the_limit() -> None:
     recorder = Recorder()
     coalescer = Coalescer(recorder.run, max_items=4, max_inflight=1)

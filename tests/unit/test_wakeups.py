@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from inboxd.wakeups import MAX_HOPS, WakeBus, like_prefix
+from inboxd.wakeups import MAX_HOPS, MAX_REMEMBERED_KINDS, WaitFilter, WakeBus, like_prefix
 
 
 async def test_an_event_wakes_one_matching_waiter_the_longest_waiting() -> None:
@@ -120,3 +120,49 @@ def test_a_like_patterns_prefix_is_its_literal_start() -> None:
     assert like_prefix(r"a\_b/%") == "a_b/"
     assert like_prefix("%/prod") == ""
     assert like_prefix("exact") == "exact"
+
+
+def test_a_wake_up_is_remembered_for_the_pollers_finding_even_when_nobody_waits() -> None:
+    bus = WakeBus()
+    wanted_filter = WaitFilter(frozenset({"a"}), frozenset())
+    seq = bus.wake_seq
+    bus.notify("b", "t")
+    assert not bus.woken_since(wanted_filter, seq)
+    bus.notify("a", "t")
+    assert bus.woken_since(wanted_filter, seq)
+    assert not bus.woken_since(wanted_filter, bus.wake_seq)
+    bus.forget_wake_ups_until(bus.wake_seq)
+    assert not bus.woken_since(wanted_filter, seq)
+    bus.anything_may_have_changed()
+    assert bus.woken_since(wanted_filter, seq)
+
+
+def test_a_token_restricted_filter_is_spoilt_only_by_what_it_may_claim() -> None:
+    bus = WakeBus()
+    restricted = WaitFilter(frozenset(), frozenset(), ("tenant-a/%",))
+    seq = bus.wake_seq
+    bus.notify("tenant-b/x", "t")
+    assert not bus.woken_since(restricted, seq)
+    bus.notify("tenant-a/x", "t")
+    assert bus.woken_since(restricted, seq)
+
+
+def test_the_bus_remembers_a_bounded_number_of_kinds_then_that_anything_may_have_changed() -> None:
+    bus = WakeBus()
+    seq = bus.wake_seq
+    for i in range(MAX_REMEMBERED_KINDS + 10):
+        bus.notify(f"ns-{i}", "t")
+    assert sum(len(types) for types in bus._woken_kinds.values()) <= MAX_REMEMBERED_KINDS
+    assert bus.woken_since(WaitFilter(frozenset({"ns-0"}), frozenset()), seq)
+
+
+def test_waiters_with_one_filter_share_it_and_the_poller_sees_it_once() -> None:
+    bus = WakeBus()
+    first = bus.register(["a"], ["t"])
+    second = bus.register(["a"], ["t"])
+    assert first.filter is second.filter
+    assert bus.filters() == [first.filter]
+    bus.unregister(first)
+    assert bus.filters() == [second.filter]
+    bus.unregister(second)
+    assert bus.filters() == []

@@ -30,6 +30,7 @@ from inboxd.domain import (
     Namespace,
 )
 from inboxd.errors import ClaimSuperseded, InboxError, NotFound, Unavailable
+from inboxd.store import queries
 from inboxd.store.database import Connection
 from inboxd.store.queries import QUERIES
 from inboxd.wakeups import like_prefix
@@ -45,8 +46,9 @@ async def claim_events(
     now: datetime | None = None,
     ignore_stale: bool = True,
 ) -> ClaimBatch:
-    cur = await conn.execute(
-        QUERIES["claim_events"],
+    cur = await queries.execute(
+        conn,
+        "claim_events",
         {
             "namespaces": list(request.namespaces),
             "event_types": list(request.event_types),

@@ -153,7 +153,7 @@ class Database:
 
     async def ping(self) -> None:
         """Raises Unavailable unless the database answers a trivial query."""
-        await self.run(_select_one)
+        await self.run(_select_one, transaction=False)
 
     def _check_soon(self) -> None:
         """Drops broken idle connections in the background, so recovery needs no restart."""

@@ -124,6 +124,7 @@ async def namespace_stats(
     conn: Connection, *, namespace: str | None, action_stale_after: timedelta, now: datetime | None = None
 ) -> list[NamespaceStats]:
     """Counts per state, oldest claimable age and unresolved actions, one entry per namespace with events."""
+    await conn.execute(QUERIES["stats_on_one_core"])
     cur = await conn.execute(QUERIES["namespace_stats"], {"namespace": namespace, "now": now})
     rows = await cur.fetchall()
     unresolved = {

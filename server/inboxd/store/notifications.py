@@ -51,6 +51,8 @@ class ReplicaSignals:
         self._tasks: list[asyncio.Task[None]] = []
         # Whether other replicas listen, and when that was last looked up.
         self._peers = True
+        # Our own listening connection's backend, so it is not taken for another replica's.
+        self._listener_pid: int | None = None
         self._peers_checked_at = float("-inf")
         # Signals sent, and signals dropped because nobody else listened (for tests and metrics).
         self.sent = 0
@@ -65,6 +67,11 @@ class ReplicaSignals:
         for task in self._tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+
+    @property
+    def listening(self) -> bool:
+        """Whether this replica hears the others now (it has told its handler to look again since)."""
+        return self._listener_pid is not None
 
     def publish(self, counts: Mapping[tuple[str, str], int]) -> None:
         """Tells the other replicas how many events of each (namespace, event_type) became claimable."""
@@ -99,13 +106,14 @@ class ReplicaSignals:
         """Whether a replica other than this one listens; looked up at most every PEER_CHECK_SECONDS."""
         now = time.monotonic()
         if now - self._peers_checked_at >= PEER_CHECK_SECONDS:
+            # By pid, not by count: while our own listener (re)connects, one other listener is not "just us".
             cur = await conn.execute(
-                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND application_name = %s",
-                (LISTENER_NAME,),
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND application_name = %s"
+                " AND pid IS DISTINCT FROM %s",
+                (LISTENER_NAME, self._listener_pid),
             )
             row = await cur.fetchone()
-            # Our own listener is one of them; while it reconnects, err on the side of sending.
-            self._peers = row is None or int(str(row[0])) != 1
+            self._peers = row is None or int(str(row[0])) > 0
             self._peers_checked_at = now
         return self._peers
 
@@ -116,14 +124,17 @@ class ReplicaSignals:
                     self._conninfo, autocommit=True, application_name=LISTENER_NAME
                 ) as conn:
                     await conn.execute(f"LISTEN {CHANNEL}")
+                    self._listener_pid = conn.info.backend_pid
                     # Signals sent while we were not listening are lost: look again.
                     self._on_signal(None)
                     async for note in conn.notifies():
                         self._dispatch(note.payload)
             except psycopg.Error as exc:
+                self._listener_pid = None
                 log.debug("replica signal listener reconnecting: %s", exc)
                 await asyncio.sleep(_RECONNECT_DELAY)
             except Exception:
+                self._listener_pid = None
                 # Whatever breaks here, cross-replica wake-ups must come back.
                 log.exception("replica signal listener failed; reconnecting")
                 await asyncio.sleep(_RECONNECT_DELAY)

@@ -62,6 +62,12 @@ WHERE e.state = ANY(%(states)s::text[])
 ORDER BY e.accepted_at DESC, e.namespace DESC, e.event_key DESC
 LIMIT %(limit)s
 
+-- name: stats_on_one_core
+-- For this transaction only: no parallel workers. Stats reads the whole
+-- table; a parallel scan takes every core of a small machine from Claims and
+-- Accepts for its duration (a wake-up in a benchmark run was late by it).
+SELECT set_config('max_parallel_workers_per_gather', '0', true)
+
 -- name: namespace_stats
 -- Per namespace: events per state, and the age of the oldest PENDING event
 -- that is claimable now. Delayed and backing-off events (available_at still
