@@ -6,7 +6,7 @@ use inboxd's own claim query (looked up by name, its parameters filled by
 name), so the database does the same claim work as under inboxd. Completion
 is one fenced set-based statement of our own, for one event or ten: the
 least work PostgreSQL can do for the transition, whatever inboxd's current
-completion path is.
+completion path is. Its connections plan each statement once, as inboxd's do.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from psycopg.rows import TupleRow
 
 from bench.loop import Step
 from bench.workload import EVENT_TYPE, PAYLOAD, Keys, cycle
+from inboxd.store.database import GENERIC_PLANS
 from inboxd.store.queries import QUERIES
 
 Conn = psycopg.AsyncConnection[TupleRow]
@@ -102,7 +103,10 @@ async def connections(url: str, n: int) -> AsyncIterator[list[Conn]]:
     conns: list[Conn] = []
     try:
         for _ in range(n):
-            conns.append(await psycopg.AsyncConnection.connect(url, autocommit=True))
+            conn = await psycopg.AsyncConnection.connect(url, autocommit=True)
+            # As inboxd's own connections do: each statement planned once, not on every call.
+            await conn.execute(GENERIC_PLANS)
+            conns.append(conn)
         yield conns
     finally:
         for conn in conns:

@@ -42,10 +42,12 @@ class Operators:
         narrowing: ListNarrowing | None = None,
     ) -> EventPage:
         """Summaries newest first; `after` is where the previous page stopped."""
+        # Planned for its parameters: with a namespace or without, narrowed or not, are different scans.
         return await self.inbox.db.run(
             lambda conn: inspection.list_events(
                 conn, namespace=namespace, states=states, after=after, page_size=page_size, narrowing=narrowing
-            )
+            ),
+            custom_plans=True,
         )
 
     async def replay(self, namespace: str, event_key: str, *, reason: str, actor: str) -> EventRecord:
@@ -67,6 +69,8 @@ class Operators:
     async def stats(self, namespace: str | None) -> list[NamespaceStats]:
         now = self.inbox.clock()
         stale_after = self.inbox.settings.action_stale_after
+        # Planned for its parameters: one namespace is an index range, all of them a scan.
         return await self.inbox.db.run(
-            lambda conn: inspection.namespace_stats(conn, namespace=namespace, action_stale_after=stale_after, now=now)
+            lambda conn: inspection.namespace_stats(conn, namespace=namespace, action_stale_after=stale_after, now=now),
+            custom_plans=True,
         )

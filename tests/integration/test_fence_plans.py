@@ -1,4 +1,5 @@
-"""A fenced write reaches its row by primary key, however many claims came before it.
+"""A fenced write reaches its row by primary key, however many claims came before it; and the
+work path's statements are planned once per connection, not on every call.
 
 Every write after a claim names the event's key, its claim token and the
 PROCESSING state. inbox_events_listing (namespace, state, accepted_at,
@@ -21,6 +22,11 @@ from typing import Any
 import psycopg
 import pytest
 
+from inboxd.domain import ClaimRequest, Disposition, EventKey, Fence, Namespace, NewEvent
+from inboxd.inbox import Inbox
+from inboxd.store.claims import Completion
+from inboxd.store.database import Database
+from tests.conftest import CLOCKED_SETTINGS
 from tests.integration.test_claim_plans import _walk, explain_prepared, fresh_database
 
 NAMESPACE = "tenant-a/busy"
@@ -131,3 +137,42 @@ async def test_a_fenced_write_reads_a_bounded_number_of_buffers_after_many_claim
     assert read <= BOUND_PER_EVENT * events, (
         f"{statement}: {read} buffers\n" + json.dumps(plan["Plan"], indent=1)[:3000]
     )
+
+
+async def test_the_work_paths_statements_are_planned_once_per_connection(migrated_url: str) -> None:
+    """PostgreSQL re-planned the claim and completion statements on every call when left to choose."""
+    async with fresh_database(migrated_url) as url:
+        db = Database(url, min_size=1, max_size=1)
+        await db.open()
+        try:
+            inbox = Inbox(db, CLOCKED_SETTINGS)
+            request = ClaimRequest(
+                namespaces=("plans/once",),
+                event_types=(),
+                max_events=2,
+                lease=timedelta(seconds=30),
+                wait=timedelta(0),
+                worker_id="w",
+            )
+            for round_ in range(8):
+                await inbox.accept(
+                    [NewEvent(Namespace("plans/once"), EventKey(f"k{round_}-{i}"), "t", "{}") for i in range(2)]
+                )
+                claimed = await inbox.claim(request)
+                await inbox.complete_many(
+                    [
+                        Completion(Fence(e.namespace, e.event_key, e.claim_token), Disposition.APPLIED, "")
+                        for e in claimed.events
+                    ]
+                )
+
+            async def plans(conn: Any) -> dict[str, tuple[int, int]]:
+                cur = await conn.execute("SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements")
+                return {text.split("\n", 1)[0]: (generic, custom) for text, generic, custom in await cur.fetchall()}
+
+            found = await db.run(plans, transaction=False)
+        finally:
+            await db.close()
+    for name in ("claim_events", "complete_events", "accept_events"):
+        generic, custom = found[f"-- inboxd: {name}"]
+        assert generic > 0 and custom == 0, f"{name}: {generic} generic plans, {custom} custom: {found}"
