@@ -170,7 +170,14 @@ async def test_the_work_paths_statements_are_planned_once_per_connection(migrate
                 cur = await conn.execute("SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements")
                 return {text.split("\n", 1)[0]: (generic, custom) for text, generic, custom in await cur.fetchall()}
 
+            async def jit(conn: Any) -> str:
+                cur = await conn.execute("SELECT current_setting('jit')")
+                row = await cur.fetchone()
+                return str(row[0])
+
             found = await db.run(plans, transaction=False)
+            # Nor is a generic plan ever JIT-compiled on every execution.
+            assert await db.run(jit, transaction=False) == "off"
         finally:
             await db.close()
     for name in ("claim_events", "complete_events", "accept_events"):

@@ -48,6 +48,10 @@ UNCONFIRMED_COMMIT = (
 # generic plans are estimated dearer than the custom ones): about 0.5 ms of
 # its CPU per Claim, a quarter of its CPU per event under claim-complete load.
 GENERIC_PLANS = "SET plan_cache_mode = force_generic_plan"
+# A generic plan's cost estimate can cross jit_above_cost (a Claim's did,
+# beside a 100,000-event backlog): then every execution compiles it, about
+# 100 ms. Statements this short never earn that back.
+NO_JIT = "SET jit = off"
 # An operator's read (Stats of one namespace or all, a listing) is planned for
 # its actual parameters, inside its own transaction.
 CUSTOM_PLANS = "SELECT set_config('plan_cache_mode', 'force_custom_plan', true)"
@@ -165,8 +169,9 @@ class Database:
             return result
 
     async def _configure(self, conn: Connection) -> None:
-        """Each pool connection: generic plans, and an ear for unconfirmed commits."""
+        """Each pool connection: generic plans, no JIT, and an ear for unconfirmed commits."""
         await conn.execute(GENERIC_PLANS)
+        await conn.execute(NO_JIT)
         watch = _CommitWatch()
         conn.add_notice_handler(watch)
         self._commit_watches[conn] = watch
