@@ -79,6 +79,36 @@ async def test_a_big_submission_gets_a_second_transaction_at_once() -> None:
     assert await batch == [20, 30, 40]
 
 
+async def test_after_a_group_of_several_a_small_next_group_waits_briefly_for_company() -> None:
+    recorder = Recorder()
+    coalescer = Coalescer(recorder.run, max_inflight=1, gather_window=0.05)
+    recorder.gate.clear()
+    first = asyncio.create_task(coalescer.submit([1, 2, 3]))
+    await asyncio.sleep(0)
+    second = asyncio.create_task(coalescer.submit([4]))
+    await asyncio.sleep(0)
+    recorder.gate.set()
+    assert await first == [10, 20, 30]
+    late = asyncio.create_task(coalescer.submit([5]))  # arrives while the flusher waits
+    assert await second == [40]
+    assert await late == [50]
+    assert recorder.batches == [[1, 2, 3], [4, 5]]
+
+
+async def test_after_a_group_of_one_the_next_is_taken_at_once() -> None:
+    recorder = Recorder()
+    coalescer = Coalescer(recorder.run, max_inflight=1, gather_window=10.0)
+    recorder.gate.clear()
+    first = asyncio.create_task(coalescer.submit([1]))
+    await asyncio.sleep(0)
+    second = asyncio.create_task(coalescer.submit([2]))
+    await asyncio.sleep(0)
+    recorder.gate.set()
+    # Were the flusher to wait its (here absurd) window, this would time out.
+    assert list(await asyncio.wait_for(asyncio.gather(first, second), 1.0)) == [[10], [20]]
+    assert recorder.batches == [[1], [2]]
+
+
 async def test_a_submission_is_never_split_and_groups_respect_the_limit() -> None:
     recorder = Recorder()
     coalescer = Coalescer(recorder.run, max_items=4, max_inflight=1)
