@@ -21,11 +21,12 @@ from inboxd.errors import InvalidArgument
 # Under load, a flusher whose last group was not small waits this long before
 # taking a small next one. While the server is busy (64 callers, one core),
 # requests reach the queue a few hundred µs apart, so a group taken at once
-# after a commit held about 3 events; half a millisecond more made them 5 to 6,
-# with 20-33% more Accepts/s and a third less PostgreSQL CPU per event, and 5-15%
-# more rows/s under Claim 10 -> CompleteBatch (alternating runs on a quiet
-# machine). A lone caller (groups of one) never waits.
-GATHER_WINDOW = 0.0005
+# after a commit held about 3 events. Measured in alternating runs on a quiet
+# machine: 0.5 ms gave 20-33% more Accepts/s at 64 callers; 1 ms gave 35-50%
+# (server CPU per Accept 407 -> 280-304 µs, PostgreSQL's 136 -> 69-79 µs) and
+# 5-15% more rows/s under Claim 10 -> CompleteBatch; 3 ms cost 16 callers a
+# quarter of their rate. A lone caller (groups of one) never waits.
+GATHER_WINDOW = 0.001
 GATHER_AFTER = 3
 GATHER_BELOW = 16
 
