@@ -4,7 +4,7 @@ PY      := $(VENV)/bin/python
 PYTHON  ?= python3
 
 .DEFAULT_GOAL := help
-.PHONY: help setup run test check model pytest reliability-async lint typecheck layers buf-lint proto proto-check bench bench-peers clean
+.PHONY: help setup run test check model pytest reliability-async lint typecheck layers buf-lint buf-breaking proto proto-check bench bench-peers clean
 
 help: ## list the chores
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -61,6 +61,11 @@ layers: setup ## import-linter: api -> inbox -> store -> domain, psycopg only in
 
 buf-lint: setup ## buf lint on protos/
 	npx --no-install buf lint
+
+# The contract before this round of additions (ordering keys); move it forward when a contract lands.
+BUF_BASELINE ?= 427502c
+buf-breaking: setup ## buf breaking: protos/ against the contract at BUF_BASELINE (needs that commit in the clone)
+	npx --no-install buf breaking --against '.git#ref=$(BUF_BASELINE)'
 
 proto: setup ## regenerate the Python stubs from protos/
 	scripts/gen_proto.sh
