@@ -12,7 +12,6 @@ completion path is. Its connections plan each statement once, as inboxd's do.
 from __future__ import annotations
 
 import contextlib
-import re
 from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Any, LiteralString
@@ -23,7 +22,7 @@ from psycopg.rows import TupleRow
 from bench.loop import Step
 from bench.workload import EVENT_TYPE, PAYLOAD, Keys, cycle
 from inboxd.store.database import GENERIC_PLANS
-from inboxd.store.queries import QUERIES
+from inboxd.store.queries import QUERIES, numbered
 
 Conn = psycopg.AsyncConnection[TupleRow]
 
@@ -66,7 +65,6 @@ FROM done WHERE c.fencing_token = done.fencing_token
 
 # inboxd's claim statement, under the first of these names its query files use.
 CLAIM_QUERY_NAMES = ("claim_events", "events_claim", "event_claim", "claim")
-_PLACEHOLDER = re.compile(r"%\((\w+)\)s")
 
 
 def claim_query() -> tuple[str, LiteralString]:
@@ -91,7 +89,7 @@ def claim_params(namespace: str, batch: int, worker_id: str) -> dict[str, Any]:
         "now": None,
         "ignore_stale": True,
     }
-    wanted = dict.fromkeys(_PLACEHOLDER.findall(claim_query()[1]))
+    _text, wanted = numbered(claim_query()[0])
     unknown = [name for name in wanted if name not in known]
     if unknown:
         raise RuntimeError(f"inboxd's claim query takes {unknown}, which bench/raw.py does not know how to fill")

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import re
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from datetime import timedelta
@@ -22,7 +21,7 @@ import pytest
 from psycopg.conninfo import make_conninfo
 
 from inboxd.store.migrate import migrate
-from inboxd.store.queries import QUERIES
+from inboxd.store.queries import numbered
 
 BACKLOG = 100_000
 OTHER_NAMESPACES = 300
@@ -87,14 +86,11 @@ async def backlog_url(migrated_url: str) -> AsyncIterator[str]:
         yield url
 
 
-def _prepared(query: str, parameters: tuple[str, ...]) -> str:
-    """A named query with $n placeholders, for PREPARE."""
-    text = QUERIES[query]
-    names = set(re.findall(r"%\((\w+)\)s", text))
-    assert names == set(parameters), f"the parameters of {query} changed: {sorted(names)}"
-    for number, name in enumerate(parameters, start=1):
-        text = text.replace(f"%({name})s", f"${number}")
-    return text.replace("%%", "%")
+def _prepared(query: str, parameters: tuple[str, ...]) -> tuple[str, tuple[str, ...]]:
+    """A named query with $n placeholders, for PREPARE, and the parameter name of each n."""
+    text, names = numbered(query)
+    assert set(names) == set(parameters), f"the parameters of {query} changed: {sorted(names)}"
+    return text, names
 
 
 def _walk(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
@@ -142,12 +138,13 @@ async def explain_prepared(
 ) -> dict[str, Any]:
     async with conn.transaction(force_rollback=True):
         await conn.execute(f"SET LOCAL plan_cache_mode = {plan_cache_mode}")
-        await conn.execute("PREPARE planned AS " + _prepared(query, parameters))
-        placeholders = ", ".join(["%s"] * len(parameters))
+        text, names = _prepared(query, parameters)
+        await conn.execute("PREPARE planned AS " + text)
+        placeholders = ", ".join(["%s"] * len(names))
         cur = psycopg.AsyncClientCursor(conn)
         await cur.execute(
             f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE planned({placeholders})",
-            [values[name] for name in parameters],
+            [values[name] for name in names],
         )
         row = await cur.fetchone()
         assert row is not None

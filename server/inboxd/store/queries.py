@@ -57,7 +57,7 @@ _PLACEHOLDER = re.compile(r"%\((\w+)\)s|%%")
 
 
 @functools.cache
-def _numbered(name: str) -> tuple[LiteralString, tuple[str, ...]]:
+def numbered(name: str) -> tuple[LiteralString, tuple[str, ...]]:
     """QUERIES[name] with $n placeholders, and the parameter name of each n."""
     names: list[str] = []
 
@@ -77,7 +77,7 @@ async def execute(
     """Runs the named query with `params` (by name): psycopg's own way, or, for a long one, numbered."""
     if len(QUERIES[name]) <= _PSYCOPG_CACHED_TEXT:
         return await conn.execute(QUERIES[name], params)
-    text, names = _numbered(name)
+    text, names = numbered(name)
     cur = psycopg.AsyncRawCursor(conn)
     await cur.execute(text, [params[n] for n in names])
     return cur
