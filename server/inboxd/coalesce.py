@@ -92,13 +92,13 @@ class Coalescer(Generic[Item, Result]):
             while self._queue:
                 if last >= GATHER_AFTER and self._queued_items < GATHER_BELOW and self._gather_window > 0:
                     await asyncio.sleep(self._gather_window)
-                group = self._take_group()
-                last = sum(len(submission.items) for submission in group)
+                group, last = self._take_group()
                 await self._run_group(group)
         finally:
             self._flushing -= 1
 
-    def _take_group(self) -> list[_Submission[Item, Result]]:
+    def _take_group(self) -> tuple[list[_Submission[Item, Result]], int]:
+        """The next group from the queue, and how many items it holds."""
         group: list[_Submission[Item, Result]] = []
         count = 0
         while self._queue and (not group or count + len(self._queue[0].items) <= self._max_items):
@@ -106,7 +106,7 @@ class Coalescer(Generic[Item, Result]):
             group.append(submission)
             count += len(submission.items)
         self._queued_items -= count
-        return group
+        return group, count
 
     async def _run_group(self, group: list[_Submission[Item, Result]]) -> None:
         items = [item for submission in group for item in submission.items]
