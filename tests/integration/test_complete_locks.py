@@ -11,14 +11,20 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from datetime import timedelta
 
 import grpc
 import psycopg
 import pytest
 
+from inboxd.domain import ClaimRequest, Disposition, EventKey, Fence, Namespace, NewEvent
+from inboxd.errors import InboxError
+from inboxd.inbox import Inbox
+from inboxd.store.claims import Completion
 from inboxd.store.database import Database
 from inboxd_client.v1 import inbox_pb2
 from inboxd_client.v1.inbox_pb2_grpc import InboxServiceStub
+from tests.conftest import CLOCKED_SETTINGS
 from tests.harness import eventually
 from tests.integration.helpers import accept_request, read_event
 
@@ -114,3 +120,52 @@ async def test_a_completion_in_progress_does_not_block_foreign_key_checks_on_its
             " VALUES (%s, %s, 'test.event', '{}', now())",
             (event.namespace, event.event_key),
         )
+
+
+async def test_a_row_held_in_passing_is_completed_in_a_later_group_not_alone(
+    db: Database,
+    ns: str,
+    worker_transaction: psycopg.AsyncConnection[tuple[object, ...]],
+) -> None:
+    """A SKIP LOCKED claim locks a row it then finds taken, until it commits: the item rides the next group.
+
+    Before, every such item waited alone (its own transaction, six round trips): 2.7%
+    of the items under Claim 10 -> CompleteBatch, 15% of PostgreSQL's time.
+    """
+    groups: list[list[str]] = []
+    alone: list[str] = []
+
+    class Recording(Inbox):
+        async def _complete_group(self, completions: list[Completion]) -> list[InboxError | None]:
+            results = await super()._complete_group(completions)
+            groups.append([c.fence.event_key for c in completions])
+            if len(groups) == 1:
+                await worker_transaction.commit()  # the holder commits between two groups
+            return results
+
+        async def _complete_held(self, completion: Completion) -> InboxError | None:
+            alone.append(completion.fence.event_key)
+            return await super()._complete_held(completion)
+
+    inbox = Recording(db, CLOCKED_SETTINGS)
+    await inbox.accept([NewEvent(Namespace(ns), EventKey(key), "t", "{}") for key in ("held", "free")])
+    claimed = await inbox.claim(
+        ClaimRequest(
+            namespaces=(ns,),
+            event_types=(),
+            max_events=2,
+            lease=timedelta(seconds=30),
+            wait=timedelta(0),
+            worker_id="w",
+        )
+    )
+    await worker_transaction.execute(
+        "SELECT 1 FROM inbox_events WHERE namespace = %s AND event_key = 'held' FOR NO KEY UPDATE", (ns,)
+    )
+    results = await inbox.complete_many(
+        [Completion(Fence(e.namespace, e.event_key, e.claim_token), Disposition.APPLIED, "") for e in claimed.events]
+    )
+    assert results == [None, None]
+    assert sorted(groups[0]) == ["free", "held"] and groups[1:] == [["held"]]
+    assert alone == []
+    assert (await read_event(db, ns, "held"))["state"] == "completed"
