@@ -70,7 +70,8 @@ async def test_a_value_postgresql_refuses_names_its_event_and_spares_the_neighbo
     refused, *others = answers
     assert isinstance(refused, grpc.aio.AioRpcError)
     assert refused.code() == grpc.StatusCode.INVALID_ARGUMENT
-    assert (refused.details() or "").startswith("events[1].payload: PostgreSQL refused it"), refused.details()
+    # Refused by PostgreSQL, explained in validation's words.
+    assert (refused.details() or "").startswith("events[1].payload: holds \\u0000"), refused.details()
     assert all(isinstance(a, inbox_pb2.AcceptResponse) and a.outcome == ACCEPTED for a in others), others
 
     async def keys(conn: Any) -> set[str]:
@@ -79,7 +80,7 @@ async def test_a_value_postgresql_refuses_names_its_event_and_spares_the_neighbo
 
     assert await db.run(keys) == {f"good-{i}" for i in range(30)}
     single = await expect_status(inbox.Accept(accept_request(ns, "s", NUL_PAYLOAD)), grpc.StatusCode.INVALID_ARGUMENT)
-    assert (single.details() or "").startswith("payload: PostgreSQL refused it"), single.details()
+    assert (single.details() or "").startswith("payload: holds \\u0000"), single.details()
 
 
 async def test_at_info_the_log_has_no_line_per_event_or_per_group(inbox: InboxServiceStub, ns: str) -> None:
@@ -100,11 +101,11 @@ async def test_at_info_the_log_has_no_line_per_event_or_per_group(inbox: InboxSe
 
 async def test_accept_probes_stored_rows_by_key_under_a_generic_plan(db: Database, ns: str) -> None:
     """json_to_recordset is estimated at 100 rows whatever it holds; a generic plan once hashed a full scan."""
-    from inboxd.store.queries import QUERIES
+    from inboxd.store.queries import numbered
 
-    statement = (
-        QUERIES["accept_events"].replace("%(events)s", "$1").replace("%(payloads)s", "$2").replace("%(now)s", "$3")
-    )
+    statement, names = numbered("accept_events")
+    types = {"events": "text", "payloads": "text[]", "now": "timestamptz"}
+    values = {"events": "'{document}'", "payloads": "'{{\"{{}}\"}}'", "now": "NULL"}
     document = json.dumps([{"pos": 1, "ord": 0, "namespace": ns, "event_key": "k", "event_type": "t", "metadata": {}}])
 
     async def plan(conn: Any) -> str:
@@ -119,9 +120,10 @@ async def test_accept_probes_stored_rows_by_key_under_a_generic_plan(db: Databas
         await conn.execute("ANALYZE inbox_events")
         async with conn.transaction(force_rollback=True):
             await conn.execute("SET LOCAL plan_cache_mode = force_generic_plan")
-            await conn.execute("PREPARE accept_plan(text, text, timestamptz) AS " + statement)
+            await conn.execute(f"PREPARE accept_plan({', '.join(types[n] for n in names)}) AS " + statement)
             try:
-                cur = await conn.execute(f"EXPLAIN EXECUTE accept_plan('{document}', '[{{}}]', NULL)")
+                arguments = ", ".join(values[n] for n in names).format(document=document)
+                cur = await conn.execute(f"EXPLAIN EXECUTE accept_plan({arguments})")
                 return "\n".join(row[0] for row in await cur.fetchall())
             finally:
                 await conn.execute("DEALLOCATE accept_plan")

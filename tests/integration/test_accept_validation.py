@@ -12,7 +12,9 @@ import grpc
 import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from inboxd.errors import InvalidArgument
 from inboxd.store.database import Database
+from inboxd.validation import _check_payload_exactly
 from inboxd_client.v1 import inbox_pb2
 from inboxd_client.v1.inbox_pb2_grpc import InboxServiceStub
 from tests.integration.helpers import accept_request
@@ -70,6 +72,8 @@ BAD_REQUESTS = [
     pytest.param({"payload": b'{"a": "\xff\xfe"}'}, "payload", id="payload-not-utf8"),
     pytest.param({"payload": b"{not json"}, "payload", id="payload-not-json"),
     pytest.param({"payload": b'{"a": 1} trailing'}, "payload", id="payload-trailing-garbage"),
+    # Two values: joined into one JSON array with its neighbours' payloads, it would shift them.
+    pytest.param({"payload": b'{"a": 1}, {"b": 2}'}, "payload", id="payload-two-values"),
     pytest.param({"payload": b'{"a": "\x01"}'}, "payload", id="payload-raw-control-character"),
     pytest.param({"payload": b'{"a": "\\u0000"}'}, "payload", id="payload-nul-escape-in-value"),
     pytest.param({"payload": b'{"\\u0000": 1}'}, "payload", id="payload-nul-escape-in-key"),
@@ -148,6 +152,9 @@ BAD_BATCH_EVENTS = [
     pytest.param({"metadata": {"k": "\x00"}}, "metadata", id="metadata-nul"),
     pytest.param({"available_at": Timestamp(seconds=0, nanos=-5)}, "available_at", id="available_at-bad-nanos"),
     pytest.param({"payload": b'{"a": "\\u0000", "a": 1}'}, "payload", id="payload-nul-escape-in-overwritten-key"),
+    pytest.param({"payload": b'{"n": NaN}'}, "payload", id="payload-nan"),
+    pytest.param({"payload": b'{"n": 1e131072}'}, "payload", id="payload-number-beyond-numeric"),
+    pytest.param({"payload": b'{"a": 1}, {"b": 2}'}, "payload", id="payload-two-values"),
 ]
 
 
@@ -158,6 +165,25 @@ async def test_one_bad_event_rejects_the_whole_batch_naming_its_index(
     events = [accept_request(ns, f"k{i}") for i in range(5)]
     with_changes(events[2], changes)
     await expect_invalid(inbox.AcceptBatch(inbox_pb2.AcceptBatchRequest(events=events)), "events[2]", field)
+    assert await stored_keys(db, ns) == set()
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [b"{not json", b'{"n": NaN}', b'{"a": 1} trailing', b'{"n": 1e131072}', b"", b'{"a": 1}, {"b": 2}'],
+)
+async def test_a_payload_postgresql_judges_is_refused_in_validations_words(
+    inbox: InboxServiceStub, db: Database, ns: str, payload: bytes
+) -> None:
+    """The server leaves parsing to jsonb; a refusal still says why, as the exact check words it."""
+    with pytest.raises(InvalidArgument) as exact:
+        _check_payload_exactly("payload", payload.decode())
+    single = with_changes(accept_request(ns, "one"), {"payload": payload})
+    assert await expect_invalid(inbox.Accept(single)) == f"payload: {exact.value.problem}"
+    events = [accept_request(ns, f"k{i}") for i in range(5)]
+    with_changes(events[2], {"payload": payload})
+    batch = inbox.AcceptBatch(inbox_pb2.AcceptBatchRequest(events=events))
+    assert await expect_invalid(batch) == f"events[2].payload: {exact.value.problem}"
     assert await stored_keys(db, ns) == set()
 
 

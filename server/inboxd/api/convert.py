@@ -27,7 +27,7 @@ from inboxd.domain import (
     Namespace,
     NewEvent,
 )
-from inboxd.errors import InboxError, InvalidArgument
+from inboxd.errors import InboxError, InvalidArgument, RefusedEvent
 from inboxd.store.claims import Completion
 from inboxd_client.v1 import inbox_pb2, types_pb2
 
@@ -104,6 +104,15 @@ def new_event(request: inbox_pb2.AcceptRequest, max_payload_bytes: int) -> NewEv
             instant_from_proto("available_at", request.available_at) if request.HasField("available_at") else None
         ),
     )
+
+
+def refusal(refused: RefusedEvent, events: Sequence[NewEvent]) -> InvalidArgument:
+    """What to tell the caller of a value PostgreSQL refused: for a payload, why, as validation words it."""
+    if refused.field == "payload" and refused.index is not None:
+        explained = validation.explain_refused_payload("payload", events[refused.index].payload_json)
+        if explained is not None:
+            return explained
+    return InvalidArgument(refused.field, refused.problem)
 
 
 def accept_response(result: AcceptResult) -> inbox_pb2.AcceptResponse:

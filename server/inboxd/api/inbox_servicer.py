@@ -38,7 +38,7 @@ class InboxServicer:
         try:
             [result] = await self.inbox.accept([event])
         except RefusedEvent as exc:
-            raise InvalidArgument(exc.field, exc.problem) from None
+            raise convert.refusal(exc, [event]) from None
         return convert.accept_response(result)
 
     async def AcceptBatch(
@@ -56,8 +56,9 @@ class InboxServicer:
         try:
             results = await self.inbox.accept(events)
         except RefusedEvent as exc:
-            field = exc.field if exc.index is None else f"events[{exc.index}].{exc.field}"
-            raise InvalidArgument(field, exc.problem) from None
+            refusal = convert.refusal(exc, events)
+            field = refusal.field if exc.index is None else f"events[{exc.index}].{refusal.field}"
+            raise InvalidArgument(field, refusal.problem) from None
         return inbox_pb2.AcceptBatchResponse(results=convert.accept_responses(results))
 
     async def Claim(self, request: inbox_pb2.ClaimRequest, context: Context) -> inbox_pb2.ClaimResponse:

@@ -53,7 +53,7 @@ QUERIES = _load()
 # the text is at most this long; past it, a raw cursor's $n placeholders
 # (parsed here once) spare the claim statement's calls that parse.
 _PSYCOPG_CACHED_TEXT = 4096
-_PLACEHOLDER = re.compile(r"%\((\w+)\)s|%%")
+_PLACEHOLDER = re.compile(r"%\((\w+)\)[sb]|%%")
 
 
 @functools.cache

@@ -11,11 +11,11 @@
 -- namespace, event_key, event_type, and those of metadata as an object,
 -- message_id, ordering_key, revision, available_at that are not at their
 -- defaults), expanded by json_to_recordset: one parameter, not one array per
--- column. Their payloads travel beside them as
--- one more JSON array, element pos of it the payload of the event at pos:
--- each payload is the caller's validated JSON text, joined as it is, so no
--- payload is escaped into a string by inboxd and unescaped by PostgreSQL,
--- and all of them are parsed into jsonb once, by one cast.
+-- column. Their payloads travel beside them as one text[] in binary format
+-- (%(payloads)b), element pos of it the payload of the event at pos: each is
+-- the caller's text as it came, with nothing to escape on either side, and
+-- jsonb's cast of each is the one parse it gets (PostgreSQL judges what
+-- jsonb can hold; a refusal is named by accept_payload_probe).
 --
 -- Rows go in key order so that concurrent groups lock keys in the same order
 -- and cannot deadlock; among copies of one key in a group, the first in
@@ -27,14 +27,14 @@ WITH clock AS (
 ), incoming AS (
     -- first_ord: which copy of its key wins the insert (the first in request order).
     -- A field left at its default is left out of its object: NULL here.
-    SELECT i.pos, i.ord, i.namespace, i.event_key, i.event_type, p.payload,
+    SELECT i.pos, i.ord, i.namespace, i.event_key, i.event_type, p.payload::jsonb AS payload,
            coalesce(i.metadata, '{}') AS metadata, coalesce(i.message_id, '') AS message_id,
            coalesce(i.ordering_key, '') AS ordering_key, coalesce(i.revision, 0) AS revision, i.available_at,
            min(i.ord) OVER (PARTITION BY i.namespace, i.event_key) AS first_ord
     FROM json_to_recordset(%(events)s::json)
          AS i(pos int, ord int, namespace text, event_key text, event_type text, metadata jsonb,
               message_id text, ordering_key text, revision bigint, available_at timestamptz)
-    JOIN jsonb_array_elements(%(payloads)s::jsonb) WITH ORDINALITY AS p(payload, pos) ON p.pos = i.pos
+    JOIN unnest(%(payloads)b::text[]) WITH ORDINALITY AS p(payload, pos) ON p.pos = i.pos
 ), inserted AS (
     INSERT INTO inbox_events AS e
         (namespace, event_key, event_type, payload, metadata, message_id, ordering_key,

@@ -1,0 +1,73 @@
+"""PostgreSQL's jsonb judges payloads; validation's exact check explains its refusals.
+
+The server no longer parses a payload in Python before PostgreSQL's cast
+parses it (see `validation.check_payload`); a refusal is then worded by the
+exact check. That is only honest while the two agree on every payload: this
+holds them to it, both ways. (Nesting deeper than MAX_JSON_DEPTH is inboxd's
+own limit, which jsonb does not share: the screens send such a payload to the
+exact check before it reaches PostgreSQL.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+from hypothesis import given, settings
+
+from inboxd.errors import InvalidArgument
+from inboxd.validation import MAX_JSON_DEPTH, _check_payload_exactly
+from tests.unit.test_validation import _JSON
+
+EDGES = [
+    "0e-20000",
+    "1e-16384",
+    "1e-16383",
+    "1e131072",
+    "1e131071",
+    "9" * 131073,
+    "1e999999999999999999999",
+    "0e1073741823",
+    "0e1073741822",
+    '{"a": "\\u0000", "a": 1}',
+    '{"a": "\\ud800", "a": 1}',
+    '"\\ud83d\\ude00"',
+    "[" * MAX_JSON_DEPTH + "]" * MAX_JSON_DEPTH,
+    '{"a": 1}, {"b": 2}',
+    "",
+    " 1 ",
+]
+
+
+@pytest.fixture(scope="module")
+def conn(database_url: str) -> Iterator[psycopg.Connection[tuple[object, ...]]]:
+    with psycopg.connect(database_url, autocommit=True) as connection:
+        yield connection
+
+
+def jsonb_takes(conn: psycopg.Connection[tuple[object, ...]], text: str) -> bool:
+    try:
+        conn.execute("SELECT %s::jsonb", (text,))
+    except psycopg.DataError:
+        return False
+    return True
+
+
+def exact_check_takes(text: str) -> bool:
+    try:
+        _check_payload_exactly("payload", text)
+    except InvalidArgument:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("text", EDGES)
+def test_jsonb_and_the_exact_check_agree_at_the_edges(conn: psycopg.Connection[tuple[object, ...]], text: str) -> None:
+    assert jsonb_takes(conn, text) == exact_check_takes(text), text[:60]
+
+
+@settings(max_examples=1500, derandomize=True, deadline=None)
+@given(_JSON)
+def test_jsonb_and_the_exact_check_agree(conn: psycopg.Connection[tuple[object, ...]], text: str) -> None:
+    assert jsonb_takes(conn, text) == exact_check_takes(text), text
