@@ -29,7 +29,8 @@ clients/node/node_modules/.installed: clients/node/package.json clients/node/pac
 	npm ci --prefix clients/node --no-audit --no-fund --loglevel=error
 	touch $@
 
-run: setup ## run inboxd on an embedded PostgreSQL (data in .inboxd/)
+# Python only: Node (buf, the Node client's tests) and Chromium are for the tests.
+run: $(VENV)/.installed ## run inboxd on an embedded PostgreSQL (data in .inboxd/); needs only .venv, not Node
 	$(VENV)/bin/inboxd serve
 
 # The schema file is a reader's copy; the migrations are the source of truth (tests/integration/test_schema_parity.py).
