@@ -4,7 +4,7 @@ PY      := $(VENV)/bin/python
 PYTHON  ?= python3
 
 .DEFAULT_GOAL := help
-.PHONY: help setup run test check model pytest reliability-async lint typecheck layers buf-lint buf-breaking proto proto-check bench bench-peers clean
+.PHONY: help setup run schema test check model pytest reliability-async lint typecheck layers buf-lint buf-breaking proto proto-check bench bench-peers clean
 
 help: ## list the chores
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -29,8 +29,13 @@ clients/node/node_modules/.installed: clients/node/package.json clients/node/pac
 	npm ci --prefix clients/node --no-audit --no-fund --loglevel=error
 	touch $@
 
-run: setup ## run inboxd on an embedded PostgreSQL (data in .inboxd/)
+# Python only: Node (buf, the Node client's tests) and Chromium are for the tests.
+run: $(VENV)/.installed ## run inboxd on an embedded PostgreSQL (data in .inboxd/); needs only .venv, not Node
 	$(VENV)/bin/inboxd serve
+
+# The schema file is a reader's copy; the migrations are the source of truth (tests/integration/test_schema_parity.py).
+schema: $(VENV)/.installed ## regenerate server/inboxd/store/schema.sql from the migrations, on a throwaway PostgreSQL
+	$(PY) -m tests.integration.test_schema_parity
 
 test: setup ## the whole test command: stub drift, lint, types, layers, buf lint, the SPIN models, then pytest
 	$(MAKE) --no-print-directory check
