@@ -27,6 +27,11 @@ class RefusedEvent(InvalidArgument):
 class NotFound(InboxError):
     """No event has that (namespace, event_key)."""
 
+    @classmethod
+    def event(cls, namespace: str, event_key: str) -> NotFound:
+        """The one wording of a missing event, wherever it is found missing."""
+        return cls(f"no event {event_key!r} in namespace {namespace!r}")
+
 
 class ClaimSuperseded(InboxError):
     """The claim token is not the event's current one: its lease was taken over."""

@@ -29,7 +29,7 @@ class Operators:
     async def get_event(self, namespace: str, event_key: str) -> EventRecord:
         record = await self.inbox.db.run(lambda conn: inspection.read_event(conn, namespace, event_key))
         if record is None:
-            raise NotFound(f"no event {event_key!r} in namespace {namespace!r}")
+            raise NotFound.event(namespace, event_key)
         return record
 
     async def list_events(

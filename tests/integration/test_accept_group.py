@@ -103,7 +103,7 @@ async def test_accept_probes_stored_rows_by_key_under_a_generic_plan(db: Databas
     """json_to_recordset is estimated at 100 rows whatever it holds; a generic plan once hashed a full scan."""
     from inboxd.store.queries import numbered
 
-    statement, names = numbered("accept_events")
+    statement, names = numbered("event_accept_many")
     types = {"events": "text", "payloads": "text[]", "now": "timestamptz"}
     values = {"events": "'{document}'", "payloads": "'{{\"{{}}\"}}'", "now": "NULL"}
     document = json.dumps([{"pos": 1, "ord": 0, "namespace": ns, "event_key": "k", "event_type": "t", "metadata": {}}])

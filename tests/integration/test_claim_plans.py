@@ -130,7 +130,7 @@ async def explain_claim(conn: Any, plan_cache_mode: str, **request: Any) -> dict
         "ignore_stale": True,
         **request,
     }
-    return await explain_prepared(conn, plan_cache_mode, "claim_events", _PARAMETERS, values)
+    return await explain_prepared(conn, plan_cache_mode, "event_claim", _PARAMETERS, values)
 
 
 async def explain_prepared(
@@ -226,7 +226,7 @@ async def test_the_wake_up_poll_for_empty_namespaces_reads_a_bounded_number_of_r
         **POLL_SHAPES[shape],
     }
     async with await psycopg.AsyncConnection.connect(backlog_url, autocommit=True) as conn:
-        plan = await explain_prepared(conn, plan_cache_mode, "due_kinds", _POLL_PARAMETERS, values)
+        plan = await explain_prepared(conn, plan_cache_mode, "event_due_kinds", _POLL_PARAMETERS, values)
     assert rows_read(plan) < BOUND, json.dumps(plan["Plan"], indent=1)[:4000]
     assert buffers_read(plan) < BOUND, json.dumps(plan["Plan"], indent=1)[:4000]
 

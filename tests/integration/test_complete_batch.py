@@ -218,7 +218,7 @@ async def test_the_servers_statement_is_the_rule_inboxd_complete_runs(db: Databa
 
     body = await db.run(function_body)
     statement = body.split("RETURN QUERY", 1)[1].rsplit("END", 1)[0]
-    assert _normalized(statement) == _normalized(QUERIES["complete_events"])
+    assert _normalized(statement) == _normalized(QUERIES["event_complete_many"])
 
 
 async def test_inboxd_complete_event_keeps_its_answers(inbox: InboxServiceStub, db: Database, ns: str) -> None:

@@ -108,16 +108,20 @@ def every(**values: Any) -> dict[str, Any]:
 
 # Each fenced statement: its parameters in PREPARE's order, values, and how many events it writes.
 FENCED: dict[str, tuple[tuple[str, ...], dict[str, Any], int]] = {
-    "renew_lease": (("now", "lease", "namespace", "event_key", "claim_token"), one(lease=timedelta(seconds=30)), 1),
-    "fail_lock": (("namespace", "event_key", "claim_token"), one(), 1),
-    "fail_retry": (
+    "event_renew_lease": (
+        ("now", "lease", "namespace", "event_key", "claim_token"),
+        one(lease=timedelta(seconds=30)),
+        1,
+    ),
+    "event_fail_lock": (("namespace", "event_key", "claim_token"), one(), 1),
+    "event_fail_retry": (
         ("now", "delay", "error", "namespace", "event_key", "claim_token"),
         one(delay=timedelta(seconds=5), error="boom"),
         1,
     ),
-    "fail_dead_letter": (("error", "now", "namespace", "event_key", "claim_token"), one(error="boom"), 1),
-    "release_events": (("now", "namespaces", "event_keys", "claim_tokens"), every(), HELD),
-    "complete_events": (
+    "event_fail_dead_letter": (("error", "now", "namespace", "event_key", "claim_token"), one(error="boom"), 1),
+    "event_release_many": (("now", "namespaces", "event_keys", "claim_tokens"), every(), HELD),
+    "event_complete_many": (
         ("namespaces", "event_keys", "claim_tokens", "dispositions", "reasons", "now"),
         every(dispositions=["applied"] * HELD, reasons=[""] * HELD),
         HELD,
@@ -180,6 +184,6 @@ async def test_the_work_paths_statements_are_planned_once_per_connection(migrate
             assert await db.run(jit, transaction=False) == "off"
         finally:
             await db.close()
-    for name in ("claim_events", "complete_events", "accept_events"):
+    for name in ("event_claim", "event_complete_many", "event_accept_many"):
         generic, custom = found[f"-- inboxd: {name}"]
         assert generic > 0 and custom == 0, f"{name}: {generic} generic plans, {custom} custom: {found}"

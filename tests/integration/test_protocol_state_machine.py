@@ -356,7 +356,7 @@ async def test_an_unfenced_renewal_is_found_by_the_state_machine(
     target: Target, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A deliberately broken server: RenewLease no longer checks the claim token.
-    monkeypatch.setitem(QUERIES, "renew_lease", _unfenced(QUERIES["renew_lease"]))
+    monkeypatch.setitem(QUERIES, "event_renew_lease", _unfenced(QUERIES["event_renew_lease"]))
     hunt = settings(SEQUENCES, max_examples=100, phases=[Phase.generate])
     with pytest.raises(AssertionError, match=r"RenewLease by .*not current.*answered OK, the design says ABORTED"):
         await run_machine(ProtocolMachine, target, hunt)

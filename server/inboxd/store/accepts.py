@@ -54,10 +54,10 @@ async def _accept_round(
     now: datetime | None,
 ) -> list[int]:
     document = _ENCODER.encode([_row(pos, i, events[i]) for pos, i in enumerate(todo, start=1)])
-    # The callers' texts as one binary text[]: nothing to escape (see accept.sql).
+    # The callers' texts as one binary text[]: nothing to escape (see events.sql).
     payloads = [events[i].payload_json for i in todo]
     try:
-        cur = await conn.execute(QUERIES["accept_events"], {"events": document, "payloads": payloads, "now": now})
+        cur = await conn.execute(QUERIES["event_accept_many"], {"events": document, "payloads": payloads, "now": now})
     except psycopg.errors.ForeignKeyViolation:
         # A conflicting copy's event was deleted (retention) under us: nothing
         # was written; the next round sees the key as new.
@@ -75,7 +75,7 @@ async def _accept_round(
 
 
 def _row(pos: int, index: int, event: NewEvent) -> dict[str, Any]:
-    """An event's fields for accept.sql; those at their defaults are left out (most events have none)."""
+    """An event's fields for event_accept_many; those at their defaults are left out (most events have none)."""
     row: dict[str, Any] = {
         "pos": pos,
         "ord": index,
@@ -102,7 +102,7 @@ async def _refusal(
     """Names the event whose payload PostgreSQL refused, by trying each alone (nothing is written)."""
     for index in todo:
         try:
-            await conn.execute(QUERIES["accept_payload_probe"], {"payload": events[index].payload_json})
+            await conn.execute(QUERIES["event_payload_probe"], {"payload": events[index].payload_json})
         except psycopg.DataError as refused:
             return RefusedEvent(index, "payload", f"PostgreSQL refused it: {refused.diag.message_primary}")
     return RefusedEvent(None, "events", f"PostgreSQL refused a value: {exc.diag.message_primary}")

@@ -1,4 +1,39 @@
-"""Recording external actions in an event's ledger."""
+"""Recording external actions in an event's ledger: the action's states and the statement of each transition.
+
+Every statement named below stands in queries/actions.sql, and every statement
+there is named below; tests/unit/test_state_diagrams.py holds the two to each
+other, the states to ActionState and the arrows to what
+inboxd.actions.plan_action_write lets through. A line reads
+`FROM -> TO  statement  when`; (none) is before the action's first record.
+
+    (none)    -> INTENDED   action_create  the first record of an action: its idempotency key minted
+    (none)    -> SUCCEEDED  action_create  an outcome with no INTENDED before it
+    (none)    -> FAILED     action_create  likewise
+    (none)    -> UNKNOWN    action_create  likewise
+    INTENDED  -> INTENDED   action_update  a later claim declares its intent again: same key, its fencing token
+    INTENDED  -> SUCCEEDED  action_update  the outcome of the intended attempt
+    INTENDED  -> FAILED     action_update  likewise
+    INTENDED  -> UNKNOWN    action_update  likewise: nobody knows whether the effect happened
+    UNKNOWN   -> SUCCEEDED  action_update  reconciled
+    UNKNOWN   -> FAILED     action_update  reconciled
+    FAILED    -> INTENDED   action_update  a retry, same idempotency key
+    FAILED    -> SUCCEEDED  action_update  an older claim's SUCCEEDED: it proves the effect, so it always stands
+
+SUCCEEDED is final. INTENDED needs the current claim; an outcome is taken from
+any claim ever issued for the event, but an older claim's outcome other than
+SUCCEEDED never moves the action past a newer claim's record: it is kept in
+the history only (action_read answers the action as it stands, as it does for
+a repeat).
+
+Beside the transitions, statements that move no action: they lock, read or
+record what the transition decided.
+
+    action_claim_lookup             the event, and the claim its token names: an outcome's fence
+    action_claim_lookup_for_intent  the same, the event row share-locked until the intent is written
+    action_lock                     the action's row, locked while its transition is decided
+    action_read                     the action as it stands: a repeat, or an older claim's outcome kept
+    action_history_add              every record the action received, applied or not
+"""
 
 from __future__ import annotations
 
@@ -40,7 +75,7 @@ async def record_action(
     cur = await conn.execute(QUERIES[lookup], {**key, "claim_token": fence.claim_token})
     claim = await cur.fetchone()
     if claim is None:
-        raise NotFound(f"no event {fence.event_key!r} in namespace {fence.namespace!r}")
+        raise NotFound.event(fence.namespace, fence.event_key)
     fencing_token, is_current = claim
     if fencing_token is None:
         raise ClaimSuperseded("claim superseded: this claim token was never issued for the event")
@@ -102,6 +137,6 @@ async def unresolved_actions(
     conn: Connection, *, stale_after: timedelta, namespace: str | None = None, now: datetime | None = None
 ) -> list[UnresolvedActions]:
     cur = await conn.execute(
-        QUERIES["actions_unresolved"], {"namespace": namespace, "stale_after": stale_after, "now": now}
+        QUERIES["action_unresolved_count"], {"namespace": namespace, "stale_after": stale_after, "now": now}
     )
     return [UnresolvedActions(str(ns), int(u), int(s)) for ns, u, s in await cur.fetchall()]

@@ -48,7 +48,7 @@ async def claim_events(
 ) -> ClaimBatch:
     cur = await queries.execute(
         conn,
-        "claim_events",
+        "event_claim",
         {
             "namespaces": list(request.namespaces),
             "event_types": list(request.event_types),
@@ -123,10 +123,12 @@ def action_record(row: Sequence[Any]) -> ActionRecord:
 
 async def _refusal(conn: Connection, fence: Fence) -> InboxError:
     """Why a fenced write matched nothing: no such event, or a claim that is not current."""
-    cur = await conn.execute(QUERIES["fence_diagnose"], {"namespace": fence.namespace, "event_key": fence.event_key})
+    cur = await conn.execute(
+        QUERIES["event_fence_diagnose"], {"namespace": fence.namespace, "event_key": fence.event_key}
+    )
     row = await cur.fetchone()
     if row is None:
-        return NotFound(f"no event {fence.event_key!r} in namespace {fence.namespace!r}")
+        return NotFound.event(fence.namespace, fence.event_key)
     return ClaimSuperseded(f"{SUPERSEDED} (the event is {EventState(row[0]).name} now)")
 
 
@@ -140,7 +142,7 @@ def _fence_params(fence: Fence, now: datetime | None) -> dict[str, Any]:
 
 
 async def renew_lease(conn: Connection, fence: Fence, lease: timedelta, now: datetime | None = None) -> datetime:
-    cur = await conn.execute(QUERIES["renew_lease"], {**_fence_params(fence, now), "lease": lease})
+    cur = await conn.execute(QUERIES["event_renew_lease"], {**_fence_params(fence, now), "lease": lease})
     row = await cur.fetchone()
     if row is None:
         raise await _refusal(conn, fence)
@@ -160,6 +162,10 @@ class Completion:
 class RowLocked(Unavailable):
     """Another transaction holds the event's row (a worker's own, say); this completion changed nothing."""
 
+    @classmethod
+    def of(cls, fence: Fence, more: str = "") -> RowLocked:
+        return cls(f"event {fence.event_key!r} in namespace {fence.namespace!r} is locked by another transaction{more}")
+
 
 def _completion_params(completions: Sequence[Completion], now: datetime | None) -> dict[str, Any]:
     return {
@@ -177,9 +183,9 @@ def _completion_outcome(answer: str, completion: Completion) -> InboxError | Non
     if answer in ("completed", "already_completed"):
         return None
     if answer == "not_found":
-        return NotFound(f"no event {fence.event_key!r} in namespace {fence.namespace!r}")
+        return NotFound.event(fence.namespace, fence.event_key)
     if answer == "locked":
-        return RowLocked(f"event {fence.event_key!r} in namespace {fence.namespace!r} is locked by another transaction")
+        return RowLocked.of(fence)
     return ClaimSuperseded(SUPERSEDED)
 
 
@@ -188,7 +194,7 @@ async def complete_events(
 ) -> list[InboxError | None]:
     """Completes many claims in one statement; per request None (done, or already done by this very
     claim) or its refusal. A row another transaction holds is not waited for: RowLocked."""
-    cur = await conn.execute(QUERIES["complete_events"], _completion_params(completions, now))
+    cur = await conn.execute(QUERIES["event_complete_many"], _completion_params(completions, now))
     answers = {int(ord_): str(answer) for ord_, answer in await cur.fetchall()}
     return [_completion_outcome(answers[i], c) for i, c in enumerate(completions, start=1)]
 
@@ -198,7 +204,7 @@ async def complete_event_waiting(
 ) -> InboxError | None:
     """Completes one claim, waiting up to `lock_timeout` for its row; RowLocked if it is still held."""
     milliseconds = max(1, round(lock_timeout.total_seconds() * 1000))
-    await conn.execute(QUERIES["complete_lock_timeout"], {"lock_timeout": f"{milliseconds}ms"})
+    await conn.execute(QUERIES["event_complete_lock_timeout"], {"lock_timeout": f"{milliseconds}ms"})
     fence = completion.fence
     params = {
         **_fence_params(fence, now),
@@ -208,13 +214,13 @@ async def complete_event_waiting(
     try:
         # A savepoint: a lock timeout ends it alone, and the transaction still commits cleanly.
         async with conn.transaction():
-            cur = await conn.execute(QUERIES["complete_event_waiting"], params)
+            cur = await conn.execute(QUERIES["event_complete_waiting"], params)
             row = await cur.fetchone()
     except psycopg.errors.LockNotAvailable:
-        return RowLocked(
-            f"event {fence.event_key!r} in namespace {fence.namespace!r} is locked by another transaction"
+        return RowLocked.of(
+            fence,
             f" (a worker's own transaction that called inboxd_complete(), say) for over"
-            f" {lock_timeout.total_seconds():.2f} s; nothing changed, retry"
+            f" {lock_timeout.total_seconds():.2f} s; nothing changed, retry",
         )
     assert row is not None
     return _completion_outcome(str(row[0]), completion)
@@ -222,7 +228,7 @@ async def complete_event_waiting(
 
 async def lock_for_failure(conn: Connection, fence: Fence) -> int:
     """Locks the current claim's row and returns its attempt number."""
-    cur = await conn.execute(QUERIES["fail_lock"], _fence_params(fence, None))
+    cur = await conn.execute(QUERIES["event_fail_lock"], _fence_params(fence, None))
     row = await cur.fetchone()
     if row is None:
         raise await _refusal(conn, fence)
@@ -236,11 +242,11 @@ async def fail_event(
     """Applies a failure decision; returns when the retry is due, or None when dead-lettered."""
     params = {**_fence_params(fence, now), "error": error}
     if decision.state is EventState.DEAD_LETTERED:
-        cur = await conn.execute(QUERIES["fail_dead_letter"], params)
+        cur = await conn.execute(QUERIES["event_fail_dead_letter"], params)
         if await cur.fetchone() is None:
             raise await _refusal(conn, fence)
         return None
-    cur = await conn.execute(QUERIES["fail_retry"], {**params, "delay": decision.delay})
+    cur = await conn.execute(QUERIES["event_fail_retry"], {**params, "delay": decision.delay})
     row = await cur.fetchone()
     if row is None:
         raise await _refusal(conn, fence)
@@ -253,7 +259,7 @@ async def release_events(
 ) -> list[tuple[str, str, str]]:
     """Hands claims back without counting their attempts; returns (namespace, key, type) released."""
     cur = await conn.execute(
-        QUERIES["release_events"],
+        QUERIES["event_release_many"],
         {
             "namespaces": [f.namespace for f in fences],
             "event_keys": [f.event_key for f in fences],

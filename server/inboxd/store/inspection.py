@@ -33,7 +33,9 @@ async def read_event(conn: Connection, namespace: str, event_key: str) -> EventR
         return None
     (payload, metadata, message_id, ordering_key, revision,
      disposition, disposition_reason, lease_expires_at, completed_at) = row[9:]  # fmt: skip
-    actions = await conn.execute(QUERIES["actions_for_events"], {"namespaces": [namespace], "event_keys": [event_key]})
+    actions = await conn.execute(
+        QUERIES["action_list_for_events"], {"namespaces": [namespace], "event_keys": [event_key]}
+    )
     claims = await conn.execute(QUERIES["event_claims"], key)
     conflicts = await conn.execute(QUERIES["event_conflicts"], key)
     replays = await conn.execute(QUERIES["event_replays"], key)
@@ -106,13 +108,13 @@ async def list_events(
             "namespace_patterns": list(narrowing.namespace_patterns),
         }
         if namespace is None:
-            cur = await conn.execute(QUERIES["events_filtered_everywhere"], params)
+            cur = await conn.execute(QUERIES["event_list_filtered_everywhere"], params)
         else:
-            cur = await conn.execute(QUERIES["events_filtered_in_namespace"], {**params, "namespace": namespace})
+            cur = await conn.execute(QUERIES["event_list_filtered_in_namespace"], {**params, "namespace": namespace})
     elif namespace is None:
-        cur = await conn.execute(QUERIES["events_list_everywhere"], params)
+        cur = await conn.execute(QUERIES["event_list_everywhere"], params)
     else:
-        cur = await conn.execute(QUERIES["events_list_in_namespace"], {**params, "namespace": namespace})
+        cur = await conn.execute(QUERIES["event_list_in_namespace"], {**params, "namespace": namespace})
     summaries = [_summary(row) for row in await cur.fetchall()]
     if len(summaries) <= page_size:
         return EventPage(summaries, None)
@@ -131,7 +133,7 @@ async def namespace_stats(
         u.namespace: u.unknown + u.stale_intended
         for u in await unresolved_actions(conn, stale_after=action_stale_after, namespace=namespace, now=now)
     }
-    blocked_cur = await conn.execute(QUERIES["blocked_ordering_keys"], {"namespace": namespace, "now": now})
+    blocked_cur = await conn.execute(QUERIES["ordering_key_blocked_count"], {"namespace": namespace, "now": now})
     blocked: dict[str, tuple[int, timedelta]] = {
         ns: (int(keys), max(age, timedelta(0))) for ns, keys, age in await blocked_cur.fetchall()
     }

@@ -5,7 +5,7 @@ lines saying what it is for. Keeping SQL in .sql files lets it be read,
 reviewed and EXPLAINed as SQL.
 
 The comment lines stay in the files, for readers; what is sent is the
-statement under one line naming it (`-- inboxd: claim_events`, which is
+statement under one line naming it (`-- inboxd: event_claim`, which is
 what pg_stat_activity and pg_stat_statements show). psycopg caches its
 parse of a statement's placeholders only up to 4 KiB of text: the claim
 statement with its comments (8 KiB) was parsed again on every call.

@@ -30,10 +30,10 @@ async def replay_event(
     worker) or whose payload retention has dropped (nothing left to process).
     """
     key = {"namespace": namespace, "event_key": event_key}
-    cur = await conn.execute(QUERIES["replay_lock"], key)
+    cur = await conn.execute(QUERIES["event_replay_lock"], key)
     row = await cur.fetchone()
     if row is None:
-        raise NotFound(f"no event {event_key!r} in namespace {namespace!r}")
+        raise NotFound.event(namespace, event_key)
     state, event_type, has_payload = EventState(row[0]), str(row[1]), bool(row[2])
     if state not in REPLAYABLE:
         raise TransitionNotAllowed(f"the event is {state.name}: only COMPLETED or DEAD_LETTERED events can be replayed")
@@ -42,7 +42,7 @@ async def replay_event(
             "payload retention has dropped this event's payload: there is nothing left to replay"
         )
     cur = await conn.execute(
-        QUERIES["replay_event"],
+        QUERIES["event_replay"],
         {**key, "actor": actor, "reason": reason, "state_before": state.value, "now": now},
     )
     if await cur.fetchone() is None:

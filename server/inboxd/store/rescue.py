@@ -55,7 +55,7 @@ async def rescue_expired_leases(
                 return None
             try:
                 while True:
-                    cur = await conn.execute(QUERIES["rescue_expired_leases"], params)
+                    cur = await conn.execute(QUERIES["event_rescue_expired"], params)
                     batch = [(str(ns), str(t), EventState(state)) for ns, t, state in await cur.fetchall()]
                     rescued.extend(batch)
                     if len(batch) < batch_size:

@@ -53,7 +53,7 @@ async def apply_retention(
                 return None
             try:
                 # Deleting first spares dropping payloads of rows about to go.
-                deleted = await _in_batches(conn, QUERIES["retention_delete_completed"], params, batch_size)
+                deleted = await _in_batches(conn, QUERIES["event_delete_completed"], params, batch_size)
                 dropped = 0
                 if payload_retention is not None:
                     dropped = await _in_batches(conn, QUERIES["retention_drop_payloads"], params, batch_size)

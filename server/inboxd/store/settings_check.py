@@ -29,7 +29,7 @@ _RISKS = {
 
 
 async def _read(conn: Connection) -> dict[str, str]:
-    cur = await conn.execute(QUERIES["durability_settings"])
+    cur = await conn.execute(QUERIES["settings_durability"])
     row = await cur.fetchone()
     assert row is not None and cur.description is not None
     return {column.name: str(value) for column, value in zip(cur.description, row, strict=True)}

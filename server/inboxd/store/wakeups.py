@@ -19,7 +19,7 @@ async def due_kinds(
     in_namespaces = sorted(wanted.in_namespaces)
     by_patterns = sorted(wanted.by_patterns)
     cur = await conn.execute(
-        QUERIES["due_kinds"],
+        QUERIES["event_due_kinds"],
         {
             "namespaces": [namespace for namespace, _ in in_namespaces],
             "event_types": [event_type for _, event_type in in_namespaces],

@@ -1,4 +1,8 @@
--- The ledger of external actions per event.
+-- Every transition of an external action in an event's ledger, and the
+-- reads and locks that decide it: the state diagram that names them is the
+-- docstring of inboxd/store/actions.py, and tests/unit/test_state_diagrams.py
+-- holds the two to each other. What operators read of the ledger (its
+-- history, the unresolved actions) stands in operators.sql.
 
 -- name: action_claim_lookup
 -- Whether the event exists, and the claim the token names: its fencing token
@@ -37,11 +41,14 @@ FOR UPDATE
 -- name: action_create
 -- The first record of an action mints its idempotency key. A concurrent first
 -- record wins the race; the loser finds its row and transitions instead.
+WITH clock AS (
+    SELECT coalesce(%(now)s::timestamptz, now()) AS now
+)
 INSERT INTO inbox_actions
     (namespace, event_key, action, state, idempotency_key, external_ref, detail, fencing_token, created_at, updated_at)
-VALUES (%(namespace)s, %(event_key)s, %(action)s, %(state)s, 'idk_' || replace(gen_random_uuid()::text, '-', ''),
-        %(external_ref)s, %(detail)s, %(fencing_token)s,
-        coalesce(%(now)s::timestamptz, now()), coalesce(%(now)s::timestamptz, now()))
+SELECT %(namespace)s, %(event_key)s, %(action)s, %(state)s, 'idk_' || replace(gen_random_uuid()::text, '-', ''),
+       %(external_ref)s, %(detail)s, %(fencing_token)s, clock.now, clock.now
+FROM clock
 ON CONFLICT (namespace, event_key, action) DO NOTHING
 RETURNING action, state, idempotency_key, external_ref, detail, fencing_token, updated_at
 
@@ -63,25 +70,7 @@ INSERT INTO inbox_action_history
 VALUES (%(namespace)s, %(event_key)s, %(action)s, %(state)s, %(external_ref)s, %(detail)s, %(fencing_token)s,
         %(applied)s, coalesce(%(now)s::timestamptz, now()))
 
--- name: action_history_for_event
-SELECT action, state, external_ref, detail, fencing_token, applied, recorded_at
-FROM inbox_action_history
-WHERE namespace = %(namespace)s AND event_key = %(event_key)s
-ORDER BY id
-
 -- name: action_read
 SELECT action, state, idempotency_key, external_ref, detail, fencing_token, updated_at
 FROM inbox_actions
 WHERE namespace = %(namespace)s AND event_key = %(event_key)s AND action = %(action)s
-
--- name: actions_unresolved
--- Per namespace: actions whose outcome is UNKNOWN, and actions INTENDED for
--- longer than the threshold (a worker that died mid-action, say).
-SELECT namespace,
-       count(*) FILTER (WHERE state = 'unknown') AS unknown,
-       count(*) FILTER (WHERE state = 'intended'
-                        AND updated_at < coalesce(%(now)s::timestamptz, now()) - %(stale_after)s::interval) AS stale_intended
-FROM inbox_actions
-WHERE state IN ('unknown', 'intended')
-  AND (%(namespace)s::text IS NULL OR namespace = %(namespace)s::text)
-GROUP BY namespace

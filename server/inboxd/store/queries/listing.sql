@@ -4,7 +4,7 @@
 -- checked on the rows the listing index hands over, so a page costs the rows
 -- scanned until it is full, and no more.
 
--- name: events_filtered_in_namespace
+-- name: event_list_filtered_in_namespace
 -- One page of a namespace's events in the given states, of one type and/or
 -- under a key prefix (NULL: any), newest first, after a keyset position.
 SELECT page.*
@@ -24,7 +24,7 @@ CROSS JOIN LATERAL (
 ORDER BY page.accepted_at DESC, page.event_key DESC
 LIMIT %(limit)s
 
--- name: events_filtered_everywhere
+-- name: event_list_filtered_everywhere
 -- One page of the events of every namespace matching one of the LIKE
 -- patterns (a token's grants), in the given states, of one type and/or under
 -- a key prefix (NULL: any), newest first.

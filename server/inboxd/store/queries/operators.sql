@@ -1,5 +1,6 @@
--- What operators read and the one transition they make (Replay). Listings
--- carry no payloads; only the whole record of one event does.
+-- What operators read: one event's whole record, listings and counts.
+-- Listings carry no payloads; only the whole record of one event does. The
+-- one transition operators make (Replay) stands with the others in events.sql.
 
 -- name: event_read
 -- One event's row, payload included (NULL once payload retention dropped it).
@@ -31,7 +32,7 @@ FROM inbox_replays
 WHERE namespace = %(namespace)s AND event_key = %(event_key)s
 ORDER BY id
 
--- name: events_list_in_namespace
+-- name: event_list_in_namespace
 -- One page of a namespace's events in the given states, newest first, after
 -- a keyset position. One index range scan per state (inbox_events_listing),
 -- merged, so a page costs O(page size) however large the namespace is.
@@ -50,7 +51,7 @@ CROSS JOIN LATERAL (
 ORDER BY page.accepted_at DESC, page.event_key DESC
 LIMIT %(limit)s
 
--- name: events_list_everywhere
+-- name: event_list_everywhere
 -- One page of every namespace's events in the given states, newest first.
 -- Scans the table: operators of a large inbox name a namespace.
 SELECT e.namespace, e.event_key, e.event_type, e.state, e.attempt, e.accepted_at, e.available_at,
@@ -84,30 +85,30 @@ WHERE (%(namespace)s::text IS NULL OR e.namespace = %(namespace)s::text)
 GROUP BY e.namespace, clock.now
 ORDER BY e.namespace
 
--- name: replay_lock
--- Locks the event for Replay: its state decides whether Replay may proceed.
-SELECT state, event_type, payload IS NOT NULL
-FROM inbox_events
-WHERE namespace = %(namespace)s AND event_key = %(event_key)s
-FOR UPDATE
+-- name: action_list_for_events
+-- The action ledgers of the given events (GetEvent reads one).
+SELECT a.namespace, a.event_key, a.action, a.state, a.idempotency_key, a.external_ref, a.detail,
+       a.fencing_token, a.updated_at
+FROM inbox_actions AS a
+JOIN unnest(%(namespaces)s::text[], %(event_keys)s::text[]) AS k(namespace, event_key)
+  ON a.namespace = k.namespace AND a.event_key = k.event_key
+ORDER BY a.created_at, a.action
 
--- name: replay_event
--- COMPLETED or DEAD_LETTERED -> PENDING, claimable now, attempts reset, and
--- the audit row written in the same statement. The action ledger stays, so
--- a worker finds its SUCCEEDED actions and their idempotency keys again.
--- last_error stays too: the next worker may want to know what went wrong.
-WITH clock AS (
-    SELECT coalesce(%(now)s::timestamptz, now()) AS now
-), replayed AS (
-    UPDATE inbox_events AS e
-    SET state = 'pending', attempt = 0, claim_token = NULL, lease_expires_at = NULL, worker_id = NULL,
-        completed_at = NULL, disposition = NULL, disposition_reason = NULL,
-        available_at = clock.now, due_at = clock.now, updated_at = clock.now
-    FROM clock
-    WHERE e.namespace = %(namespace)s AND e.event_key = %(event_key)s
-      AND e.state IN ('completed', 'dead_lettered')
-    RETURNING e.namespace, e.event_key, clock.now
-)
-INSERT INTO inbox_replays (namespace, event_key, actor, reason, state_before, replayed_at)
-SELECT namespace, event_key, %(actor)s, %(reason)s, %(state_before)s, now FROM replayed
-RETURNING id
+-- name: action_history_for_event
+-- Every record the event's actions received, oldest first, applied or not.
+SELECT action, state, external_ref, detail, fencing_token, applied, recorded_at
+FROM inbox_action_history
+WHERE namespace = %(namespace)s AND event_key = %(event_key)s
+ORDER BY id
+
+-- name: action_unresolved_count
+-- Per namespace: actions whose outcome is UNKNOWN, and actions INTENDED for
+-- longer than the threshold (a worker that died mid-action, say).
+SELECT namespace,
+       count(*) FILTER (WHERE state = 'unknown') AS unknown,
+       count(*) FILTER (WHERE state = 'intended'
+                        AND updated_at < coalesce(%(now)s::timestamptz, now()) - %(stale_after)s::interval) AS stale_intended
+FROM inbox_actions
+WHERE state IN ('unknown', 'intended')
+  AND (%(namespace)s::text IS NULL OR namespace = %(namespace)s::text)
+GROUP BY namespace

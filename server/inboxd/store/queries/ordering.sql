@@ -1,6 +1,6 @@
 -- Ordering keys (migration 0008): what operators read about them.
 
--- name: blocked_ordering_keys
+-- name: ordering_key_blocked_count
 -- Per namespace: the ordering keys with a PENDING event claimable now by its
 -- own schedule that no Claim may take, because another event of its key comes
 -- first (it holds the key: in flight, retrying or released; or, when none

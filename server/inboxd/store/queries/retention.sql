@@ -1,7 +1,9 @@
 -- Retention: COMPLETED rows are deleted after INBOXD_RETENTION, their
 -- payloads dropped earlier after INBOXD_PAYLOAD_RETENTION. PENDING,
 -- PROCESSING and DEAD_LETTERED rows are never touched. Each statement handles
--- one bounded batch and commits, so no pass holds locks for long.
+-- one bounded batch and commits, so no pass holds locks for long. The
+-- deletion of COMPLETED rows is a transition: event_delete_completed in
+-- events.sql.
 
 -- name: retention_try_lock
 -- One replica at a time: the others find the lock taken and skip their pass.
@@ -9,24 +11,6 @@ SELECT pg_try_advisory_lock(%(lock)s)
 
 -- name: retention_unlock
 SELECT pg_advisory_unlock(%(lock)s)
-
--- name: retention_delete_completed
--- Deletes one batch of COMPLETED rows older than the retention. Claims,
--- actions and conflicts go with them (ON DELETE CASCADE); the replay audit
--- stays. After this, the key is unknown: a new Accept of it is a new event.
-WITH doomed AS (
-    SELECT namespace, event_key
-    FROM inbox_events
-    WHERE state = 'completed'
-      AND completed_at < coalesce(%(now)s::timestamptz, now()) - %(retention)s::interval
-      AND (%(namespace)s::text IS NULL OR namespace = %(namespace)s::text)
-    ORDER BY completed_at
-    LIMIT %(batch_size)s
-    FOR UPDATE SKIP LOCKED
-)
-DELETE FROM inbox_events AS e
-USING doomed
-WHERE e.namespace = doomed.namespace AND e.event_key = doomed.event_key
 
 -- name: retention_drop_payloads
 -- Drops the payloads of one batch of COMPLETED rows older than the payload

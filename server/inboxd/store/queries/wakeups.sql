@@ -1,7 +1,7 @@
 -- The wake-up poller: one look per server process and interval on behalf of
 -- every waiting Claim, instead of one claim query per waiter.
 
--- name: due_kinds
+-- name: event_due_kinds
 -- Which (namespace, event_type) the waiters want have due rows, and how many
 -- (up to `cap` per namespace or for the any-namespace waiters). Reads no
 -- rows of namespaces nobody waits for: per wanted namespace a range of

@@ -1,6 +1,16 @@
--- Claims and the fenced transitions after them. Every write after a claim
--- names the claim token in its WHERE clause: zero rows means the claim is not
--- current, and nothing changed.
+-- Every transition of an event, one statement each: the state diagram that
+-- names them is the docstring of inboxd/store/events.py, and
+-- tests/unit/test_state_diagrams.py holds the two to each other. What
+-- operators read, and the maintenance around the rescuer and retention
+-- (their locks, the payload drops), stand in their own files.
+--
+-- Every write after a claim names the claim token in its WHERE clause: zero
+-- rows means the claim is not current, and nothing changed.
+--
+-- The clock: a statement reads `coalesce(%(now)s::timestamptz, now())` once,
+-- in a `clock` CTE, except where the cut-off must be an index condition (a
+-- join to the CTE would make it a filter) and in event_complete_many, which
+-- is word for word the body of the SQL function inboxd_complete_events.
 --
 -- A fence reads `state IS NOT DISTINCT FROM 'processing'`, not `state =
 -- 'processing'`: the same test on a NOT NULL column, but not one an index can
@@ -12,7 +22,99 @@
 -- PostgreSQL about 650 µs per event instead of 280
 -- (tests/integration/test_fence_plans.py).
 
--- name: claim_events
+-- Accepting: (none) -> PENDING. One group of events (one caller's batch, or
+-- several callers' events gathered by group commit) is one statement, so one
+-- transaction and one round trip.
+
+-- name: event_accept_many
+-- Inserts every event whose key is new, judges every other one against the
+-- stored row (or against the copy of this group that won the insert), and
+-- keeps each conflicting copy for investigation, in one statement.
+--
+-- The events travel as one JSON array (one object per event: pos, ord,
+-- namespace, event_key, event_type, and those of metadata as an object,
+-- message_id, ordering_key, revision, available_at that are not at their
+-- defaults), expanded by json_to_recordset: one parameter, not one array per
+-- column. Their payloads travel beside them as one text[] in binary format
+-- (%(payloads)b), element pos of it the payload of the event at pos: each is
+-- the caller's text as it came, with nothing to escape on either side, and
+-- jsonb's cast of each is the one parse it gets (PostgreSQL judges what
+-- jsonb can hold; a refusal is named by event_payload_probe).
+--
+-- Rows go in key order so that concurrent groups lock keys in the same order
+-- and cannot deadlock; among copies of one key in a group, the first in
+-- request order wins. A key that another transaction committed after this
+-- statement's snapshot was taken is neither inserted nor visible here: its
+-- outcome is 'retry', and the caller runs those events again.
+WITH clock AS (
+    SELECT coalesce(%(now)s::timestamptz, now()) AS now
+), incoming AS (
+    -- first_ord: which copy of its key wins the insert (the first in request order).
+    -- A field left at its default is left out of its object: NULL here.
+    SELECT i.pos, i.ord, i.namespace, i.event_key, i.event_type, p.payload::jsonb AS payload,
+           coalesce(i.metadata, '{}') AS metadata, coalesce(i.message_id, '') AS message_id,
+           coalesce(i.ordering_key, '') AS ordering_key, coalesce(i.revision, 0) AS revision, i.available_at,
+           min(i.ord) OVER (PARTITION BY i.namespace, i.event_key) AS first_ord
+    FROM json_to_recordset(%(events)s::json)
+         AS i(pos int, ord int, namespace text, event_key text, event_type text, metadata jsonb,
+              message_id text, ordering_key text, revision bigint, available_at timestamptz)
+    JOIN unnest(%(payloads)b::text[]) WITH ORDINALITY AS p(payload, pos) ON p.pos = i.pos
+), inserted AS (
+    INSERT INTO inbox_events AS e
+        (namespace, event_key, event_type, payload, metadata, message_id, ordering_key,
+         revision, state, accepted_at, available_at, due_at, updated_at)
+    SELECT i.namespace, i.event_key, i.event_type, i.payload, i.metadata,
+           i.message_id, i.ordering_key, i.revision, 'pending', c.now,
+           coalesce(i.available_at, c.now), coalesce(i.available_at, c.now), c.now
+    FROM incoming AS i CROSS JOIN clock AS c
+    ORDER BY i.namespace, i.event_key, i.ord
+    ON CONFLICT (namespace, event_key) DO NOTHING
+    RETURNING e.namespace, e.event_key, e.event_type, e.payload, e.state, e.accepted_at
+), judged AS (
+    -- A repeat is the same event when its type matches and its payload is an
+    -- equal JSON value (jsonb equality ignores key order and whitespace). A
+    -- payload dropped by retention cannot be compared; the key was already
+    -- processed, so the copy counts as a duplicate.
+    SELECT i.ord, i.namespace, i.event_key, i.event_type, i.payload, i.metadata,
+           CASE
+               WHEN w.event_key IS NOT NULL AND i.ord = i.first_ord THEN 'accepted'
+               WHEN w.event_key IS NOT NULL THEN
+                   CASE WHEN w.event_type = i.event_type AND w.payload = i.payload
+                        THEN 'duplicate' ELSE 'conflict' END
+               WHEN s.found THEN
+                   CASE WHEN s.event_type = i.event_type AND coalesce(s.payload = i.payload, true)
+                        THEN 'duplicate' ELSE 'conflict' END
+               ELSE 'retry'
+           END AS outcome,
+           coalesce(w.state, s.state) AS state,
+           coalesce(w.accepted_at, s.accepted_at) AS accepted_at
+    FROM incoming AS i
+    LEFT JOIN inserted AS w ON w.namespace = i.namespace AND w.event_key = i.event_key
+    -- A probe of the primary key per repeat, under any plan: as a plain join,
+    -- a generic plan (json_to_recordset is always estimated at 100 rows) chose
+    -- a hash join over a sequential scan of inbox_events, which grew with the
+    -- table until autoanalyze replanned it. LIMIT keeps the subquery a loop.
+    LEFT JOIN LATERAL (
+        SELECT true AS found, s.event_type, s.payload, s.state, s.accepted_at
+        FROM inbox_events AS s
+        WHERE w.event_key IS NULL AND s.namespace = i.namespace AND s.event_key = i.event_key
+        LIMIT 1
+    ) AS s ON true
+), conflicts AS (
+    INSERT INTO inbox_conflicts (namespace, event_key, event_type, payload, metadata, received_at)
+    SELECT j.namespace, j.event_key, j.event_type, j.payload, j.metadata, c.now
+    FROM judged AS j CROSS JOIN clock AS c
+    WHERE j.outcome = 'conflict'
+    ORDER BY j.ord
+)
+SELECT ord, outcome, state, accepted_at FROM judged
+
+-- name: event_payload_probe
+-- Whether jsonb takes this payload: the diagnosis after a group failed on a
+-- value, so the refusal can name its event. Nothing is written.
+SELECT %(payload)s::jsonb IS NOT NULL
+
+-- name: event_claim
 -- Leases up to max_events due events: PENDING ones whose available_at has
 -- come and PROCESSING ones whose lease expired (the old claim dies). Oldest
 -- due first; SKIP LOCKED lets concurrent claimers pass each other. Due events
@@ -220,30 +322,20 @@ LEFT JOIN LATERAL (
 ) AS ledger ON true
 ORDER BY claimed.due_at
 
--- name: actions_for_events
--- The action ledgers of the given events (GetEvent reads one).
-SELECT a.namespace, a.event_key, a.action, a.state, a.idempotency_key, a.external_ref, a.detail,
-       a.fencing_token, a.updated_at
-FROM inbox_actions AS a
-JOIN unnest(%(namespaces)s::text[], %(event_keys)s::text[]) AS k(namespace, event_key)
-  ON a.namespace = k.namespace AND a.event_key = k.event_key
-ORDER BY a.created_at, a.action
-
--- name: fence_diagnose
--- Why a fenced write matched no row: which event, in which state, under which claim.
-SELECT state, claim_token FROM inbox_events WHERE namespace = %(namespace)s AND event_key = %(event_key)s
-
--- name: renew_lease
+-- name: event_renew_lease
 -- Moves the lease's end; an expired lease that nobody reclaimed is still current.
-UPDATE inbox_events
-SET lease_expires_at = coalesce(%(now)s::timestamptz, now()) + %(lease)s::interval,
-    due_at = coalesce(%(now)s::timestamptz, now()) + %(lease)s::interval,
-    updated_at = coalesce(%(now)s::timestamptz, now())
-WHERE namespace = %(namespace)s AND event_key = %(event_key)s
-  AND claim_token = %(claim_token)s AND state IS NOT DISTINCT FROM 'processing'
-RETURNING lease_expires_at
+WITH clock AS (
+    SELECT coalesce(%(now)s::timestamptz, now()) AS now
+)
+UPDATE inbox_events AS e
+SET lease_expires_at = clock.now + %(lease)s::interval, due_at = clock.now + %(lease)s::interval,
+    updated_at = clock.now
+FROM clock
+WHERE e.namespace = %(namespace)s AND e.event_key = %(event_key)s
+  AND e.claim_token = %(claim_token)s AND e.state IS NOT DISTINCT FROM 'processing'
+RETURNING e.lease_expires_at
 
--- name: complete_events
+-- name: event_complete_many
 -- PROCESSING -> COMPLETED for a whole group in one statement: the rule of
 -- inboxd_complete_events (migration 0005), which workers' inboxd_complete()
 -- runs, word for word (tests/integration/test_complete_batch.py compares the
@@ -305,71 +397,168 @@ LEFT JOIN locked AS l ON l.namespace = q.namespace AND l.event_key = q.event_key
 LEFT JOIN completed AS d ON d.namespace = q.namespace AND d.event_key = q.event_key
 ORDER BY q.ord
 
--- name: complete_lock_timeout
+-- name: event_complete_lock_timeout
 -- For this transaction only: how long a completion may wait for a row lock.
 SELECT set_config('lock_timeout', %(lock_timeout)s, true)
 
--- name: complete_event_waiting
+-- name: event_complete_waiting
 -- One completion whose row another transaction held: waits for the row (up
 -- to the lock timeout), then applies the same rule.
 SELECT inboxd_complete_event(%(namespace)s, %(event_key)s, %(claim_token)s, %(disposition)s, %(reason)s,
                              %(now)s::timestamptz)
 
--- name: fail_lock
+-- name: event_fail_lock
 -- Locks the current claim's row to decide what its failure leads to.
 SELECT attempt FROM inbox_events
 WHERE namespace = %(namespace)s AND event_key = %(event_key)s
   AND claim_token = %(claim_token)s AND state IS NOT DISTINCT FROM 'processing'
 FOR UPDATE
 
--- name: fail_retry
+-- name: event_fail_retry
 -- PROCESSING -> PENDING after a retryable failure; claimable again after the delay.
-WITH failed AS (
-    UPDATE inbox_events
+WITH clock AS (
+    SELECT coalesce(%(now)s::timestamptz, now()) AS now
+), failed AS (
+    UPDATE inbox_events AS e
     SET state = 'pending', claim_token = NULL, lease_expires_at = NULL, worker_id = NULL,
-        available_at = coalesce(%(now)s::timestamptz, now()) + %(delay)s::interval,
-        due_at = coalesce(%(now)s::timestamptz, now()) + %(delay)s::interval,
-        last_error = %(error)s, updated_at = coalesce(%(now)s::timestamptz, now())
-    WHERE namespace = %(namespace)s AND event_key = %(event_key)s
-      AND claim_token = %(claim_token)s AND state IS NOT DISTINCT FROM 'processing'
-    RETURNING fencing_token, available_at
+        available_at = clock.now + %(delay)s::interval, due_at = clock.now + %(delay)s::interval,
+        last_error = %(error)s, updated_at = clock.now
+    FROM clock
+    WHERE e.namespace = %(namespace)s AND e.event_key = %(event_key)s
+      AND e.claim_token = %(claim_token)s AND e.state IS NOT DISTINCT FROM 'processing'
+    RETURNING e.fencing_token, e.available_at, clock.now
 ), ended AS (
-    UPDATE inbox_claims AS c SET ended_at = coalesce(%(now)s::timestamptz, now()), outcome = 'failed'
+    UPDATE inbox_claims AS c SET ended_at = failed.now, outcome = 'failed'
     FROM failed WHERE c.fencing_token = failed.fencing_token
 )
 SELECT available_at FROM failed
 
--- name: fail_dead_letter
+-- name: event_fail_dead_letter
 -- PROCESSING -> DEAD_LETTERED after a permanent failure or the last attempt.
-WITH failed AS (
-    UPDATE inbox_events
+WITH clock AS (
+    SELECT coalesce(%(now)s::timestamptz, now()) AS now
+), failed AS (
+    UPDATE inbox_events AS e
     SET state = 'dead_lettered', claim_token = NULL, lease_expires_at = NULL, worker_id = NULL,
-        due_at = NULL, last_error = %(error)s, updated_at = coalesce(%(now)s::timestamptz, now())
-    WHERE namespace = %(namespace)s AND event_key = %(event_key)s
-      AND claim_token = %(claim_token)s AND state IS NOT DISTINCT FROM 'processing'
-    RETURNING fencing_token
+        due_at = NULL, last_error = %(error)s, updated_at = clock.now
+    FROM clock
+    WHERE e.namespace = %(namespace)s AND e.event_key = %(event_key)s
+      AND e.claim_token = %(claim_token)s AND e.state IS NOT DISTINCT FROM 'processing'
+    RETURNING e.fencing_token, clock.now
 ), ended AS (
-    UPDATE inbox_claims AS c SET ended_at = coalesce(%(now)s::timestamptz, now()), outcome = 'dead_lettered'
+    UPDATE inbox_claims AS c SET ended_at = failed.now, outcome = 'dead_lettered'
     FROM failed WHERE c.fencing_token = failed.fencing_token
 )
 SELECT fencing_token FROM failed
 
--- name: release_events
+-- name: event_release_many
 -- PROCESSING -> PENDING, claimable at once, the attempt given back. Takes
 -- parallel arrays so a cancelled Claim can hand back everything it took.
-WITH released AS (
+WITH clock AS (
+    SELECT coalesce(%(now)s::timestamptz, now()) AS now
+), released AS (
     UPDATE inbox_events AS e
     SET state = 'pending', attempt = greatest(e.attempt - 1, 0), claim_token = NULL,
         lease_expires_at = NULL, worker_id = NULL,
-        available_at = coalesce(%(now)s::timestamptz, now()), due_at = coalesce(%(now)s::timestamptz, now()),
-        updated_at = coalesce(%(now)s::timestamptz, now())
-    FROM unnest(%(namespaces)s::text[], %(event_keys)s::text[], %(claim_tokens)s::text[])
-         AS r(namespace, event_key, claim_token)
+        available_at = clock.now, due_at = clock.now, updated_at = clock.now
+    FROM clock, unnest(%(namespaces)s::text[], %(event_keys)s::text[], %(claim_tokens)s::text[])
+                AS r(namespace, event_key, claim_token)
     WHERE e.namespace = r.namespace AND e.event_key = r.event_key
       AND e.claim_token = r.claim_token AND e.state IS NOT DISTINCT FROM 'processing'
-    RETURNING e.fencing_token, e.namespace, e.event_key, e.event_type
+    RETURNING e.fencing_token, e.namespace, e.event_key, e.event_type, clock.now
 ), ended AS (
-    UPDATE inbox_claims AS c SET ended_at = coalesce(%(now)s::timestamptz, now()), outcome = 'released'
+    UPDATE inbox_claims AS c SET ended_at = released.now, outcome = 'released'
     FROM released WHERE c.fencing_token = released.fencing_token
 )
 SELECT namespace, event_key, event_type FROM released
+
+-- name: event_fence_diagnose
+-- Why a fenced write matched no row: which event, in which state, under which claim.
+SELECT state, claim_token FROM inbox_events WHERE namespace = %(namespace)s AND event_key = %(event_key)s
+
+-- name: event_replay_lock
+-- Locks the event for Replay: its state decides whether Replay may proceed.
+SELECT state, event_type, payload IS NOT NULL
+FROM inbox_events
+WHERE namespace = %(namespace)s AND event_key = %(event_key)s
+FOR UPDATE
+
+-- name: event_replay
+-- COMPLETED or DEAD_LETTERED -> PENDING, claimable now, attempts reset, and
+-- the audit row written in the same statement. The action ledger stays, so
+-- a worker finds its SUCCEEDED actions and their idempotency keys again.
+-- last_error stays too: the next worker may want to know what went wrong.
+WITH clock AS (
+    SELECT coalesce(%(now)s::timestamptz, now()) AS now
+), replayed AS (
+    UPDATE inbox_events AS e
+    SET state = 'pending', attempt = 0, claim_token = NULL, lease_expires_at = NULL, worker_id = NULL,
+        completed_at = NULL, disposition = NULL, disposition_reason = NULL,
+        available_at = clock.now, due_at = clock.now, updated_at = clock.now
+    FROM clock
+    WHERE e.namespace = %(namespace)s AND e.event_key = %(event_key)s
+      AND e.state IN ('completed', 'dead_lettered')
+    RETURNING e.namespace, e.event_key, clock.now
+)
+INSERT INTO inbox_replays (namespace, event_key, actor, reason, state_before, replayed_at)
+SELECT namespace, event_key, %(actor)s, %(reason)s, %(state_before)s, now FROM replayed
+RETURNING id
+
+-- name: event_rescue_expired
+-- The lease rescuer: PROCESSING events whose lease expired more than a grace
+-- ago go back to PENDING (or to dead letters when their attempts are spent),
+-- so Stats and the CLI tell the truth for a namespace nobody is claiming.
+-- The old claim ends as a reclaim would end it: outcome 'expired', its token
+-- dead. One bounded batch per statement, so no pass holds locks for long:
+-- oldest expiry first, through inbox_events_leases. A rescued
+-- event is due again from its lease's expiry, so it keeps its place in line.
+WITH clock AS (
+    SELECT coalesce(%(now)s::timestamptz, now()) AS now
+), expired AS (
+    SELECT e.namespace, e.event_key, e.fencing_token, e.attempt >= %(max_attempts)s AS exhausted
+    FROM inbox_events AS e
+    WHERE e.state = 'processing'
+      AND e.lease_expires_at <= coalesce(%(now)s::timestamptz, now()) - %(grace)s::interval
+      AND (%(namespace)s::text IS NULL OR e.namespace = %(namespace)s::text)
+    ORDER BY e.lease_expires_at
+    LIMIT %(batch_size)s
+    FOR UPDATE OF e SKIP LOCKED
+), ended AS (
+    UPDATE inbox_claims AS c
+    SET ended_at = clock.now, outcome = 'expired'
+    FROM expired, clock
+    WHERE c.fencing_token = expired.fencing_token AND c.ended_at IS NULL
+), rescued AS (
+    UPDATE inbox_events AS e
+    SET state = CASE WHEN expired.exhausted THEN 'dead_lettered' ELSE 'pending' END,
+        claim_token = NULL, lease_expires_at = NULL, worker_id = NULL,
+        due_at = CASE WHEN expired.exhausted THEN NULL ELSE e.lease_expires_at END,
+        available_at = CASE WHEN expired.exhausted THEN e.available_at ELSE e.lease_expires_at END,
+        last_error = CASE WHEN expired.exhausted
+                          THEN format('lease expired on attempt %%s of %%s; attempts exhausted',
+                                      e.attempt, %(max_attempts)s::int)
+                          ELSE e.last_error END,
+        updated_at = clock.now
+    FROM expired, clock
+    WHERE e.namespace = expired.namespace AND e.event_key = expired.event_key
+    RETURNING e.namespace, e.event_type, e.state
+)
+SELECT namespace, event_type, state FROM rescued
+
+-- name: event_delete_completed
+-- Deletes one batch of COMPLETED rows older than the retention. Claims,
+-- actions and conflicts go with them (ON DELETE CASCADE); the replay audit
+-- stays. After this, the key is unknown: a new Accept of it is a new event.
+WITH doomed AS (
+    SELECT namespace, event_key
+    FROM inbox_events
+    WHERE state = 'completed'
+      AND completed_at < coalesce(%(now)s::timestamptz, now()) - %(retention)s::interval
+      AND (%(namespace)s::text IS NULL OR namespace = %(namespace)s::text)
+    ORDER BY completed_at
+    LIMIT %(batch_size)s
+    FOR UPDATE SKIP LOCKED
+)
+DELETE FROM inbox_events AS e
+USING doomed
+WHERE e.namespace = doomed.namespace AND e.event_key = doomed.event_key

@@ -1,0 +1,45 @@
+"""The life of an event: its states, every transition between them, and the statement that makes each.
+
+Every statement named below stands in queries/events.sql, and every statement
+there is named below; tests/unit/test_state_diagrams.py holds the two to each
+other and the states to EventState. A line reads `FROM -> TO  statement  who
+moves the event, and when`. (none) is before the first Accept of a key,
+(deleted) after retention: a later Accept of that key is a new event. The
+functions that run the statements are in claims.py, accepts.py, replays.py,
+rescue.py and retention.py, one per transition.
+
+    (none)        -> PENDING        event_accept_many       Accept, AcceptBatch: a new key, due at available_at
+    PENDING       -> PROCESSING     event_claim             Claim, when due: attempt + 1, a new claim and fencing token
+    PROCESSING    -> PROCESSING     event_claim             Claim by anyone once the lease expired: the old claim ends
+    PENDING       -> DEAD_LETTERED  event_claim             Claim, when due with no attempts left: last_error says why
+    PROCESSING    -> DEAD_LETTERED  event_claim             Claim once the lease expired, with no attempts left
+    PENDING       -> COMPLETED      event_claim             Claim of a stale revision: IGNORED, never handed out
+    PROCESSING    -> COMPLETED      event_claim             Claim of a stale revision once the lease expired: likewise
+    PROCESSING    -> PROCESSING     event_renew_lease       RenewLease (current token): a later lease end
+    PROCESSING    -> COMPLETED      event_complete_many     Complete, CompleteBatch (current token): APPLIED or IGNORED
+    PROCESSING    -> COMPLETED      event_complete_waiting  Complete of a row another transaction held, waited for
+    PROCESSING    -> PENDING        event_fail_retry        Fail, retryable, attempts left: due after the backoff
+    PROCESSING    -> DEAD_LETTERED  event_fail_dead_letter  Fail, permanent or with no attempts left
+    PROCESSING    -> PENDING        event_release_many      Release (current token): due now, the attempt given back
+    COMPLETED     -> PENDING        event_replay            Replay (admin, audited): attempts reset, ledger kept
+    DEAD_LETTERED -> PENDING        event_replay            Replay, likewise
+    PROCESSING    -> PENDING        event_rescue_expired    the rescuer: lease expired past a grace, attempts left
+    PROCESSING    -> DEAD_LETTERED  event_rescue_expired    the rescuer: lease expired past a grace, no attempts left
+    COMPLETED     -> (deleted)      event_delete_completed  retention: completed longer ago than INBOXD_RETENTION
+
+No attempts left means attempt >= INBOXD_MAX_ATTEMPTS (an attempt is a
+claim; Release gives one back): event_claim and event_rescue_expired test it
+in SQL, Fail in backoff.decide_failure, and
+tests/integration/test_attempts_rule.py holds the three to one rule. Every
+transition out of PROCESSING ends the claim in inbox_claims with its outcome
+(expired, completed, failed, dead_lettered, released): its token is dead.
+
+Beside the transitions, statements that move no event: they lock, diagnose or
+set up the transition they serve.
+
+    event_payload_probe          which payload of a refused group PostgreSQL cannot hold
+    event_complete_lock_timeout  how long event_complete_waiting may wait for the row
+    event_fail_lock              the current claim's row, locked while Fail decides
+    event_fence_diagnose         why a fenced write matched no row: no such event, or a claim not current
+    event_replay_lock            the event's row, locked while Replay judges its state
+"""

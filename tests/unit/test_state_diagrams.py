@@ -1,0 +1,163 @@
+"""The state diagrams in the store's docstrings and the SQL statements they name are one and the same.
+
+Each arrow of a diagram names the statement that makes it; every statement of
+the diagram's SQL file is an arrow's or is listed beside them. A transition
+added to one and not the other fails here, and so does a state the enum and
+the diagram do not share. No database: the files are read as text.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from importlib import resources
+from types import ModuleType
+
+import pytest
+
+from inboxd.actions import ActionWrite, plan_action_write
+from inboxd.domain import ActionState, EventState
+from inboxd.errors import TransitionNotAllowed
+from inboxd.store import actions as store_actions
+from inboxd.store import events as store_events
+
+_ARROW = re.compile(r"^    (\(none\)|[A-Z_]+) +-> +(\(deleted\)|[A-Z_]+) +(\w+) {2,}\S", re.MULTILINE)
+_BESIDE = re.compile(r"^    (\w+) {2,}\S", re.MULTILINE)
+_HEADER = re.compile(r"^-- name: (\w+)\s*$", re.MULTILINE)
+_SCHEMA_FUNCTION = re.compile(r"\b(inboxd_\w+)\(")
+
+
+@dataclass(frozen=True)
+class Diagram:
+    arrows: frozenset[tuple[str, str, str]]  # (from, to, statement)
+    beside: frozenset[str]
+
+    @property
+    def states(self) -> set[str]:
+        return {s for a, b, _ in self.arrows for s in (a, b)} - {"(none)", "(deleted)"}
+
+    @property
+    def statements(self) -> set[str]:
+        return {statement for _, _, statement in self.arrows}
+
+
+def diagram(module: ModuleType) -> Diagram:
+    doc = module.__doc__ or ""
+    arrows, rest = doc.split("Beside the transitions", 1)
+    return Diagram(
+        frozenset(_ARROW.findall(arrows)),
+        frozenset(name for name in _BESIDE.findall(rest)),
+    )
+
+
+def statements(sql_file: str) -> dict[str, str]:
+    """The named statements of one queries file, as written (comments included)."""
+    text = resources.files("inboxd.store").joinpath("queries", sql_file).read_text(encoding="utf-8")
+    parts = _HEADER.split(text)
+    return dict(zip(parts[1::2], parts[2::2], strict=True))
+
+
+def _written_text(statement: str) -> str:
+    """The statement without comments, and the body of any inboxd_ function it calls (from schema.sql)."""
+    text = "\n".join(line.split("--", 1)[0] for line in statement.splitlines())
+    schema = resources.files("inboxd.store").joinpath("schema.sql").read_text(encoding="utf-8")
+    read: set[str] = set()
+    while called := set(_SCHEMA_FUNCTION.findall(text)) - read:
+        for function in sorted(called):
+            found = re.search(rf"FUNCTION (?:public\.)?{function}\(", schema)
+            assert found is not None, f"schema.sql defines no {function}"
+            text += schema[found.start() : schema.index("$$;", found.start())]
+        read |= called
+    return text
+
+
+CASES = [
+    pytest.param(store_events, "events.sql", {s.name for s in EventState}, id="event"),
+    pytest.param(store_actions, "actions.sql", {s.name for s in ActionState}, id="action"),
+]
+
+
+@pytest.mark.parametrize(("module", "sql_file", "states"), CASES)
+def test_every_state_has_its_place_in_the_diagram_and_no_other(
+    module: ModuleType, sql_file: str, states: set[str]
+) -> None:
+    assert diagram(module).states == states
+
+
+@pytest.mark.parametrize(("module", "sql_file", "states"), CASES)
+def test_every_statement_of_the_file_is_named_by_the_diagram_and_none_more(
+    module: ModuleType, sql_file: str, states: set[str]
+) -> None:
+    drawn = diagram(module)
+    assert drawn.arrows, "the diagram has no arrows: its lines no longer parse"
+    assert not drawn.statements & drawn.beside, "a statement is both a transition and beside them"
+    assert set(statements(sql_file)) == drawn.statements | drawn.beside
+
+
+_STATE_TEST = re.compile(r"\bstate\s+(?:=|IS NOT DISTINCT FROM|IN)\s+(\([^)]*\)|'\w+')")
+_STATE_SET = re.compile(r"\bSET state = (CASE\b.*?\bEND|'\w+')", re.DOTALL)
+_LITERAL = re.compile(r"'(\w+)'")
+
+
+def _states_tested(text: str) -> set[str]:
+    """The states a statement's WHERE conditions let through: where its arrows start."""
+    found: set[str] = set()
+    for line in text.splitlines():
+        if line.lstrip().startswith(("WHERE", "AND")):
+            for test in _STATE_TEST.findall(line):
+                found |= {state.upper() for state in _LITERAL.findall(test)}
+    return found or {"(none)"}
+
+
+def _states_written(text: str) -> set[str]:
+    """The states a statement sets, inserts, or (deleted): where its arrows end."""
+    found = {state.upper() for written in _STATE_SET.findall(text) for state in _LITERAL.findall(written)}
+    if "INSERT INTO inbox_events" in text:
+        found.add("PENDING")  # its state column, as Accept inserts it
+    if re.search(r"DELETE FROM inbox_events\b", text):
+        found.add("(deleted)")
+    return found
+
+
+def test_every_event_arrow_starts_and_ends_where_its_statement_does() -> None:
+    """Each statement's state tests and the states it writes are exactly its arrows' ends."""
+    written = statements("events.sql")
+    arrows = diagram(store_events).arrows
+    for name in sorted({statement for _, _, statement in arrows}):
+        mine = {(before, after) for before, after, statement in arrows if statement == name}
+        text = _written_text(written[name])
+        assert {before for before, _ in mine} == _states_tested(text), f"{name}: where its arrows start"
+        # A statement that sets no state leaves the event where it was (RenewLease).
+        moved = {after for before, after in mine if after != before or _STATE_SET.search(text)}
+        assert moved == _states_written(text), f"{name}: where its arrows end"
+
+
+def test_the_action_diagram_is_what_plan_action_write_lets_through() -> None:
+    allowed: set[tuple[str, str, str]] = {("(none)", new.name, "action_create") for new in ActionState}
+    for current in ActionState:
+        for new in ActionState:
+            for older in (False, True):
+                try:
+                    plan = plan_action_write(current, new, from_older_claim=older)
+                except TransitionNotAllowed:
+                    continue
+                if plan is ActionWrite.UPDATE:
+                    allowed.add((current.name, new.name, "action_update"))
+    assert diagram(store_actions).arrows == allowed
+
+
+def test_a_transition_drawn_without_its_statement_is_caught() -> None:
+    """The check can fail: one arrow more, to a statement the file lacks."""
+
+    class Drawn(ModuleType):
+        pass
+
+    extra = Drawn("extra")
+    extra.__doc__ = (store_events.__doc__ or "").replace(
+        "    COMPLETED     -> (deleted)",
+        "    DEAD_LETTERED -> (deleted)      event_delete_dead_lettered  retention, were it to\n"
+        "    COMPLETED     -> (deleted)",
+    )
+    drawn = diagram(extra)
+    assert ("DEAD_LETTERED", "(deleted)", "event_delete_dead_lettered") in drawn.arrows
+    assert set(statements("events.sql")) != drawn.statements | drawn.beside
