@@ -114,12 +114,11 @@ FENCED: dict[str, tuple[tuple[str, ...], dict[str, Any], int]] = {
         1,
     ),
     "event_fail_lock": (("namespace", "event_key", "claim_token"), one(), 1),
-    "event_fail_retry": (
+    "event_fail": (
         ("now", "delay", "error", "namespace", "event_key", "claim_token"),
         one(delay=timedelta(seconds=5), error="boom"),
         1,
     ),
-    "event_fail_dead_letter": (("error", "now", "namespace", "event_key", "claim_token"), one(error="boom"), 1),
     "event_release_many": (("now", "namespaces", "event_keys", "claim_tokens"), every(), HELD),
     "event_complete_many": (
         ("namespaces", "event_keys", "claim_tokens", "dispositions", "reasons", "now"),

@@ -240,17 +240,13 @@ async def fail_event(
     conn: Connection, fence: Fence, decision: FailureDecision, error: str, now: datetime | None = None
 ) -> datetime | None:
     """Applies a failure decision; returns when the retry is due, or None when dead-lettered."""
-    params = {**_fence_params(fence, now), "error": error}
-    if decision.state is EventState.DEAD_LETTERED:
-        cur = await conn.execute(QUERIES["event_fail_dead_letter"], params)
-        if await cur.fetchone() is None:
-            raise await _refusal(conn, fence)
-        return None
-    cur = await conn.execute(QUERIES["event_fail_retry"], {**params, "delay": decision.delay})
+    # No delay is the decision to dead-letter (FailureDecision.delay is None exactly then).
+    delay = None if decision.state is EventState.DEAD_LETTERED else decision.delay
+    cur = await conn.execute(QUERIES["event_fail"], {**_fence_params(fence, now), "error": error, "delay": delay})
     row = await cur.fetchone()
     if row is None:
         raise await _refusal(conn, fence)
-    due: datetime = row[0]
+    due: datetime | None = row[0]
     return due
 
 

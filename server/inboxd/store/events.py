@@ -18,8 +18,8 @@ rescue.py and retention.py, one per transition.
     PROCESSING    -> PROCESSING     event_renew_lease       RenewLease (current token): a later lease end
     PROCESSING    -> COMPLETED      event_complete_many     Complete, CompleteBatch (current token): APPLIED or IGNORED
     PROCESSING    -> COMPLETED      event_complete_waiting  Complete of a row another transaction held, waited for
-    PROCESSING    -> PENDING        event_fail_retry        Fail, retryable, attempts left: due after the backoff
-    PROCESSING    -> DEAD_LETTERED  event_fail_dead_letter  Fail, permanent or with no attempts left
+    PROCESSING    -> PENDING        event_fail              Fail, retryable, attempts left: due after the backoff
+    PROCESSING    -> DEAD_LETTERED  event_fail              Fail, permanent or with no attempts left
     PROCESSING    -> PENDING        event_release_many      Release (current token): due now, the attempt given back
     COMPLETED     -> PENDING        event_replay            Replay (admin, audited): attempts reset, ledger kept
     DEAD_LETTERED -> PENDING        event_replay            Replay, likewise

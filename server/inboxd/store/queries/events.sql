@@ -414,42 +414,29 @@ WHERE namespace = %(namespace)s AND event_key = %(event_key)s
   AND claim_token = %(claim_token)s AND state IS NOT DISTINCT FROM 'processing'
 FOR UPDATE
 
--- name: event_fail_retry
--- PROCESSING -> PENDING after a retryable failure; claimable again after the delay.
+-- name: event_fail
+-- PROCESSING -> PENDING after a retryable failure, claimable again after the
+-- delay; with no delay (a permanent failure, or the last attempt: the caller
+-- decided, backoff.decide_failure), PROCESSING -> DEAD_LETTERED.
 WITH clock AS (
     SELECT coalesce(%(now)s::timestamptz, now()) AS now
 ), failed AS (
     UPDATE inbox_events AS e
-    SET state = 'pending', claim_token = NULL, lease_expires_at = NULL, worker_id = NULL,
-        available_at = clock.now + %(delay)s::interval, due_at = clock.now + %(delay)s::interval,
+    SET state = CASE WHEN %(delay)s::interval IS NULL THEN 'dead_lettered' ELSE 'pending' END,
+        claim_token = NULL, lease_expires_at = NULL, worker_id = NULL,
+        available_at = coalesce(clock.now + %(delay)s::interval, e.available_at),
+        due_at = clock.now + %(delay)s::interval,
         last_error = %(error)s, updated_at = clock.now
     FROM clock
     WHERE e.namespace = %(namespace)s AND e.event_key = %(event_key)s
       AND e.claim_token = %(claim_token)s AND e.state IS NOT DISTINCT FROM 'processing'
-    RETURNING e.fencing_token, e.available_at, clock.now
+    RETURNING e.fencing_token, e.state, e.due_at, clock.now
 ), ended AS (
-    UPDATE inbox_claims AS c SET ended_at = failed.now, outcome = 'failed'
+    UPDATE inbox_claims AS c
+    SET ended_at = failed.now, outcome = CASE WHEN failed.state = 'pending' THEN 'failed' ELSE 'dead_lettered' END
     FROM failed WHERE c.fencing_token = failed.fencing_token
 )
-SELECT available_at FROM failed
-
--- name: event_fail_dead_letter
--- PROCESSING -> DEAD_LETTERED after a permanent failure or the last attempt.
-WITH clock AS (
-    SELECT coalesce(%(now)s::timestamptz, now()) AS now
-), failed AS (
-    UPDATE inbox_events AS e
-    SET state = 'dead_lettered', claim_token = NULL, lease_expires_at = NULL, worker_id = NULL,
-        due_at = NULL, last_error = %(error)s, updated_at = clock.now
-    FROM clock
-    WHERE e.namespace = %(namespace)s AND e.event_key = %(event_key)s
-      AND e.claim_token = %(claim_token)s AND e.state IS NOT DISTINCT FROM 'processing'
-    RETURNING e.fencing_token, clock.now
-), ended AS (
-    UPDATE inbox_claims AS c SET ended_at = failed.now, outcome = 'dead_lettered'
-    FROM failed WHERE c.fencing_token = failed.fencing_token
-)
-SELECT fencing_token FROM failed
+SELECT due_at FROM failed
 
 -- name: event_release_many
 -- PROCESSING -> PENDING, claimable at once, the attempt given back. Takes
