@@ -112,8 +112,8 @@ def _states_tested(text: str) -> set[str]:
 def _states_written(text: str) -> set[str]:
     """The states a statement sets, inserts, or (deleted): where its arrows end."""
     found = {state.upper() for written in _STATE_SET.findall(text) for state in _LITERAL.findall(written)}
-    if "INSERT INTO inbox_events" in text:
-        found.add("PENDING")  # its state column, as Accept inserts it
+    for inserted in re.findall(r"INSERT INTO inbox_events\b.*?ON CONFLICT", text, re.DOTALL):
+        found |= {state.upper() for state in _LITERAL.findall(inserted)} & {s.name for s in EventState}
     if re.search(r"DELETE FROM inbox_events\b", text):
         found.add("(deleted)")
     return found
