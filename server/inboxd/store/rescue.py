@@ -1,8 +1,6 @@
-"""The lease rescuer in the database: bounded batches, one replica at a time.
+"""The lease rescuer in the database: bounded batches, one replica at a time (store/advisory.py).
 
-Like retention, a pass holds a session-level advisory lock on a connection of
-its own, so only one replica runs it, and each batch is its own short
-single-statement transaction.
+Each batch is its own short single-statement transaction.
 """
 
 from __future__ import annotations
@@ -10,11 +8,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-import psycopg
-
 from inboxd.domain import EventState
-from inboxd.errors import Unavailable
-from inboxd.store.database import first_line
+from inboxd.store.advisory import alone
 from inboxd.store.queries import QUERIES
 
 # Any fixed number; it names "inboxd lease rescue" among the cluster's advisory locks.
@@ -47,22 +42,13 @@ async def rescue_expired_leases(
         "batch_size": batch_size,
     }
     rescued: Rescued = []
-    try:
-        async with await psycopg.AsyncConnection.connect(conninfo, autocommit=True, connect_timeout=10) as conn:
-            cur = await conn.execute(QUERIES["rescue_try_lock"], {"lock": RESCUE_LOCK})
-            locked = await cur.fetchone()
-            if locked is None or not locked[0]:
-                return None
-            try:
-                while True:
-                    cur = await conn.execute(QUERIES["event_rescue_expired"], params)
-                    batch = [(str(ns), str(t), EventState(state)) for ns, t, state in await cur.fetchall()]
-                    rescued.extend(batch)
-                    if len(batch) < batch_size:
-                        break
-            finally:
-                if not conn.closed:
-                    await conn.execute(QUERIES["rescue_unlock"], {"lock": RESCUE_LOCK})
-    except psycopg.OperationalError as exc:
-        raise Unavailable(f"lease rescue: database unavailable: {first_line(exc)}") from None
+    async with alone(conninfo, RESCUE_LOCK, "lease rescue") as conn:
+        if conn is None:
+            return None
+        while True:
+            cur = await conn.execute(QUERIES["event_rescue_expired"], params)
+            batch = [(str(ns), str(t), EventState(state)) for ns, t, state in await cur.fetchall()]
+            rescued.extend(batch)
+            if len(batch) < batch_size:
+                break
     return rescued

@@ -1,9 +1,7 @@
-"""Retention in the database: bounded batches, one replica at a time.
+"""Retention in the database: bounded batches, one replica at a time (store/advisory.py).
 
-The pass holds a session-level advisory lock on a connection of its own, so
-only one replica runs it; each batch is its own short transaction, so a
-pass over a large backlog never holds row locks for long, and what it did
-so far stays done if it is interrupted.
+Each batch is its own short transaction, so a pass over a large backlog never
+holds row locks for long.
 """
 
 from __future__ import annotations
@@ -11,17 +9,13 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any, LiteralString
 
-import psycopg
-
-from inboxd.errors import Unavailable
 from inboxd.records import RetentionCounts
+from inboxd.store.advisory import AsyncConnection, alone
 from inboxd.store.queries import QUERIES
 
 # Any fixed number; it names "inboxd retention" among the cluster's advisory locks.
 RETENTION_LOCK = 7_311_002
 BATCH_SIZE = 1000
-
-AsyncConnection = psycopg.AsyncConnection[tuple[Any, ...]]
 
 
 async def apply_retention(
@@ -45,26 +39,17 @@ async def apply_retention(
         "namespace": namespace,
         "batch_size": batch_size,
     }
-    try:
-        async with await psycopg.AsyncConnection.connect(conninfo, autocommit=True, connect_timeout=10) as conn:
-            cur = await conn.execute(QUERIES["retention_try_lock"], {"lock": RETENTION_LOCK})
-            locked = await cur.fetchone()
-            if locked is None or not locked[0]:
-                return None
-            try:
-                # Deleting first spares dropping payloads of rows about to go.
-                deleted = await _in_batches(conn, QUERIES["event_delete_completed"], params, batch_size)
-                dropped = 0
-                if payload_retention is not None:
-                    dropped = await _in_batches(conn, QUERIES["retention_drop_payloads"], params, batch_size)
-                    # Copies that came after their event's payload went; not counted as
-                    # payloads of COMPLETED rows (the metric's meaning).
-                    await _in_batches(conn, QUERIES["retention_drop_late_copies"], params, batch_size)
-            finally:
-                if not conn.closed:
-                    await conn.execute(QUERIES["retention_unlock"], {"lock": RETENTION_LOCK})
-    except psycopg.OperationalError as exc:
-        raise Unavailable(f"retention: database unavailable: {str(exc).strip()[:200]}") from None
+    async with alone(conninfo, RETENTION_LOCK, "retention") as conn:
+        if conn is None:
+            return None
+        # Deleting first spares dropping payloads of rows about to go.
+        deleted = await _in_batches(conn, QUERIES["event_delete_completed"], params, batch_size)
+        dropped = 0
+        if payload_retention is not None:
+            dropped = await _in_batches(conn, QUERIES["retention_drop_payloads"], params, batch_size)
+            # Copies that came after their event's payload went; not counted as
+            # payloads of COMPLETED rows (the metric's meaning).
+            await _in_batches(conn, QUERIES["retention_drop_late_copies"], params, batch_size)
     return RetentionCounts(rows_deleted=deleted, payloads_dropped=dropped)
 
 

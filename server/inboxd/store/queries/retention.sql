@@ -5,13 +5,6 @@
 -- deletion of COMPLETED rows is a transition: event_delete_completed in
 -- events.sql.
 
--- name: retention_try_lock
--- One replica at a time: the others find the lock taken and skip their pass.
-SELECT pg_try_advisory_lock(%(lock)s)
-
--- name: retention_unlock
-SELECT pg_advisory_unlock(%(lock)s)
-
 -- name: retention_drop_payloads
 -- Drops the payloads of one batch of COMPLETED rows older than the payload
 -- retention, and of their conflicting copies. The key, state, metadata and
