@@ -38,6 +38,6 @@ async def alone(conninfo: str, lock: int, task: str) -> AsyncIterator[AsyncConne
                 yield conn
             finally:
                 if not conn.closed:
-                    await conn.execute(QUERIES["advisory_unlock"], {"lock": lock})
+                    await conn.execute(QUERIES["advisory_lock_release"], {"lock": lock})
     except psycopg.OperationalError as exc:
         raise Unavailable(f"{task}: database unavailable: {first_line(exc)}") from None

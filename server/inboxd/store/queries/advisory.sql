@@ -7,5 +7,5 @@
 -- One replica at a time: the others find the lock taken and skip their pass.
 SELECT pg_try_advisory_lock(%(lock)s)
 
--- name: advisory_unlock
+-- name: advisory_lock_release
 SELECT pg_advisory_unlock(%(lock)s)
