@@ -116,7 +116,7 @@ def claim_complete_steps(
                     inbox_pb2.CompleteRequest(namespace=e.namespace, event_key=e.event_key, claim_token=e.claim_token)
                     for e in claimed
                 ]
-                response = await complete_batch(inbox_pb2.CompleteBatchRequest(completions=completions))  # type: ignore[attr-defined]
+                response = await complete_batch(inbox_pb2.CompleteBatchRequest(completions=completions))
                 refused = [r for r in response.results if r.code != 0]
                 if refused:
                     raise RuntimeError(f"CompleteBatch refused {len(refused)} items, first: {refused[0].message}")
