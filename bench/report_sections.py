@@ -336,7 +336,8 @@ def method(bench: dict[str, Any] | None, peers: dict[str, Any] | None) -> list[s
         "baseline).",
         "- The raw baseline does the database work straight through psycopg from this process: one "
         "AsyncConnection per client, autocommit. A single Accept is `INSERT ... ON CONFLICT DO NOTHING` of one "
-        "row; AcceptBatch one 100-row `INSERT ... SELECT FROM unnest(...)`; duplicates the same INSERT of stored "
+        "row; AcceptBatch one 100-row `INSERT ... SELECT FROM unnest(...)` of keys and payloads (binary text[]; "
+        "each row's payload cast to jsonb, as 100 events' would be); duplicates the same INSERT of stored "
         "keys. Claims run inboxd's own claim statement, then one fenced `UPDATE ... FROM unnest(...)` completes "
         "what it returned (one event or ten) and ends the claims.",
         f"- Throughput is a closed loop: each caller sends its next request when the last is answered; "
