@@ -12,6 +12,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from inboxd import event_loop
 from inboxd.admin_cli import COMMANDS as ADMIN_COMMANDS
 from inboxd.admin_cli import add_admin_commands, run_admin_command
 from inboxd.auth import Scope, TokenRegistry, TokensFileError, entry_toml, new_token
@@ -271,7 +272,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         settings = _settings(args)
         if args.command == "serve":
-            asyncio.run(_serve(settings))
+            event_loop.run(_serve(settings))
         elif args.command == "migrate":
             asyncio.run(_migrate_only(settings))
     except (ConfigError, EmbeddedPostgresError, TokensFileError) as exc:

@@ -18,6 +18,7 @@ import signal
 import sys
 from dataclasses import dataclass
 
+from inboxd import event_loop
 from inboxd.auth import TokenRegistry, TokensFileError
 from inboxd.config import Settings
 from inboxd.logs import configure_logging
@@ -100,7 +101,7 @@ async def serve_child() -> None:
 def main() -> int:
     configure_logging(sys.stderr)
     try:
-        asyncio.run(serve_child())
+        event_loop.run(serve_child())
     except Exception:
         log.exception("server process failed")
         return 1
