@@ -129,7 +129,7 @@ class AsyncInboxClient:
         self, events: Iterable[inbox_pb2.AcceptRequest], *, timeout: float | None = None
     ) -> inbox_pb2.AcceptBatchResponse:
         """Up to 500 events in one transaction; build each with `builders.accept_request`."""
-        return await self._call(rpcs.ACCEPT_BATCH, inbox_pb2.AcceptBatchRequest(events=list(events)), timeout)
+        return await self._call(rpcs.ACCEPT_BATCH, builders.accept_batch_request(events), timeout)
 
     async def claim(
         self,
@@ -221,8 +221,7 @@ class AsyncInboxClient:
     async def get_event(
         self, namespace: str, event_key: str, *, timeout: float | None = None
     ) -> admin_pb2.GetEventResponse:
-        request = admin_pb2.GetEventRequest(namespace=namespace, event_key=event_key)
-        return await self._call(rpcs.GET_EVENT, request, timeout)
+        return await self._call(rpcs.GET_EVENT, builders.get_event_request(namespace, event_key), timeout)
 
     async def list_events(
         self,
@@ -240,8 +239,7 @@ class AsyncInboxClient:
         self, namespace: str, event_key: str, reason: str, *, timeout: float | None = None
     ) -> admin_pb2.ReplayResponse:
         """Returns a COMPLETED or DEAD_LETTERED event to PENDING; never retried (see `rpcs.REPLAY`)."""
-        request = admin_pb2.ReplayRequest(namespace=namespace, event_key=event_key, reason=reason)
-        return await self._call(rpcs.REPLAY, request, timeout)
+        return await self._call(rpcs.REPLAY, builders.replay_request(namespace, event_key, reason), timeout)
 
     async def stats(self, namespace: str = "", *, timeout: float | None = None) -> admin_pb2.StatsResponse:
-        return await self._call(rpcs.STATS, admin_pb2.StatsRequest(namespace=namespace), timeout)
+        return await self._call(rpcs.STATS, builders.stats_request(namespace), timeout)

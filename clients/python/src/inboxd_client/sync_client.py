@@ -104,7 +104,7 @@ class InboxClient:
     def accept_batch(
         self, events: Iterable[inbox_pb2.AcceptRequest], *, timeout: float | None = None
     ) -> inbox_pb2.AcceptBatchResponse:
-        return self._call(rpcs.ACCEPT_BATCH, inbox_pb2.AcceptBatchRequest(events=list(events)), timeout)
+        return self._call(rpcs.ACCEPT_BATCH, builders.accept_batch_request(events), timeout)
 
     def claim(
         self,
@@ -181,8 +181,7 @@ class InboxClient:
     # -- InboxAdminService --
 
     def get_event(self, namespace: str, event_key: str, *, timeout: float | None = None) -> admin_pb2.GetEventResponse:
-        request = admin_pb2.GetEventRequest(namespace=namespace, event_key=event_key)
-        return self._call(rpcs.GET_EVENT, request, timeout)
+        return self._call(rpcs.GET_EVENT, builders.get_event_request(namespace, event_key), timeout)
 
     def list_events(
         self,
@@ -199,8 +198,7 @@ class InboxClient:
     def replay(
         self, namespace: str, event_key: str, reason: str, *, timeout: float | None = None
     ) -> admin_pb2.ReplayResponse:
-        request = admin_pb2.ReplayRequest(namespace=namespace, event_key=event_key, reason=reason)
-        return self._call(rpcs.REPLAY, request, timeout)
+        return self._call(rpcs.REPLAY, builders.replay_request(namespace, event_key, reason), timeout)
 
     def stats(self, namespace: str = "", *, timeout: float | None = None) -> admin_pb2.StatsResponse:
-        return self._call(rpcs.STATS, admin_pb2.StatsRequest(namespace=namespace), timeout)
+        return self._call(rpcs.STATS, builders.stats_request(namespace), timeout)
