@@ -128,9 +128,15 @@ class AsyncInboxClient:
         lease: DurationLike | None = None,
         wait: DurationLike | None = None,
         worker_id: str = "",
+        completions: Iterable[Fenced | inbox_pb2.CompleteRequest] = (),
         timeout: float | None = None,
     ) -> inbox_pb2.ClaimResponse:
-        """Leases up to `max_events` events, long-polling up to `wait`. Never retried (see `rpcs.CLAIM`)."""
+        """Leases up to `max_events` events, long-polling up to `wait`. Never retried (see `rpcs.CLAIM`).
+
+        `completions` (claimed events, or `CompleteRequest`s as for
+        `complete_many`) are committed first, so a worker's cycle is one call;
+        `claim_completion_outcomes(response, n)` reads their outcomes.
+        """
         request = builders.claim_request(
             namespaces=namespaces,
             event_types=event_types,
@@ -138,6 +144,7 @@ class AsyncInboxClient:
             lease=lease,
             wait=wait,
             worker_id=worker_id,
+            completions=completions,
         )
         return await self._call(rpcs.CLAIM, request, claim_timeout(wait, timeout))
 

@@ -94,9 +94,14 @@ def claim_request(
     lease: DurationLike | None = None,
     wait: DurationLike | None = None,
     worker_id: str = "",
+    completions: Iterable[Fenced | inbox_pb2.CompleteRequest] = (),
 ) -> inbox_pb2.ClaimRequest:
     request = inbox_pb2.ClaimRequest(
-        namespaces=list(namespaces), event_types=list(event_types), max_events=max_events, worker_id=worker_id
+        namespaces=list(namespaces),
+        event_types=list(event_types),
+        max_events=max_events,
+        worker_id=worker_id,
+        completions=complete_batch_request(completions).completions,
     )
     if lease is not None:
         request.lease.CopyFrom(duration(lease))

@@ -113,6 +113,7 @@ class InboxClient:
         lease: DurationLike | None = None,
         wait: DurationLike | None = None,
         worker_id: str = "",
+        completions: Iterable[Fenced | inbox_pb2.CompleteRequest] = (),
         timeout: float | None = None,
     ) -> inbox_pb2.ClaimResponse:
         request = builders.claim_request(
@@ -122,6 +123,7 @@ class InboxClient:
             lease=lease,
             wait=wait,
             worker_id=worker_id,
+            completions=completions,
         )
         return self._call(rpcs.CLAIM, request, claim_timeout(wait, timeout))
 
