@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from inboxd.embedded_pg import EmbeddedPostgres
+from inboxd.serving.embedded_pg import EmbeddedPostgres
 
 REPO = Path(__file__).resolve().parent.parent
 

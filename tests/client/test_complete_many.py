@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from inboxd.auth import Scope, TokenRegistry, entry_toml, new_token
-from inboxd.config import Settings
-from inboxd.server import RunningServer, start_server
+from inboxd.config.settings import Settings
+from inboxd.config.tokens import Scope, TokenRegistry, entry_toml, new_token
+from inboxd.serving.server import RunningServer, start_server
 from inboxd.store.database import Database
 from inboxd_client import (
     AsyncInboxClient,

@@ -12,9 +12,9 @@ import grpc
 import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from inboxd.errors import InvalidArgument
+from inboxd.domain.errors import InvalidArgument
+from inboxd.domain.validation import _check_payload_exactly
 from inboxd.store.database import Database
-from inboxd.validation import _check_payload_exactly
 from inboxd_client.v1 import inbox_pb2
 from inboxd_client.v1.inbox_pb2_grpc import InboxServiceStub
 from tests.integration.helpers import accept_request

@@ -7,8 +7,8 @@ import asyncio
 import pytest
 import uvloop
 
-from inboxd import event_loop
-from inboxd.config import ConfigError
+from inboxd.config.settings import ConfigError
+from inboxd.serving import event_loop
 
 
 def test_uvloop_by_default(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -13,10 +13,10 @@ import grpc
 
 from inboxd.api import convert
 from inboxd.api.identity import current_caller
-from inboxd.domain import ClaimRequest
-from inboxd.errors import InboxError, InvalidArgument, RefusedEvent, TooManyRequests
-from inboxd.inbox import Inbox
+from inboxd.domain.errors import InboxError, InvalidArgument, RefusedEvent, TooManyRequests
+from inboxd.domain.vocabulary import ClaimRequest
 from inboxd.store.claims import Completion
+from inboxd.usecases.inbox import Inbox
 from inboxd_client.v1 import inbox_pb2
 
 MAX_BATCH_EVENTS = 500

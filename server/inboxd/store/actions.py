@@ -6,10 +6,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from inboxd.actions import ActionWrite, plan_action_write
-from inboxd.domain import ActionRecord, ActionState, Fence, FencingToken
-from inboxd.errors import ClaimSuperseded, NotFound
-from inboxd.records import ActionHistoryEntry
+from inboxd.domain.action_states import ActionWrite, plan_action_write
+from inboxd.domain.errors import ClaimSuperseded, NotFound
+from inboxd.domain.operator_views import ActionHistoryEntry
+from inboxd.domain.vocabulary import ActionRecord, ActionState, Fence, FencingToken
 from inboxd.store.claims import action_record
 from inboxd.store.database import Connection
 from inboxd.store.queries import QUERIES

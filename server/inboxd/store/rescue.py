@@ -12,8 +12,8 @@ from typing import Any
 
 import psycopg
 
-from inboxd.domain import EventState
-from inboxd.errors import Unavailable
+from inboxd.domain.errors import Unavailable
+from inboxd.domain.vocabulary import EventState
 from inboxd.store.database import first_line
 from inboxd.store.queries import QUERIES
 

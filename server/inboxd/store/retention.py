@@ -13,8 +13,8 @@ from typing import Any, LiteralString
 
 import psycopg
 
-from inboxd.errors import Unavailable
-from inboxd.records import RetentionCounts
+from inboxd.domain.errors import Unavailable
+from inboxd.domain.operator_views import RetentionCounts
 from inboxd.store.queries import QUERIES
 
 # Any fixed number; it names "inboxd retention" among the cluster's advisory locks.

@@ -15,7 +15,7 @@ import os
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
-from inboxd.config import ConfigError
+from inboxd.config.settings import ConfigError
 
 T = TypeVar("T")
 CHOICES = ("uvloop", "asyncio")
