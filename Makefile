@@ -61,7 +61,7 @@ lint: setup ## ruff
 typecheck: setup ## mypy --strict over the code and the tests
 	$(VENV)/bin/mypy server/inboxd tests clients/python/src/inboxd_client clients/edge/src/inboxd_edge
 
-layers: setup ## import-linter: api -> inbox -> store -> domain, psycopg only in the store
+layers: setup ## import-linter: api -> use cases -> store -> domain, psycopg only in the store
 	$(VENV)/bin/lint-imports
 
 buf-lint: setup ## buf lint on protos/

@@ -21,8 +21,9 @@ What a run does:
   server has the flag) and finds out what else the server can do
   (support.py), so a figure it cannot serve is reported as not measured;
 - drives every gRPC throughput figure from a Node process
-  (loadgen/loadgen.mjs), which costs less CPU per call than the server;
-  the raw baseline and the peers run in this process (psycopg, uvloop);
+  (loadgen/loadgen.mjs), meant to cost less CPU per call than the server
+  (the page shows whether it did: a target of its own); the raw baseline
+  and the peers run in this process (psycopg, uvloop);
 - measures each figure in a closed loop over a fixed window after a
   warm-up, with the CPU time of the server, PostgreSQL and the generator
   over that window; profiles the server with py-spy in windows of its own;

@@ -14,7 +14,7 @@ import psycopg
 from psycopg import sql
 
 from bench.cpu import children_of, process_cpu_seconds
-from inboxd.embedded_pg import EmbeddedPostgres
+from inboxd.serving.embedded_pg import EmbeddedPostgres
 from inboxd.store.bootstrap import create_database_if_absent
 from inboxd.store.migrate import migrate
 

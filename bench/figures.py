@@ -57,6 +57,12 @@ def pairs(top: int) -> list[Pair]:
             "Claim 10 -> CompleteBatch, 16 workers", "inboxd.claim10.batch", "raw.claim10", "claim 10, complete in one"
         ),
         Pair(
+            "Claim 10 carrying the previous batch's completions, 16 workers",
+            "inboxd.claim10.carry",
+            "raw.claim10",
+            "claim 10, complete in one",
+        ),
+        Pair(
             "Claim 10 -> Complete each, over 1,000 ordering keys, 16 workers",
             "inboxd.claim10.ordered",
             "raw.claim10",

@@ -86,6 +86,35 @@ def duplicate_steps(stub: Stub, clients: int, namespace: str, keys: list[str]) -
     return [step] * clients
 
 
+def _carrying_step(stub: Stub, namespace: str, batch: int, worker_id: str) -> Step:
+    carried: list[Any] = []
+
+    async def step() -> int | None:
+        request = inbox_pb2.ClaimRequest(
+            namespaces=[namespace], max_events=batch, worker_id=worker_id, completions=carried
+        )
+        response = await stub.Claim(request)
+        refused = [r for r in response.completion_results if r.code != 0]
+        if refused or len(response.completion_results) != len(carried):
+            raise RuntimeError(f"a Claim refused {len(refused)} carried completions, first: {refused[:1]}")
+        carried[:] = [
+            inbox_pb2.CompleteRequest(namespace=e.namespace, event_key=e.event_key, claim_token=e.claim_token)
+            for e in response.events
+        ]
+        return len(response.events) or None
+
+    return step
+
+
+async def claim_carries_completions(stub: Stub, namespace: str) -> bool:
+    """Whether the server answers a Claim's carried completions (ClaimRequest.completions), asked once."""
+    if "completions" not in inbox_pb2.ClaimRequest.DESCRIPTOR.fields_by_name:
+        return False
+    probe = inbox_pb2.CompleteRequest(namespace=namespace, event_key="probe", claim_token="probe")
+    response = await stub.Claim(inbox_pb2.ClaimRequest(namespaces=[namespace], completions=[probe]))
+    return len(response.completion_results) == 1
+
+
 def complete_batch_call(channel: grpc.aio.Channel) -> Any | None:
     """InboxService.CompleteBatch on `channel`, when the Python stubs know its messages; None otherwise."""
     request_type = getattr(inbox_pb2, "CompleteBatchRequest", None)
@@ -100,9 +129,16 @@ def complete_batch_call(channel: grpc.aio.Channel) -> Any | None:
 
 
 def claim_complete_steps(
-    stub: Stub, workers: int, namespace: str, batch: int, complete_batch: Any | None = None
+    stub: Stub, workers: int, namespace: str, batch: int, complete_batch: Any | None = None, *, carry: bool = False
 ) -> list[Step]:
-    """A no-op worker: Claim up to `batch`, then one CompleteBatch, or Complete each concurrently."""
+    """A no-op worker: Claim up to `batch`, then one CompleteBatch, or Complete each concurrently.
+
+    With `carry`, each Claim carries the previous batch's completions instead
+    (ClaimRequest.completions): one call per cycle; the last, empty-handed
+    Claim carries the last batch.
+    """
+    if carry:
+        return [_carrying_step(stub, namespace, batch, f"bench-{i}") for i in range(workers)]
 
     def step_for(index: int) -> Step:
         request = inbox_pb2.ClaimRequest(namespaces=[namespace], max_events=batch, worker_id=f"bench-{index}")
@@ -116,7 +152,7 @@ def claim_complete_steps(
                     inbox_pb2.CompleteRequest(namespace=e.namespace, event_key=e.event_key, claim_token=e.claim_token)
                     for e in claimed
                 ]
-                response = await complete_batch(inbox_pb2.CompleteBatchRequest(completions=completions))  # type: ignore[attr-defined]
+                response = await complete_batch(inbox_pb2.CompleteBatchRequest(completions=completions))
                 refused = [r for r in response.results if r.code != 0]
                 if refused:
                     raise RuntimeError(f"CompleteBatch refused {len(refused)} items, first: {refused[0].message}")

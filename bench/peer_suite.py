@@ -68,13 +68,15 @@ async def drain_phase(run: Run, urls: dict[str, str]) -> None:
         complete_batch = None
         if support.lacks(run.support, support.COMPLETE_BATCH) is None:
             complete_batch = grpc_load.complete_batch_call(channel)
-        run.extra["inboxd_drain"] = (
-            "Claim(max_events=10), then one CompleteBatch"
-            if complete_batch is not None
-            else "Claim(max_events=10), then Complete each"
-        )
+        carry = await grpc_load.claim_carries_completions(stub, "bench/carry-probe")
+        if carry:
+            run.extra["inboxd_drain"] = "Claim(max_events=10) carrying the previous batch's completions"
+        elif complete_batch is not None:
+            run.extra["inboxd_drain"] = "Claim(max_events=10), then one CompleteBatch"
+        else:
+            run.extra["inboxd_drain"] = "Claim(max_events=10), then Complete each"
         systems: list[System] = [
-            Inboxd(stub, run.url, complete_batch),
+            Inboxd(stub, run.url, complete_batch, carry=carry),
             PgQueuer(urls["pgqueuer"]),
             Procrastinate(urls["procrastinate"]),
         ]

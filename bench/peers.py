@@ -3,7 +3,8 @@
 Same PostgreSQL (durable), same payload, same number of concurrent claimers
 (WORKERS), each taking up to BATCH jobs per round trip where the library can:
 
-- inboxd: WORKERS grpc.aio loops of Claim(max_events=BATCH), then one
+- inboxd: WORKERS grpc.aio loops of Claim(max_events=BATCH) carrying the
+  previous batch's completions when the server takes them, else then one
   CompleteBatch when the server has it, else Complete each; its server
   holds a pool of 20 connections;
 - PgQueuer: WORKERS QueueManagers, one connection each, run(batch_size=BATCH,
@@ -133,6 +134,8 @@ class Inboxd:
     url: str
     # InboxService.CompleteBatch (grpc_load.complete_batch_call), or None: Complete each.
     complete_batch: Any = None
+    # Each Claim carries the previous batch's completions (ClaimRequest.completions).
+    carry: bool = False
     name: str = "inboxd"
     _round: int = 0
     _namespace: str = ""
@@ -159,7 +162,7 @@ class Inboxd:
 
     async def drain(self) -> int:
         result = await closed_loop(
-            claim_complete_steps(self.stub, WORKERS, self._namespace, BATCH, self.complete_batch),
+            claim_complete_steps(self.stub, WORKERS, self._namespace, BATCH, self.complete_batch, carry=self.carry),
             warmup=0.0,
             duration=DRAIN_CAP_SECONDS,
         )

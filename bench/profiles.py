@@ -31,7 +31,14 @@ _FRAME = re.compile(r"^(?P<function>.*) \((?P<file>.*?)(?::\d+)?\)$")
 TOP = 15
 
 # Frames on nearly every stack (the event loop, start-up, threads): left out of the inclusive list.
-TRUNK_FILES = ("asyncio/", "<frozen runpy>", "threading.py", "selectors.py", "inboxd/__main__.py", "inboxd/cli.py")
+TRUNK_FILES = (
+    "asyncio/",
+    "<frozen runpy>",
+    "threading.py",
+    "selectors.py",
+    "inboxd/__main__.py",
+    "inboxd/serving/cli.py",
+)
 
 # A sample belongs to the part of the frame nearest its leaf that lives in one of these; frames of
 # other standard modules (re, threading, selectors, enum ...) count for their caller's part.

@@ -36,7 +36,7 @@ def markdown(bench: dict[str, Any] | None, peers: dict[str, Any] | None, before:
         out += sections.profiles({}, before)
     else:
         out += _header(bench)
-        out += _targets(bench, peers)
+        out += targets_section(bench, peers)
         out += sections.generator(bench)
         out += sections.pairs_table(bench)
         out += ["![inboxd against raw PostgreSQL and its peers](benchmarks.png)", ""]
@@ -80,7 +80,7 @@ def _header(bench: dict[str, Any]) -> list[str]:
     return out
 
 
-def _targets(bench: dict[str, Any], peers: dict[str, Any] | None) -> list[str]:
+def targets_section(bench: dict[str, Any], peers: dict[str, Any] | None) -> list[str]:
     out = [
         "## Targets",
         "",

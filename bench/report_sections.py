@@ -99,16 +99,18 @@ def profiles(bench: dict[str, Any], before: dict[str, Any] | None) -> list[str]:
         "(grpc's core, psycopg's C parts, the kernel) is charged to the Python frame that called it. Own: the "
         "function was the leaf; inclusive: it was on the stack (the event loop's, runpy's and threading's "
         "frames, on every stack, are left out). In % of the profile's samples. A leaf of `Handle._run` or "
-        "`Thread.run` is time in C called straight from an event-loop callback or a thread (grpc's Cython "
-        "server and C core, asyncio's C task step). By part: a sample counts for the part (inboxd, psycopg, "
-        "grpc, asyncio, logging, json, prometheus_client) of the frame nearest its leaf that belongs to one; "
-        "other standard modules (re, threading, enum ...) count for their caller's part.",
+        "`Thread.run` is time in code py-spy does not see (C, Cython) called straight from an event-loop "
+        "callback or a thread; which code, the profile does not say. By part: a sample counts for the part "
+        "(inboxd, psycopg, grpc, asyncio, logging, json, prometheus_client) of the frame nearest its leaf that "
+        "belongs to one; other standard modules (re, threading, enum ...) count for their caller's part.",
     ]
     if before:
+        busy = before.get("busy_before_start")
+        busy_then = f" (other processes used {busy:.0f}% of a core just before it started)" if busy is not None else ""
         out += [
             "",
-            f"Before: `python -m bench profile` at commit {before['git']} on {before['date']} "
-            "(a busy machine: the fractions matter, not the rates). After: this run.",
+            f"Before: `python -m bench profile` at commit {before['git']} on {before['date']}{busy_then}. "
+            "After: this run.",
         ]
     out.append("")
     for name in dict.fromkeys([*after, *earlier]):
@@ -272,13 +274,15 @@ def peers(peers: dict[str, Any] | None) -> list[str]:
     for name, fig in figs.items():
         out.append(f"| `{name}` | {cpu_line(fig)} | {per_unit_line(fig)} |")
     cfg = peers["config"]
+    # Older results did not record which calls inboxd's claimers made: then the page does not guess.
+    drain = f": {peers['inboxd_drain']}" if "inboxd_drain" in peers else ""
     out += [
         "",
         "### Drain",
         "",
         f"Each round enqueues {cfg['peer_jobs']:,} no-op jobs with the library's batch enqueue, then "
         f"{cfg['claim_workers']} concurrent claimers drain them; jobs/s is jobs ÷ drain time. inboxd's claimers are "
-        f"grpc.aio loops in this process: {peers.get('inboxd_drain', 'Claim(max_events=10), then Complete each')}.",
+        f"grpc.aio loops in this process{drain}.",
         "",
         "| system | jobs/s (mean) | rounds | enqueue | CPU in the last drain (% of a core) |",
         "|---|---|---|---|---|",
@@ -332,13 +336,13 @@ def method(bench: dict[str, Any] | None, peers: dict[str, Any] | None) -> list[s
         "baseline).",
         "- The raw baseline does the database work straight through psycopg from this process: one "
         "AsyncConnection per client, autocommit. A single Accept is `INSERT ... ON CONFLICT DO NOTHING` of one "
-        "row; AcceptBatch one 100-row `INSERT ... SELECT FROM unnest(...)`; duplicates the same INSERT of stored "
+        "row; AcceptBatch one 100-row `INSERT ... SELECT FROM unnest(...)` of keys and payloads (binary text[]; "
+        "each row's payload cast to jsonb, as 100 events' would be); duplicates the same INSERT of stored "
         "keys. Claims run inboxd's own claim statement, then one fenced `UPDATE ... FROM unnest(...)` completes "
         "what it returned (one event or ten) and ends the claims.",
         f"- Throughput is a closed loop: each caller sends its next request when the last is answered; "
         f"{cfg['warmup']:g} s of warm-up, then a {cfg['duration']:g} s window. A CHECKPOINT runs before each "
-        "window; a window in which other processes took 20% of a core or more is measured again once, and the "
-        "quieter attempt kept.",
+        f"window; {_retries(cfg.get('noisy_retries'))}",
         f"- Accept: {', '.join(str(c) for c in cfg['concurrency'])} callers, unique keys, a {len(PAYLOAD)}-byte "
         f"JSON payload; AcceptBatch: {cfg['batch_clients']} callers of {cfg['batch_rows']} events; duplicates: "
         "each generator thread stores its keys first, then every call in the window repeats one.",
@@ -355,3 +359,16 @@ def method(bench: dict[str, Any] | None, peers: dict[str, Any] | None) -> list[s
         "- Not measured here: TLS, auth tokens, several hosts, payloads other than the one above.",
         "",
     ]
+
+
+def _retries(retries: int | None) -> str:
+    """How a noisy window was handled, from the run's own setting (older results did not store it)."""
+    if retries is None:
+        return f"a window in which other processes took {NOISY_PERCENT:.0f}% of a core or more may be measured again."
+    if retries == 0:
+        return "each window is measured once, however busy the machine."
+    times, kept = ("once", "quieter") if retries == 1 else (f"up to {retries} times", "quietest")
+    return (
+        f"a window in which other processes took {NOISY_PERCENT:.0f}% of a core or more is measured again {times}, "
+        f"and the {kept} attempt kept."
+    )

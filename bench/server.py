@@ -1,18 +1,18 @@
-"""`python -m inboxd serve` as a subprocess: its own interpreter (or several, with `--workers`)."""
+"""`python -m inboxd serve` as a subprocess: its own interpreter (or several, with `--workers`).
+
+Started by the test harness's `serve_on_free_port`, the one start-up of a real server process; this
+adds what the benchmark needs: `--workers`, a log file, and the CPU and memory of the process tree.
+"""
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.cpu import rss_bytes, tree_cpu_seconds, tree_rss_bytes
-
-READY_PREFIX = "inboxd serving on "
+from tests.harness import serve_on_free_port
 
 
 @dataclass
@@ -28,31 +28,12 @@ class BenchServer:
     port: int = 0
 
     def start(self, timeout: float = 60.0) -> BenchServer:
-        env = {
-            **os.environ,
-            "DATABASE_URL": self.database_url,
-            "INBOXD_LISTEN": "127.0.0.1:0",
-            "PYTHONUNBUFFERED": "1",
-            **self.env,
-        }
-        with self.log_path.open("ab") as log:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "inboxd", "serve", *(["--workers", str(self.workers)] if self.workers else [])],
-                env=env,
-                stdout=subprocess.PIPE,
-                stderr=log,
-                text=True,
-            )
-        assert self.proc.stdout is not None
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            line = self.proc.stdout.readline()
-            if not line:
-                raise RuntimeError(f"inboxd exited with {self.proc.wait()} before serving; see {self.log_path}")
-            if line.startswith(READY_PREFIX):
-                self.port = int(line.rsplit(":", 1)[1])
-                return self
-        raise RuntimeError(f"inboxd did not start serving within {timeout:.0f} s; see {self.log_path}")
+        env = {"PYTHONUNBUFFERED": "1", **self.env}
+        args = ["--workers", str(self.workers)] if self.workers else []
+        self.proc, self.port = serve_on_free_port(
+            self.database_url, env, args, timeout=timeout, stderr_log=self.log_path
+        )
+        return self
 
     @property
     def pid(self) -> int:

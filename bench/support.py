@@ -6,9 +6,11 @@ import subprocess
 import sys
 from typing import Any
 
+from bench import grpc_load
 from bench.node_load import probe_complete_batch
 
 COMPLETE_BATCH = "complete_batch"
+CLAIM_CARRIES = "claim_carries_completions"
 WORKERS = "workers"
 
 
@@ -25,8 +27,20 @@ def workers_flag() -> dict[str, Any]:
     return {"supported": False, "reason": "`inboxd serve --help` has no --workers"}
 
 
+async def claim_carries(target: str) -> dict[str, Any]:
+    """Whether a Claim commits the completions it carries (ClaimRequest.completions) and answers each."""
+    async with grpc_load.stubs(target) as (stub,):
+        if await grpc_load.claim_carries_completions(stub, "bench/carry-probe"):
+            return {"supported": True, "reason": "a Claim answered the one completion it carried"}
+    return {"supported": False, "reason": "a Claim carrying a completion answered no completion_results"}
+
+
 async def detect(target: str) -> dict[str, dict[str, Any]]:
-    return {COMPLETE_BATCH: await probe_complete_batch(target), WORKERS: workers_flag()}
+    return {
+        COMPLETE_BATCH: await probe_complete_batch(target),
+        CLAIM_CARRIES: await claim_carries(target),
+        WORKERS: workers_flag(),
+    }
 
 
 def lacks(support: dict[str, dict[str, Any]], feature: str) -> str | None:

@@ -14,8 +14,8 @@ from datetime import UTC, datetime, timedelta
 import grpc
 import pytest
 
-from inboxd.config import Settings
-from inboxd.server import RunningServer, start_server
+from inboxd.config.settings import Settings
+from inboxd.serving.server import RunningServer, start_server
 from inboxd.store.database import Database
 from inboxd.store.migrate import migrate
 from inboxd_client.v1 import admin_pb2_grpc, inbox_pb2_grpc

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import os
 import shutil
@@ -10,11 +11,12 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
-from inboxd.embedded_pg import EmbeddedPostgres
+from inboxd.serving.embedded_pg import EmbeddedPostgres
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -58,6 +60,44 @@ def discard_postgres(pg: EmbeddedPostgres) -> None:
         shutil.rmtree(pg.data_dir.parent, ignore_errors=True)
 
 
+READY_PREFIX = "inboxd serving on "
+
+
+def serve_on_free_port(
+    database_url: str,
+    env: Mapping[str, str],
+    args: Sequence[str] = (),
+    *,
+    timeout: float,
+    stderr_log: Path | None = None,
+) -> tuple[subprocess.Popen[str], int]:
+    """`python -m inboxd serve [args]` on a free port of 127.0.0.1 against `database_url`; returns it and its port.
+
+    `env` goes over this process's environment. stderr is dropped, or appended to `stderr_log`
+    (then named in the error when the server does not come up). The benchmark starts its servers here too.
+    """
+    full_env = {**os.environ, "DATABASE_URL": database_url, "INBOXD_LISTEN": "127.0.0.1:0", **env}
+    see = f"; see {stderr_log}" if stderr_log else ""
+    with contextlib.ExitStack() as stack:
+        stderr: IO[bytes] | int = stack.enter_context(stderr_log.open("ab")) if stderr_log else subprocess.DEVNULL
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "inboxd", "serve", *args],
+            env=full_env,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+        )
+    assert proc.stdout is not None
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"inboxd exited with {proc.wait()} before serving{see}")
+        if line.startswith(READY_PREFIX):
+            return proc, int(line.rsplit(":", 1)[1])
+    raise RuntimeError(f"inboxd did not start serving within {timeout:.0f} s{see}")
+
+
 @dataclass
 class ServerProcess:
     """`inboxd serve` in its own process, for tests that kill it or run several replicas."""
@@ -69,30 +109,9 @@ class ServerProcess:
 
     def start(self, timeout: float = 30.0) -> ServerProcess:
         # No lease rescuer unless asked: the test database is shared with servers on hand-moved clocks.
-        env = {
-            **os.environ,
-            "DATABASE_URL": self.database_url,
-            "INBOXD_LISTEN": "127.0.0.1:0",
-            "INBOXD_RESCUE_INTERVAL": "0",
-            **self.env,
-        }
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "inboxd", "serve"],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-        )
-        assert self.proc.stdout is not None
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            line = self.proc.stdout.readline()
-            if not line:
-                raise RuntimeError(f"inboxd exited with {self.proc.wait()} before serving")
-            if line.startswith("inboxd serving on "):
-                self.port = int(line.rsplit(":", 1)[1])
-                return self
-        raise RuntimeError("inboxd did not start serving in time")
+        env = {"INBOXD_RESCUE_INTERVAL": "0", **self.env}
+        self.proc, self.port = serve_on_free_port(self.database_url, env, timeout=timeout)
+        return self
 
     @property
     def target(self) -> str:

@@ -14,7 +14,7 @@
 // {"event":"result", ...}.
 //
 // Spec fields: target, transport (h2 | grpc-js), workload (health | accept | accept_batch | duplicate |
-// claim_complete | claim_complete_batch | probe_complete_batch), callers,
+// claim_complete | claim_complete_batch | claim_carry | probe_complete_batch), callers,
 // threads, channels (per thread), warmup_s, duration_s, namespace,
 // event_type, payload, rows, prefix, max_events, duplicate_keys.
 
@@ -90,6 +90,20 @@ function makeStep(spec, channel, thread, caller, dupKeys) {
         if (refused) throw new Error(`CompleteBatch refused an item: code ${refused.code}: ${refused.message}`);
         return events.length;
       };
+    case 'claim_carry': {
+      // Each Claim carries the previous batch's completions: one call per cycle.
+      let carried = [];
+      return async () => {
+        const response = await inbox('Claim', { ...claimRequest, completions: carried });
+        const results = response.completion_results || [];
+        const refused = results.find((r) => Number(r.code) !== 0);
+        if (refused || results.length !== carried.length) {
+          throw new Error(`a Claim refused a carried completion: ${refused ? `${refused.code}: ${refused.message}` : 'no result'}`);
+        }
+        carried = response.events.map((e) => ({ namespace: e.namespace, event_key: e.event_key, claim_token: e.claim_token }));
+        return response.events.length || null;
+      };
+    }
     default:
       throw new Error(`unknown workload ${spec.workload}`);
   }

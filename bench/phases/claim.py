@@ -78,8 +78,8 @@ async def prime_node(run: Run, url: str, load: NodeLoad) -> None:
     await execute(url, "VACUUM (ANALYZE) inbox_events", "VACUUM (ANALYZE) inbox_claims")
 
 
-def claim_load(run: Run, batch: int, *, complete_batch: bool = False) -> NodeLoad:
-    workload = "claim_complete_batch" if complete_batch else "claim_complete"
+def claim_load(run: Run, batch: int, *, complete_batch: bool = False, carry: bool = False) -> NodeLoad:
+    workload = "claim_carry" if carry else "claim_complete_batch" if complete_batch else "claim_complete"
     return run.node(workload, run.config.claim_workers, namespace=CLAIM_NS, max_events=batch)
 
 
@@ -118,6 +118,9 @@ async def claim_phase(run: Run) -> None:
     if support.lacks(run.support, support.COMPLETE_BATCH) is None:
         load = claim_load(run, 10, complete_batch=True)
         await inboxd_claim_figure(run, "inboxd.claim10.batch", load, "claim10-batch")
+    if support.lacks(run.support, support.CLAIM_CARRIES) is None:
+        # The worker's cycle in one call: each Claim carries the previous batch's completions.
+        await inboxd_claim_figure(run, "inboxd.claim10.carry", claim_load(run, 10, carry=True), "claim10-carry")
     await ordered_claim_figure(run)
     await execute(run.raw_url, CLEAR_EVENTS)
 

@@ -1,3 +1,3 @@
-from inboxd.cli import main
+from inboxd.serving.cli import main
 
 raise SystemExit(main())

@@ -6,8 +6,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from inboxd.config import Settings
-from inboxd.server import RunningServer, start_server
+from inboxd.config.settings import Settings
+from inboxd.serving.server import RunningServer, start_server
 from inboxd.store.database import Database
 from inboxd_client import AsyncInboxClient, RetryPolicy
 from tests.conftest import NO_RESCUER

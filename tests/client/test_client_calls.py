@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from inboxd.server import RunningServer
+from inboxd.serving.server import RunningServer
 from inboxd.store.database import Database
 from inboxd_client import (
     AcceptOutcome,

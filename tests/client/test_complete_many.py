@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from inboxd.auth import Scope, TokenRegistry, entry_toml, new_token
-from inboxd.config import Settings
-from inboxd.server import RunningServer, start_server
+from inboxd.config.settings import Settings
+from inboxd.config.tokens import Scope, TokenRegistry, entry_toml, new_token
+from inboxd.serving.server import RunningServer, start_server
 from inboxd.store.database import Database
 from inboxd_client import (
     AsyncInboxClient,
@@ -34,6 +34,7 @@ from inboxd_client import (
 )
 from inboxd_client.builders import complete_request
 from inboxd_client.completions import CompletionBatcher
+from inboxd_client.errors import claim_completion_outcomes
 from inboxd_client.v1 import inbox_pb2, types_pb2
 from tests.client.conftest import FAST_RETRY
 from tests.client.helpers import accept, eventually, read_event, running, state_of
@@ -76,6 +77,22 @@ async def test_the_sync_client_completes_many_too(
         outcomes = await asyncio.to_thread(sync.complete_many, [events["a"], events["b"], events["a"]])
     assert outcomes == [None, None, None]  # the repeat of "a" by its own claim is OK
     assert [await state_of(db, ns, k) for k in ("a", "b")] == ["completed", "completed"]
+
+
+async def test_a_claim_carries_completions_in_both_clients(
+    server: RunningServer, client: AsyncInboxClient, db: Database, ns: str
+) -> None:
+    events = await claim_all(client, ns, "a", "b")
+    await accept(client, ns, "next")
+    stale = inbox_pb2.ClaimedEvent(namespace=ns, event_key="b", claim_token="an-old-claim")
+    answer = await client.claim(namespaces=[ns], completions=[events["a"], stale])
+    outcomes = claim_completion_outcomes(answer, 2)
+    assert [type(o) for o in outcomes] == [type(None), ClaimSuperseded]
+    assert [e.event_key for e in answer.events] == ["next"]
+    with InboxClient(f"127.0.0.1:{server.port}", retry=FAST_RETRY) as sync:
+        again = await asyncio.to_thread(lambda: sync.claim(namespaces=[ns], completions=[events["b"], *answer.events]))
+    assert claim_completion_outcomes(again, 2) == [None, None]
+    assert [await state_of(db, ns, k) for k in ("a", "b", "next")] == ["completed"] * 3
 
 
 @pytest.fixture(scope="module")

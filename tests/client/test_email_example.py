@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from inboxd.server import RunningServer
+from inboxd.serving.server import RunningServer
 from inboxd.store.database import Database
 from inboxd_client import AsyncInboxClient
 from tests.client.fake_email_api import FakeEmailApi

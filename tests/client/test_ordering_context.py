@@ -7,8 +7,8 @@ from dataclasses import replace
 
 import pytest
 
-from inboxd.domain import StaleRevisions
-from inboxd.server import RunningServer, start_server
+from inboxd.domain.vocabulary import StaleRevisions
+from inboxd.serving.server import RunningServer, start_server
 from inboxd.store.database import Database
 from inboxd_client import AsyncInboxClient, EventContext, Ignore, Worker
 from tests.client.conftest import FAST_RETRY

@@ -8,7 +8,7 @@ import signal
 import sys
 from pathlib import Path
 
-from inboxd.server import RunningServer
+from inboxd.serving.server import RunningServer
 from inboxd.store.database import Database
 from inboxd_client import AsyncInboxClient
 from tests.client.helpers import read_event

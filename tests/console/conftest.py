@@ -8,9 +8,9 @@ import grpc
 import pytest
 from playwright.async_api import Browser, BrowserContext, Page, async_playwright
 
-from inboxd.auth import TokenRegistry
-from inboxd.config import Settings
-from inboxd.server import start_server
+from inboxd.config.settings import Settings
+from inboxd.config.tokens import TokenRegistry
+from inboxd.serving.server import start_server
 from inboxd.store.database import Database
 from tests.conftest import NO_RESCUER
 from tests.console.rig import CHROMIUM, CHROMIUM_ARGS, Rig, unique_tenants, write_tokens

@@ -14,8 +14,8 @@ from typing import Any
 
 import grpc
 
-from inboxd.auth import Scope, TokenRegistry, entry_toml, new_token
-from inboxd.server import RunningServer
+from inboxd.config.tokens import Scope, TokenRegistry, entry_toml, new_token
+from inboxd.serving.server import RunningServer
 from inboxd_client.v1 import admin_pb2, admin_pb2_grpc, inbox_pb2, inbox_pb2_grpc, types_pb2
 
 CHROMIUM = Path("/usr/bin/chromium")

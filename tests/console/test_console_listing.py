@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import uuid
 
-from inboxd.auth import Caller, Scope
-from inboxd.domain import EventState
-from inboxd.operators import ALL_STATES
-from inboxd.records import ListNarrowing
-from inboxd.server import RunningServer
+from inboxd.config.tokens import Caller, Scope
+from inboxd.domain.operator_views import ListNarrowing
+from inboxd.domain.vocabulary import EventState
+from inboxd.serving.server import RunningServer
+from inboxd.usecases.admin import ALL_STATES
 from inboxd_client.v1 import inbox_pb2_grpc
 from tests.integration.helpers import accept_request
 

@@ -14,9 +14,9 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from inboxd.auth import TokenRegistry
-from inboxd.config import ConfigError, Settings
-from inboxd.server import start_server
+from inboxd.config.settings import ConfigError, Settings
+from inboxd.config.tokens import TokenRegistry
+from inboxd.serving.server import start_server
 from inboxd.store.database import Database
 from tests.conftest import NO_RESCUER
 from tests.console.rig import Rig, write_tokens

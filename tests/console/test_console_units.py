@@ -6,11 +6,11 @@ from datetime import timedelta
 
 import pytest
 
-from inboxd.config import ConfigError, load_settings
+from inboxd.config.settings import ConfigError, load_settings
 from inboxd.console.pages import event_ref, overview_fragment, parse_event_ref
 from inboxd.console.security import csrf_matches, csrf_token, exposure_refusal, is_loopback
-from inboxd.errors import InvalidArgument
-from inboxd.records import NamespaceStats
+from inboxd.domain.errors import InvalidArgument
+from inboxd.domain.operator_views import NamespaceStats
 
 
 @pytest.mark.parametrize("listen", ["127.0.0.1:8080", "[::1]:8080", "localhost:0", "127.0.0.2:80"])

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 import aiohttp
 import pytest
 
-from inboxd.server import RunningServer
+from inboxd.serving.server import RunningServer
 from inboxd_edge.config import config_from_data
 from inboxd_edge.serve import RunningEdge, start_edge
 from tests.edge.rig import routes_config

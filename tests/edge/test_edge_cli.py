@@ -11,7 +11,7 @@ from pathlib import Path
 
 import aiohttp
 
-from inboxd.server import RunningServer
+from inboxd.serving.server import RunningServer
 from inboxd.store.database import Database
 from tests.edge.rig import STRIPE_NEW_SECRET, as_body, post, sign_stripe, stored_events
 

@@ -13,7 +13,7 @@ from typing import Any
 import grpc
 import pytest
 
-from inboxd.server import RunningServer
+from inboxd.serving.server import RunningServer
 from inboxd_client.v1 import admin_pb2_grpc, inbox_pb2, types_pb2
 from inboxd_client.v1.inbox_pb2_grpc import InboxServiceStub
 from tests.harness import REPO

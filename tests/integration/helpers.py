@@ -12,7 +12,7 @@ from typing import Any
 import grpc
 import pytest
 
-from inboxd.logs import JsonFormatter
+from inboxd.observability.logs import JsonFormatter
 from inboxd_client.v1 import inbox_pb2
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TypeVar
 
-from inboxd.embedded_pg import find_binaries
+from inboxd.serving.embedded_pg import find_binaries
 from inboxd.store.database import Connection, Database
 
 T = TypeVar("T")

@@ -10,7 +10,7 @@ from typing import Any
 import grpc
 import pytest
 
-from inboxd import validation
+from inboxd.domain import validation
 from inboxd.store.database import Database
 from inboxd_client.v1 import inbox_pb2
 from inboxd_client.v1.inbox_pb2_grpc import InboxServiceStub

@@ -12,9 +12,9 @@ import grpc
 import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from inboxd.errors import InvalidArgument
+from inboxd.domain.errors import InvalidArgument
+from inboxd.domain.validation import _check_payload_exactly
 from inboxd.store.database import Database
-from inboxd.validation import _check_payload_exactly
 from inboxd_client.v1 import inbox_pb2
 from inboxd_client.v1.inbox_pb2_grpc import InboxServiceStub
 from tests.integration.helpers import accept_request
@@ -75,6 +75,7 @@ BAD_REQUESTS = [
     # Two values: joined into one JSON array with its neighbours' payloads, it would shift them.
     pytest.param({"payload": b'{"a": 1}, {"b": 2}'}, "payload", id="payload-two-values"),
     pytest.param({"payload": b'{"a": "\x01"}'}, "payload", id="payload-raw-control-character"),
+    pytest.param({"payload": b'{"a": "\x00"}'}, "payload", id="payload-raw-nul-byte"),
     pytest.param({"payload": b'{"a": "\\u0000"}'}, "payload", id="payload-nul-escape-in-value"),
     pytest.param({"payload": b'{"\\u0000": 1}'}, "payload", id="payload-nul-escape-in-key"),
     pytest.param({"payload": b'{"a": "\\ud800"}'}, "payload", id="payload-lone-high-surrogate"),
@@ -170,7 +171,7 @@ async def test_one_bad_event_rejects_the_whole_batch_naming_its_index(
 
 @pytest.mark.parametrize(
     "payload",
-    [b"{not json", b'{"n": NaN}', b'{"a": 1} trailing', b'{"n": 1e131072}', b"", b'{"a": 1}, {"b": 2}'],
+    [b"{not json", b'{"n": NaN}', b'{"a": 1} trailing', b'{"n": 1e131072}', b"", b'{"a": 1}, {"b": 2}', b'["\x00"]'],
 )
 async def test_a_payload_postgresql_judges_is_refused_in_validations_words(
     inbox: InboxServiceStub, db: Database, ns: str, payload: bytes

@@ -9,8 +9,8 @@ import grpc
 import psycopg
 import pytest
 
-from inboxd.domain import ActionState, ClaimToken, EventKey, Fence, Namespace
-from inboxd.errors import ClaimSuperseded
+from inboxd.domain.errors import ClaimSuperseded
+from inboxd.domain.vocabulary import ActionState, ClaimToken, EventKey, Fence, Namespace
 from inboxd.store.actions import action_history, record_action
 from inboxd.store.database import Database
 from inboxd_client.v1 import admin_pb2, inbox_pb2

@@ -9,7 +9,7 @@ import grpc
 import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from inboxd.server import RunningServer
+from inboxd.serving.server import RunningServer
 from inboxd.store.database import Database
 from inboxd_client.v1 import admin_pb2, inbox_pb2, types_pb2
 from inboxd_client.v1.admin_pb2_grpc import InboxAdminServiceStub

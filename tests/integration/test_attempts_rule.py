@@ -1,7 +1,7 @@
 """One rule for "no attempts left", wherever it is decided.
 
 Claim and the rescuer decide it in SQL (event_claim, event_rescue_expired),
-Fail in Python (backoff.decide_failure). Here an event with `attempt` attempts
+Fail in Python (domain.backoff.decide_failure). Here an event with `attempt` attempts
 made meets each of the three, and each must dead-letter it exactly when the
 others would.
 """
@@ -12,8 +12,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from inboxd.backoff import BackoffPolicy, decide_failure
-from inboxd.domain import ClaimRequest, EventState
+from inboxd.domain.backoff import BackoffPolicy, decide_failure
+from inboxd.domain.vocabulary import ClaimRequest, EventState
 from inboxd.store import claims
 from inboxd.store.database import Connection, Database
 from inboxd.store.rescue import rescue_expired_leases

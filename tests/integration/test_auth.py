@@ -17,9 +17,9 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
-from inboxd.auth import Scope, entry_toml, new_token
-from inboxd.config import Settings
-from inboxd.server import MAX_BATCH_TOTAL_BYTES, RunningServer, start_server
+from inboxd.config.settings import Settings
+from inboxd.config.tokens import Scope, entry_toml, new_token
+from inboxd.serving.server import MAX_BATCH_TOTAL_BYTES, RunningServer, start_server
 from inboxd.store.database import Database
 from inboxd_client.v1 import admin_pb2, admin_pb2_grpc, inbox_pb2, inbox_pb2_grpc, types_pb2
 from tests.conftest import NO_RESCUER
@@ -60,7 +60,7 @@ def tokens(tmp_path_factory: pytest.TempPathFactory) -> Tokens:
 
 @pytest.fixture(scope="module")
 async def guarded(db: Database, tokens: Tokens) -> AsyncIterator[RunningServer]:
-    from inboxd.auth import TokenRegistry
+    from inboxd.config.tokens import TokenRegistry
 
     settings = Settings(
         listen="127.0.0.1:0", tokens_file=tokens.file, max_waiting_claims_per_caller=2, rescue_interval=NO_RESCUER

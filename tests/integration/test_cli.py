@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from inboxd.auth import TokenRegistry
-from inboxd.config import Settings
-from inboxd.server import RunningServer, start_server
+from inboxd.config.settings import Settings
+from inboxd.config.tokens import TokenRegistry
+from inboxd.serving.server import RunningServer, start_server
 from inboxd.store.database import Database
 from inboxd_client.v1 import admin_pb2, types_pb2
 from inboxd_client.v1.admin_pb2_grpc import InboxAdminServiceStub

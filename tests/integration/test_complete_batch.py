@@ -10,9 +10,9 @@ from typing import Any
 import grpc
 import pytest
 
-from inboxd.auth import Scope, TokenRegistry, entry_toml, new_token
-from inboxd.config import Settings
-from inboxd.server import RunningServer, start_server
+from inboxd.config.settings import Settings
+from inboxd.config.tokens import Scope, TokenRegistry, entry_toml, new_token
+from inboxd.serving.server import RunningServer, start_server
 from inboxd.store.database import Connection, Database
 from inboxd.store.queries import QUERIES
 from inboxd_client.v1 import inbox_pb2, types_pb2

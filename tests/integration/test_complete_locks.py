@@ -17,11 +17,11 @@ import grpc
 import psycopg
 import pytest
 
-from inboxd.domain import ClaimRequest, Disposition, EventKey, Fence, Namespace, NewEvent
-from inboxd.errors import InboxError
-from inboxd.inbox import Inbox
+from inboxd.domain.errors import InboxError
+from inboxd.domain.vocabulary import ClaimRequest, Disposition, EventKey, Fence, Namespace, NewEvent
 from inboxd.store.claims import Completion
 from inboxd.store.database import Database
+from inboxd.usecases.inbox import Inbox
 from inboxd_client.v1 import inbox_pb2
 from inboxd_client.v1.inbox_pb2_grpc import InboxServiceStub
 from tests.conftest import CLOCKED_SETTINGS

@@ -15,9 +15,9 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from inboxd.config import Settings
-from inboxd.embedded_pg import EmbeddedPostgres
-from inboxd.server import RunningServer, start_server
+from inboxd.config.settings import Settings
+from inboxd.serving.embedded_pg import EmbeddedPostgres
+from inboxd.serving.server import RunningServer, start_server
 from inboxd.store.database import Database
 from inboxd.store.migrate import migrate
 from inboxd_client.v1 import inbox_pb2

@@ -15,9 +15,9 @@ import psycopg
 import pytest
 from psycopg.conninfo import make_conninfo
 
-from inboxd.config import Settings
-from inboxd.embedded_pg import EmbeddedPostgres
-from inboxd.server import start_server
+from inboxd.config.settings import Settings
+from inboxd.serving.embedded_pg import EmbeddedPostgres
+from inboxd.serving.server import start_server
 from inboxd.store.database import Database
 from inboxd.store.settings_check import warn_if_not_durable
 from tests.conftest import NO_RESCUER

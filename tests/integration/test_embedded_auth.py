@@ -12,7 +12,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from inboxd.embedded_pg import EmbeddedPostgres
+from inboxd.serving.embedded_pg import EmbeddedPostgres
 
 PASSFILE = "inboxd.pgpass"
 

@@ -22,10 +22,10 @@ from typing import Any
 import psycopg
 import pytest
 
-from inboxd.domain import ClaimRequest, Disposition, EventKey, Fence, Namespace, NewEvent
-from inboxd.inbox import Inbox
+from inboxd.domain.vocabulary import ClaimRequest, Disposition, EventKey, Fence, Namespace, NewEvent
 from inboxd.store.claims import Completion
 from inboxd.store.database import Database
+from inboxd.usecases.inbox import Inbox
 from tests.conftest import CLOCKED_SETTINGS
 from tests.integration.test_claim_plans import _walk, explain_prepared, fresh_database
 

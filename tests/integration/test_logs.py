@@ -10,10 +10,10 @@ from collections.abc import AsyncIterator, Iterator
 import grpc
 import pytest
 
-from inboxd.auth import TokenRegistry
-from inboxd.config import Settings
-from inboxd.logs import event_ref
-from inboxd.server import RunningServer, start_server
+from inboxd.config.settings import Settings
+from inboxd.config.tokens import TokenRegistry
+from inboxd.observability.logs import event_ref
+from inboxd.serving.server import RunningServer, start_server
 from inboxd.store.database import Database
 from inboxd_client.v1 import admin_pb2, admin_pb2_grpc, inbox_pb2, inbox_pb2_grpc, types_pb2
 from tests.conftest import NO_RESCUER

@@ -17,13 +17,13 @@ from typing import Any
 import grpc
 import pytest
 
-from inboxd.auth import Scope, TokenRegistry, entry_toml, new_token
-from inboxd.config import Settings
-from inboxd.domain import ClaimRequest, EventKey, Namespace, NewEvent
-from inboxd.inbox import Inbox
-from inboxd.server import RunningServer, start_server
+from inboxd.config.settings import Settings
+from inboxd.config.tokens import Scope, TokenRegistry, entry_toml, new_token
+from inboxd.domain.vocabulary import ClaimRequest, EventKey, Namespace, NewEvent
+from inboxd.runtime.wakeups import WaitFilter
+from inboxd.serving.server import RunningServer, start_server
 from inboxd.store.database import Database
-from inboxd.wakeups import WaitFilter
+from inboxd.usecases.inbox import Inbox
 from inboxd_client.v1 import inbox_pb2
 from inboxd_client.v1.inbox_pb2_grpc import InboxServiceStub
 from tests.conftest import NO_RESCUER

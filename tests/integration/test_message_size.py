@@ -8,8 +8,8 @@ from dataclasses import replace
 import grpc
 import pytest
 
-from inboxd.config import ConfigError, Settings, load_settings
-from inboxd.server import MAX_BATCH_TOTAL_BYTES, max_message_bytes, start_server
+from inboxd.config.settings import ConfigError, Settings, load_settings
+from inboxd.serving.server import MAX_BATCH_TOTAL_BYTES, max_message_bytes, start_server
 from inboxd.store.database import Database
 from inboxd_client.v1 import inbox_pb2
 from inboxd_client.v1.inbox_pb2_grpc import InboxServiceStub

@@ -10,8 +10,8 @@ import grpc
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from inboxd.retention import run_retention_pass
-from inboxd.server import RunningServer, start_server
+from inboxd.background.retention import run_retention_pass
+from inboxd.serving.server import RunningServer, start_server
 from inboxd.store.database import Database
 from inboxd_client.v1 import admin_pb2, admin_pb2_grpc, inbox_pb2, inbox_pb2_grpc, types_pb2
 from tests.conftest import CLOCKED_SETTINGS, FakeClock

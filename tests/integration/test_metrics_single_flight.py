@@ -7,10 +7,10 @@ from collections.abc import AsyncIterator, Sequence
 
 import pytest
 
-from inboxd import operations
-from inboxd.config import Settings
-from inboxd.records import NamespaceStats
-from inboxd.server import RunningServer, start_server
+from inboxd.background import duties as operations
+from inboxd.config.settings import Settings
+from inboxd.domain.operator_views import NamespaceStats
+from inboxd.serving.server import RunningServer, start_server
 from inboxd.store.database import Database
 from tests.conftest import NO_RESCUER
 from tests.harness import eventually

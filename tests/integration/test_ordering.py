@@ -16,9 +16,9 @@ from typing import Any
 import grpc
 import pytest
 
-from inboxd.config import ConfigError, load_settings
-from inboxd.domain import EventState, StaleRevisions
-from inboxd.server import RunningServer, start_server
+from inboxd.config.settings import ConfigError, load_settings
+from inboxd.domain.vocabulary import EventState, StaleRevisions
+from inboxd.serving.server import RunningServer, start_server
 from inboxd.store.database import Database
 from inboxd_client.v1 import admin_pb2, inbox_pb2, inbox_pb2_grpc, types_pb2
 from inboxd_client.v1.admin_pb2_grpc import InboxAdminServiceStub

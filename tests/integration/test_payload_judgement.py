@@ -16,8 +16,8 @@ import psycopg
 import pytest
 from hypothesis import given, settings
 
-from inboxd.errors import InvalidArgument
-from inboxd.validation import MAX_JSON_DEPTH, _check_payload_exactly
+from inboxd.domain.errors import InvalidArgument
+from inboxd.domain.validation import MAX_JSON_DEPTH, _check_payload_exactly
 from tests.unit.test_validation import _JSON
 
 EDGES = [

@@ -38,7 +38,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from inboxd.server import RunningServer
+from inboxd.serving.server import RunningServer
 from inboxd.store.database import Database
 from inboxd.store.queries import QUERIES
 from inboxd_client.v1 import admin_pb2, inbox_pb2, types_pb2

@@ -12,9 +12,9 @@ from datetime import datetime, timedelta
 
 import grpc
 
-from inboxd.domain import EventState
-from inboxd.rescuer import run_rescue_pass
-from inboxd.server import RunningServer, start_server
+from inboxd.background.rescuer import run_rescue_pass
+from inboxd.domain.vocabulary import EventState
+from inboxd.serving.server import RunningServer, start_server
 from inboxd.store.database import Database
 from inboxd.store.rescue import Rescued
 from inboxd_client.v1 import inbox_pb2

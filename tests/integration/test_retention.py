@@ -15,10 +15,10 @@ import grpc
 import psycopg
 import pytest
 
-from inboxd.observer import InboxObserver
-from inboxd.records import RetentionCounts
-from inboxd.retention import retention_loop, run_retention_pass
-from inboxd.server import RunningServer, start_server
+from inboxd.background.retention import retention_loop, run_retention_pass
+from inboxd.domain.operator_views import RetentionCounts
+from inboxd.observability.transition_observer import InboxObserver
+from inboxd.serving.server import RunningServer, start_server
 from inboxd.store.database import Database
 from inboxd.store.retention import RETENTION_LOCK, apply_retention
 from inboxd_client.v1 import admin_pb2, admin_pb2_grpc, inbox_pb2, inbox_pb2_grpc, types_pb2

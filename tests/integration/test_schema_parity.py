@@ -27,7 +27,7 @@ import psycopg
 import pytest
 from psycopg.conninfo import make_conninfo
 
-from inboxd.embedded_pg import find_binaries
+from inboxd.serving.embedded_pg import find_binaries
 from inboxd.store.migrate import migrate
 from tests.harness import REPO, discard_postgres, throwaway_postgres
 

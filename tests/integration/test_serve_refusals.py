@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from inboxd.auth import Scope, entry_toml, new_token
+from inboxd.config.tokens import Scope, entry_toml, new_token
 from tests.integration.procs import Serve, embedded_env
 
 

@@ -21,7 +21,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from inboxd.server import RunningServer
+from inboxd.serving.server import RunningServer
 from inboxd.store.database import Connection, Database
 from inboxd_edge.config import config_from_data
 from inboxd_edge.serve import RunningEdge, start_edge

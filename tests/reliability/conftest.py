@@ -13,7 +13,7 @@ from collections.abc import Generator, Iterator
 
 import pytest
 
-from inboxd.embedded_pg import EmbeddedPostgres
+from inboxd.serving.embedded_pg import EmbeddedPostgres
 from inboxd.store.migrate import migrate
 from tests.harness import throwaway_postgres
 from tests.reliability import ledger

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from inboxd.embedded_pg import EmbeddedPostgres, free_port
+from inboxd.serving.embedded_pg import EmbeddedPostgres, free_port
 from inboxd.store.migrate import migrate
 from tests.harness import eventually, throwaway_postgres
 from tests.reliability.rig import _pg_ctl, discard_cluster, query, start_postgres

@@ -22,7 +22,7 @@ from typing import Any, LiteralString
 
 import psycopg
 
-from inboxd.embedded_pg import EmbeddedPostgres
+from inboxd.serving.embedded_pg import EmbeddedPostgres
 from inboxd.store.migrate import migrate
 from inboxd_client import AsyncInboxClient
 from tests.harness import REPO, ServerProcess, eventually, throwaway_postgres

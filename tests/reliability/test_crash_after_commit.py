@@ -24,7 +24,7 @@ from collections.abc import AsyncIterator
 import psycopg
 import pytest
 
-from inboxd.embedded_pg import EmbeddedPostgres
+from inboxd.serving.embedded_pg import EmbeddedPostgres
 from inboxd_client import AcceptOutcome, AsyncInboxClient, Unavailable, accept_request
 from tests.harness import ServerProcess, eventually
 from tests.reliability import ledger

@@ -25,7 +25,7 @@ from typing import TypeVar
 
 import pytest
 
-from inboxd.embedded_pg import EmbeddedPostgres
+from inboxd.serving.embedded_pg import EmbeddedPostgres
 from inboxd_client import (
     AcceptOutcome,
     AsyncInboxClient,

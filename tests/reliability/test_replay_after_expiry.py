@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime, timedelta
 
-from inboxd.records import RetentionCounts
+from inboxd.domain.operator_views import RetentionCounts
 from inboxd.store.retention import apply_retention
 from inboxd_client import AcceptOutcome, AsyncInboxClient, accept_request
 from inboxd_client.v1 import inbox_pb2, types_pb2

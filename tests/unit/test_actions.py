@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from inboxd.actions import ActionWrite, plan_action_write
-from inboxd.domain import ActionState
-from inboxd.errors import TransitionNotAllowed
+from inboxd.domain.action_states import ActionWrite, plan_action_write
+from inboxd.domain.errors import TransitionNotAllowed
+from inboxd.domain.vocabulary import ActionState
 
 INT, SUC, FAI, UNK = ActionState.INTENDED, ActionState.SUCCEEDED, ActionState.FAILED, ActionState.UNKNOWN
 

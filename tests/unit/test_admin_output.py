@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import pytest
 
-from inboxd.admin_output import age, as_json, event_text, table
+from inboxd.serving.admin_output import age, as_json, event_text, table
 from inboxd_client.v1 import admin_pb2, types_pb2
 
 

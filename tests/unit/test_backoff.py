@@ -5,8 +5,8 @@ from __future__ import annotations
 import random
 from datetime import timedelta
 
-from inboxd.backoff import BackoffPolicy, decide_failure
-from inboxd.domain import EventState
+from inboxd.domain.backoff import BackoffPolicy, decide_failure
+from inboxd.domain.vocabulary import EventState
 
 POLICY = BackoffPolicy(base=timedelta(seconds=1), factor=2.0, cap=timedelta(seconds=60))
 

@@ -6,8 +6,8 @@ import asyncio
 
 import pytest
 
-from inboxd.coalesce import Coalescer
-from inboxd.errors import InvalidArgument, Unavailable
+from inboxd.domain.errors import InvalidArgument, Unavailable
+from inboxd.runtime.group_commit import Coalescer
 
 
 class Recorder:

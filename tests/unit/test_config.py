@@ -7,8 +7,8 @@ from datetime import timedelta
 
 import pytest
 
-from inboxd.cli import warn_about_forced_settings
-from inboxd.config import ConfigError, load_settings, parse_duration, serving_refusal
+from inboxd.config.settings import ConfigError, load_settings, parse_duration, serving_refusal
+from inboxd.serving.cli import warn_about_forced_settings
 
 
 def test_defaults_match_the_design() -> None:

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from inboxd.cli import _embedded_dir
-from inboxd.config import Settings
-from inboxd.embedded_pg import private_parent
+from inboxd.config.settings import Settings
+from inboxd.serving.cli import _embedded_dir
+from inboxd.serving.embedded_pg import private_parent
 
 
 def test_a_private_parent_folder_is_found() -> None:

@@ -7,7 +7,7 @@ import io
 import json
 import logging
 
-from inboxd.logs import JsonFormatter, LogfmtFormatter, configure_logging, event_ref, log_fields
+from inboxd.observability.logs import JsonFormatter, LogfmtFormatter, configure_logging, event_ref, log_fields
 
 
 def test_event_ref_is_twelve_hex_digits_of_the_identity_hash() -> None:

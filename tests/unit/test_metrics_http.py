@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from inboxd.metrics_http import split_listen
+from inboxd.observability.metrics_http import split_listen
 
 
 @pytest.mark.parametrize(

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from inboxd.domain import ClaimBatch
-from inboxd.observer import InboxObserver, Observers
+from inboxd.domain.vocabulary import ClaimBatch
+from inboxd.observability.transition_observer import InboxObserver, Observers
 
 
 class Broken(InboxObserver):

@@ -6,9 +6,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from inboxd.errors import InvalidArgument
-from inboxd.page_tokens import decode_page_token, encode_page_token
-from inboxd.records import ListPosition
+from inboxd.domain.errors import InvalidArgument
+from inboxd.domain.operator_views import ListPosition
+from inboxd.domain.page_tokens import decode_page_token, encode_page_token
 
 
 def test_a_token_round_trips_to_the_same_position_to_the_microsecond() -> None:

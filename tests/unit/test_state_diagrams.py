@@ -15,9 +15,9 @@ from types import ModuleType
 
 import pytest
 
-from inboxd.actions import ActionWrite, plan_action_write
-from inboxd.domain import ActionState, EventState
-from inboxd.errors import TransitionNotAllowed
+from inboxd.domain.action_states import ActionWrite, plan_action_write
+from inboxd.domain.errors import TransitionNotAllowed
+from inboxd.domain.vocabulary import ActionState, EventState
 from inboxd.store import actions as store_actions
 from inboxd.store import events as store_events
 

@@ -6,8 +6,8 @@ import json
 import logging
 from datetime import UTC, datetime
 
-from inboxd.domain import AcceptOutcome, AcceptResult, EventKey, EventState, Namespace, NewEvent
-from inboxd.transition_log import TransitionLog
+from inboxd.domain.vocabulary import AcceptOutcome, AcceptResult, EventKey, EventState, Namespace, NewEvent
+from inboxd.observability.transition_log import TransitionLog
 from tests.integration.helpers import captured_logs
 
 EVENT = NewEvent(Namespace("ns"), EventKey("k"), "t", "{}")

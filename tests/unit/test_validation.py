@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from inboxd.errors import InvalidArgument
-from inboxd.validation import (
+from inboxd.domain.errors import InvalidArgument
+from inboxd.domain.validation import (
     MAX_JSON_DEPTH,
     _check_payload_exactly,
     check_identity,

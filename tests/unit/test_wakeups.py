@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from inboxd.wakeups import MAX_HOPS, MAX_REMEMBERED_KINDS, WaitFilter, WakeBus, like_prefix
+from inboxd.runtime.wakeups import MAX_HOPS, MAX_REMEMBERED_KINDS, WaitFilter, WakeBus, like_prefix
 
 
 async def test_an_event_wakes_one_matching_waiter_the_longest_waiting() -> None:

@@ -54,11 +54,17 @@ export class InboxClient {
     return this.#call('AcceptBatch', { events: events.map(acceptRequest) });
   }
 
-  /** Claim: resolves to {events}, each with claimToken and fencingToken. Waits up to waitMs for work. */
-  async claim({ namespaces = [], eventTypes = [], maxEvents = 1, leaseMs, waitMs = 0, workerId = '' } = {}) {
+  /**
+   * Claim: resolves to {events, completionOutcomes}; each event has claimToken and fencingToken.
+   * Waits up to waitMs for work. `completions` (items as for completeMany) are committed first,
+   * so a worker's cycle is one call; completionOutcomes has one entry per item, as completeMany's.
+   */
+  async claim({ namespaces = [], eventTypes = [], maxEvents = 1, leaseMs, waitMs = 0, workerId = '', completions = [] } = {}) {
     const request = { namespaces, eventTypes, maxEvents, workerId, wait: duration(waitMs) };
     if (leaseMs !== undefined) request.lease = duration(leaseMs);
-    return this.#call('Claim', request, waitMs);
+    if (completions.length > 0) request.completions = completions.map(completeItem);
+    const response = await this.#call('Claim', request, waitMs);
+    return { ...response, completionOutcomes: outcomes('Claim', response.completionResults, completions.length) };
   }
 
   /** RenewLease (fenced): resolves to {leaseExpiresAt}. */
@@ -88,19 +94,8 @@ export class InboxClient {
    * itself fails (UNAUTHENTICATED, UNAVAILABLE, an empty or oversized batch).
    */
   async completeMany(items) {
-    const completions = items.map((item) => ({
-      namespace: item.namespace ?? '',
-      eventKey: item.eventKey ?? '',
-      claimToken: item.claimToken ?? '',
-      disposition: enumValue('DISPOSITION_', item.disposition ?? 'APPLIED'),
-      reason: item.reason ?? '',
-    }));
-    const { results = [] } = await this.#call('CompleteBatch', { completions });
-    if (results.length !== completions.length) {
-      const problem = `CompleteBatch answered ${results.length} results for ${completions.length} completions`;
-      throw new CompleteItemError(status.INTERNAL, problem);
-    }
-    return results.map(({ code, message }) => (code === status.OK ? null : new CompleteItemError(code, message)));
+    const { results } = await this.#call('CompleteBatch', { completions: items.map(completeItem) });
+    return outcomes('CompleteBatch', results, items.length);
   }
 
   /** Fail (fenced): retry later with backoff (or after retryAfterMs), or dead-letter when permanent. */
@@ -169,4 +164,22 @@ function acceptRequest({ payload = {}, availableAt, metadata = {}, ...fields }) 
   if (availableAt) request.availableAt = timestamp(availableAt);
   if (request.revision !== undefined) request.revision = String(request.revision);
   return request;
+}
+
+function completeItem(item) {
+  return {
+    namespace: item.namespace ?? '',
+    eventKey: item.eventKey ?? '',
+    claimToken: item.claimToken ?? '',
+    disposition: enumValue('DISPOSITION_', item.disposition ?? 'APPLIED'),
+    reason: item.reason ?? '',
+  };
+}
+
+/** One entry per completion sent: null when it completed, else its CompleteItemError. */
+function outcomes(method, results = [], sent) {
+  if (results.length !== sent) {
+    throw new CompleteItemError(status.INTERNAL, `${method} answered ${results.length} results for ${sent} completions`);
+  }
+  return results.map(({ code, message }) => (code === status.OK ? null : new CompleteItemError(code, message)));
 }

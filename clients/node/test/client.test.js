@@ -93,6 +93,24 @@ async function claimAll(ns, keys) {
   return Object.fromEntries(events.map((event) => [event.eventKey, event]));
 }
 
+test('a claim carries completions: committed first, one outcome each', needsInboxd, async () => {
+  const ns = namespace();
+  const events = await claimAll(ns, ['done', 'stale']);
+  await inbox.accept({ namespace: ns, eventKey: 'next', eventType: 'test.event', payload: {} });
+  const answer = await inbox.claim({
+    namespaces: [ns],
+    completions: [events.done, { ...events.stale, claimToken: 'an-old-claim' }],
+  });
+  assert.deepEqual(
+    answer.completionOutcomes.map((o) => o?.code ?? status.OK),
+    [status.OK, status.ABORTED],
+  );
+  assert.deepEqual(answer.events.map((e) => e.eventKey), ['next']);
+  const again = await inbox.claim({ namespaces: [ns], completions: [events.stale, ...answer.events] });
+  assert.deepEqual(again.completionOutcomes, [null, null]);
+  assert.deepEqual(again.events, []);
+});
+
 test('completeMany answers each item alone: OK, stale, unknown, bad', needsInboxd, async () => {
   const ns = namespace();
   const events = await claimAll(ns, ['done', 'ignored', 'stale']);

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from inboxd import validation
 from inboxd.api.convert import (
     ACTION_STATE_TO_PROTO,
     EVENT_STATE_TO_PROTO,
@@ -10,10 +9,9 @@ from inboxd.api.convert import (
     duration_to_proto,
     instant_to_proto,
 )
-from inboxd.domain import Disposition, EventState
-from inboxd.errors import InvalidArgument
-from inboxd.page_tokens import decode_page_token
-from inboxd.records import (
+from inboxd.domain import validation
+from inboxd.domain.errors import InvalidArgument
+from inboxd.domain.operator_views import (
     ActionHistoryEntry,
     ClaimRecord,
     ConflictingCopy,
@@ -22,7 +20,9 @@ from inboxd.records import (
     ListPosition,
     NamespaceStats,
 )
-from inboxd.records import ReplayRecord as ReplayEntry
+from inboxd.domain.operator_views import ReplayRecord as ReplayEntry
+from inboxd.domain.page_tokens import decode_page_token
+from inboxd.domain.vocabulary import Disposition, EventState
 from inboxd_client.v1 import admin_pb2, types_pb2
 
 DEFAULT_PAGE_SIZE = 100

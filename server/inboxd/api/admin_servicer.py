@@ -8,8 +8,8 @@ import grpc
 
 from inboxd.api import admin_convert as convert
 from inboxd.api.identity import current_caller_name
-from inboxd.operators import ALL_STATES, Operators
-from inboxd.page_tokens import encode_page_token
+from inboxd.domain.page_tokens import encode_page_token
+from inboxd.usecases.admin import ALL_STATES, Operators
 from inboxd_client.v1 import admin_pb2
 
 Context = grpc.aio.ServicerContext[Any, Any]

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from inboxd.auth import Caller, Scope
-from inboxd.errors import PermissionDenied
+from inboxd.config.tokens import Caller, Scope
+from inboxd.domain.errors import PermissionDenied
 
 NamespacesOf = Callable[[Any], Iterable[tuple[str, str]]]
 

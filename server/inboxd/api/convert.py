@@ -10,9 +10,10 @@ import grpc
 from google.protobuf.duration_pb2 import Duration
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from inboxd import validation
 from inboxd.api.status import status_for
-from inboxd.domain import (
+from inboxd.domain import validation
+from inboxd.domain.errors import InboxError, InvalidArgument, RefusedEvent
+from inboxd.domain.vocabulary import (
     AcceptOutcome,
     AcceptResult,
     ActionRecord,
@@ -27,7 +28,6 @@ from inboxd.domain import (
     Namespace,
     NewEvent,
 )
-from inboxd.errors import InboxError, InvalidArgument, RefusedEvent
 from inboxd.store.claims import Completion
 from inboxd_client.v1 import inbox_pb2, types_pb2
 

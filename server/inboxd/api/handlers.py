@@ -27,8 +27,8 @@ from google.protobuf.descriptor import ServiceDescriptor
 from inboxd.api.auth import authorize, bearer_token
 from inboxd.api.identity import set_caller
 from inboxd.api.status import status_for
-from inboxd.auth import ANONYMOUS, TokenRegistry
-from inboxd.errors import InboxError
+from inboxd.config.tokens import ANONYMOUS, TokenRegistry
+from inboxd.domain.errors import InboxError
 
 Behaviour = Callable[[Any, grpc.aio.ServicerContext[Any, Any]], Awaitable[message.Message]]
 # (method name, status code, seconds): called once per RPC, after its answer is decided.

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from contextvars import ContextVar
 
-from inboxd.auth import ANONYMOUS, Caller
+from inboxd.config.tokens import ANONYMOUS, Caller
 
 _caller: ContextVar[Caller] = ContextVar("inboxd_caller", default=ANONYMOUS)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from datetime import timedelta
 from typing import Any
@@ -13,9 +13,10 @@ import grpc
 
 from inboxd.api import convert
 from inboxd.api.identity import current_caller
-from inboxd.errors import InboxError, InvalidArgument, RefusedEvent, TooManyRequests
-from inboxd.inbox import Inbox
+from inboxd.domain.errors import InboxError, InvalidArgument, RefusedEvent, TooManyRequests
+from inboxd.domain.vocabulary import ClaimRequest
 from inboxd.store.claims import Completion
+from inboxd.usecases.inbox import Inbox
 from inboxd_client.v1 import inbox_pb2
 
 MAX_BATCH_EVENTS = 500
@@ -63,19 +64,25 @@ class InboxServicer:
 
     async def Claim(self, request: inbox_pb2.ClaimRequest, context: Context) -> inbox_pb2.ClaimResponse:
         claim = convert.claim_request(request)
-        remaining = context.time_remaining()
-        if remaining is not None and claim.wait.total_seconds() > remaining - DEADLINE_MARGIN_SECONDS:
-            # Answer (empty-handed) before the caller's deadline rather than be cut off mid-claim.
-            claim = replace(claim, wait=timedelta(seconds=max(0.0, remaining - DEADLINE_MARGIN_SECONDS)))
+        if len(request.completions) > MAX_BATCH_COMPLETIONS:
+            raise InvalidArgument(
+                "completions", f"holds {len(request.completions)} completions; send at most {MAX_BATCH_COMPLETIONS}"
+            )
         caller = current_caller()
         if not claim.namespaces and not caller.all_namespaces:
             claim = replace(claim, namespace_patterns=caller.like_patterns())
-        if not claim.wait:
+        claim = _within_deadline(claim, context)
+        with self._waiting_slot(caller.name) if claim.wait else contextlib.nullcontext():
+            completed: list[inbox_pb2.CompleteResult] = []
+            if request.completions:
+                # The worker's previous batch first: committed before this Claim
+                # looks, so a worker's whole cycle is one call instead of two.
+                completed = await self._complete_items(request.completions)
+                claim = _within_deadline(claim, context)
             batch = await self.inbox.claim(claim)
-        else:
-            with self._waiting_slot(caller.name):
-                batch = await self.inbox.claim(claim)
-        return inbox_pb2.ClaimResponse(events=[convert.claimed_event_to_proto(e) for e in batch.events])
+        return inbox_pb2.ClaimResponse(
+            events=[convert.claimed_event_to_proto(e) for e in batch.events], completion_results=completed
+        )
 
     @contextlib.contextmanager
     def _waiting_slot(self, caller: str) -> Iterator[None]:
@@ -111,10 +118,15 @@ class InboxServicer:
         count = len(request.completions)
         if not 1 <= count <= MAX_BATCH_COMPLETIONS:
             raise InvalidArgument("completions", f"holds {count} completions; send 1 to {MAX_BATCH_COMPLETIONS}")
+        return inbox_pb2.CompleteBatchResponse(results=await self._complete_items(request.completions))
+
+    async def _complete_items(self, items: Sequence[inbox_pb2.CompleteRequest]) -> list[inbox_pb2.CompleteResult]:
+        """A CompleteBatch's items (or a Claim's), each judged alone: one result each, in order."""
         caller = current_caller()
+        count = len(items)
         outcomes: list[InboxError | None] = [None] * count
         accepted: list[tuple[int, Completion]] = []
-        for index, item in enumerate(request.completions):
+        for index, item in enumerate(items):
             # Judged alone, in the order a lone Complete is: its namespace
             # grant (the interceptor checked only the scope), then its fields.
             try:
@@ -128,7 +140,7 @@ class InboxServicer:
             done = await self.inbox.complete_many([c for _, c in accepted])
             for (index, _), outcome in zip(accepted, done, strict=True):
                 outcomes[index] = outcome
-        return inbox_pb2.CompleteBatchResponse(results=[convert.completion_result(o) for o in outcomes])
+        return [convert.completion_result(o) for o in outcomes]
 
     async def Fail(self, request: inbox_pb2.FailRequest, context: Context) -> inbox_pb2.FailResponse:
         fence = convert.fence(request)
@@ -150,3 +162,11 @@ class InboxServicer:
         action, state, external_ref, detail = convert.action_outcome(request)
         record = await self.inbox.record_action(fence, action, state, external_ref=external_ref, detail=detail)
         return inbox_pb2.RecordActionOutcomeResponse(action=convert.action_record_to_proto(record))
+
+
+def _within_deadline(claim: ClaimRequest, context: Context) -> ClaimRequest:
+    """Answer (empty-handed) before the caller's deadline rather than be cut off mid-claim."""
+    remaining = context.time_remaining()
+    if remaining is not None and claim.wait.total_seconds() > remaining - DEADLINE_MARGIN_SECONDS:
+        return replace(claim, wait=timedelta(seconds=max(0.0, remaining - DEADLINE_MARGIN_SECONDS)))
+    return claim

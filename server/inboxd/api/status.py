@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import grpc
 
-from inboxd import errors
+from inboxd.domain import errors
 
 STATUS_BY_ERROR: dict[type[errors.InboxError], grpc.StatusCode] = {
     errors.InvalidArgument: grpc.StatusCode.INVALID_ARGUMENT,

@@ -1,4 +1,4 @@
-"""The operators' web console: an HTTP adapter beside `api/`, on the same use cases (`inboxd.operators`).
+"""The operators' web console: an HTTP adapter beside `api/`, on the same use cases (`inboxd.usecases.admin`).
 
 Off unless INBOXD_CONSOLE_LISTEN is set. Server-rendered HTML, signed in
 with an admin-scoped bearer token, namespace grants honoured as in

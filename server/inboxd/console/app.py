@@ -15,12 +15,12 @@ from importlib import resources
 
 from aiohttp import web
 
-from inboxd.auth import Caller, TokenRegistry
-from inboxd.config import ConfigError, Settings
+from inboxd.config.settings import ConfigError, Settings
+from inboxd.config.tokens import Caller, TokenRegistry
 from inboxd.console import security
 from inboxd.console.pages import error_page, signin_page
 from inboxd.console.views import Views
-from inboxd.errors import (
+from inboxd.domain.errors import (
     InboxError,
     InvalidArgument,
     NotFound,
@@ -29,7 +29,7 @@ from inboxd.errors import (
     Unauthenticated,
     Unavailable,
 )
-from inboxd.operators import Operators
+from inboxd.usecases.admin import Operators
 
 log = logging.getLogger(__name__)
 

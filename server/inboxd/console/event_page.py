@@ -10,8 +10,8 @@ import json
 
 from inboxd.console.html import csrf_input, event_url, h, page, state_badge, table, url, when
 from inboxd.console.pages import event_ref
-from inboxd.domain import EventState
-from inboxd.records import EventRecord
+from inboxd.domain.operator_views import EventRecord
+from inboxd.domain.vocabulary import EventState
 
 REPLAYABLE = (EventState.COMPLETED, EventState.DEAD_LETTERED)
 

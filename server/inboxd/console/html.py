@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from urllib.parse import urlencode
 
-from inboxd.domain import EventState
+from inboxd.domain.vocabulary import EventState
 
 STATE_LABELS = {
     EventState.PENDING: "PENDING",

@@ -8,12 +8,13 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-# The CLI's format for an age, so the console and `inboxd stats` show one figure alike.
-from inboxd.admin_output import age
 from inboxd.console.html import csrf_input, event_url, h, page, state_badge, table, url, when
-from inboxd.domain import EventState
-from inboxd.errors import InvalidArgument
-from inboxd.records import EventSummary, NamespaceStats
+from inboxd.domain.errors import InvalidArgument
+from inboxd.domain.operator_views import EventSummary, NamespaceStats
+from inboxd.domain.vocabulary import EventState
+
+# The CLI's format for an age, so the console and `inboxd stats` show one figure alike.
+from inboxd.serving.admin_output import age
 
 # How often the overview's numbers refresh themselves (console.js polls the fragment).
 OVERVIEW_REFRESH_SECONDS = 5

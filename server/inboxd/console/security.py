@@ -15,8 +15,8 @@ import hmac
 import ipaddress
 import secrets
 
-from inboxd.auth import ANONYMOUS, Caller, Scope, TokenRegistry
-from inboxd.errors import Unauthenticated
+from inboxd.config.tokens import ANONYMOUS, Caller, Scope, TokenRegistry
+from inboxd.domain.errors import Unauthenticated
 
 SESSION_COOKIE = "inboxd_console"
 # Before sign-in: keys the sign-in form's CSRF token (no login CSRF either).

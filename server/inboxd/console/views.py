@@ -13,8 +13,7 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
-from inboxd import validation
-from inboxd.auth import Caller
+from inboxd.config.tokens import Caller
 from inboxd.console.event_page import event_page
 from inboxd.console.pages import (
     EventFilters,
@@ -26,11 +25,12 @@ from inboxd.console.pages import (
     parse_event_ref,
     replay_result_page,
 )
-from inboxd.domain import EventState
-from inboxd.errors import InboxError, InvalidArgument
-from inboxd.operators import ALL_STATES, Operators
-from inboxd.page_tokens import decode_page_token, encode_page_token
-from inboxd.records import EventPage, ListNarrowing, NamespaceStats
+from inboxd.domain import validation
+from inboxd.domain.errors import InboxError, InvalidArgument
+from inboxd.domain.operator_views import EventPage, ListNarrowing, NamespaceStats
+from inboxd.domain.page_tokens import decode_page_token, encode_page_token
+from inboxd.domain.vocabulary import EventState
+from inboxd.usecases.admin import ALL_STATES, Operators
 
 if TYPE_CHECKING:
     from inboxd.console.app import Console

@@ -10,8 +10,8 @@ from typing import Any
 import psycopg
 import psycopg.errors
 
-from inboxd.domain import AcceptOutcome, AcceptResult, EventState, NewEvent
-from inboxd.errors import RefusedEvent, Unavailable
+from inboxd.domain.errors import RefusedEvent, Unavailable
+from inboxd.domain.vocabulary import AcceptOutcome, AcceptResult, EventState, NewEvent
 from inboxd.store.database import Connection
 from inboxd.store.queries import QUERIES
 

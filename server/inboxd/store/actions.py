@@ -3,7 +3,7 @@
 Every statement named below stands in queries/actions.sql, and every statement
 there is named below; tests/unit/test_state_diagrams.py holds the two to each
 other, the states to ActionState and the arrows to what
-inboxd.actions.plan_action_write lets through. A line reads
+inboxd.domain.action_states.plan_action_write lets through. A line reads
 `FROM -> TO  statement  when`; (none) is before the action's first record.
 
     (none)    -> INTENDED   action_create  the first record of an action: its idempotency key minted
@@ -41,10 +41,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from inboxd.actions import ActionWrite, plan_action_write
-from inboxd.domain import ActionRecord, ActionState, Fence, FencingToken
-from inboxd.errors import ClaimSuperseded, NotFound
-from inboxd.records import ActionHistoryEntry
+from inboxd.domain.action_states import ActionWrite, plan_action_write
+from inboxd.domain.errors import ClaimSuperseded, NotFound
+from inboxd.domain.operator_views import ActionHistoryEntry
+from inboxd.domain.vocabulary import ActionRecord, ActionState, Fence, FencingToken
 from inboxd.store.claims import action_record
 from inboxd.store.database import Connection
 from inboxd.store.queries import QUERIES

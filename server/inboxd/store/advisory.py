@@ -13,7 +13,7 @@ from typing import Any
 
 import psycopg
 
-from inboxd.errors import Unavailable
+from inboxd.domain.errors import Unavailable
 from inboxd.store.database import first_line
 from inboxd.store.queries import QUERIES
 

@@ -14,8 +14,9 @@ from typing import Any
 
 import psycopg.errors
 
-from inboxd.backoff import FailureDecision
-from inboxd.domain import (
+from inboxd.domain.backoff import FailureDecision
+from inboxd.domain.errors import ClaimSuperseded, InboxError, NotFound, Unavailable
+from inboxd.domain.vocabulary import (
     ActionRecord,
     ActionState,
     ClaimBatch,
@@ -29,11 +30,10 @@ from inboxd.domain import (
     FencingToken,
     Namespace,
 )
-from inboxd.errors import ClaimSuperseded, InboxError, NotFound, Unavailable
+from inboxd.runtime.wakeups import like_prefix
 from inboxd.store import queries
 from inboxd.store.database import Connection
 from inboxd.store.queries import QUERIES
-from inboxd.wakeups import like_prefix
 
 SUPERSEDED = "claim superseded: this claim token is not the current claim of the event"
 

@@ -13,7 +13,7 @@ import psycopg.errors
 from psycopg.rows import TupleRow
 from psycopg_pool import AsyncConnectionPool, PoolClosed, PoolTimeout
 
-from inboxd.errors import DatabaseFault, InvalidArgument, Unavailable
+from inboxd.domain.errors import DatabaseFault, InvalidArgument, Unavailable
 
 log = logging.getLogger(__name__)
 

@@ -29,7 +29,7 @@ rescue.py and retention.py, one per transition.
 
 No attempts left means attempt >= INBOXD_MAX_ATTEMPTS (an attempt is a
 claim; Release gives one back): event_claim and event_rescue_expired test it
-in SQL, Fail in backoff.decide_failure, and
+in SQL, Fail in domain.backoff.decide_failure, and
 tests/integration/test_attempts_rule.py holds the three to one rule. Every
 transition out of PROCESSING ends the claim in inbox_claims with its outcome
 (expired, completed, failed, dead_lettered, released): its token is dead.

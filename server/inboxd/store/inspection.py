@@ -6,8 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from inboxd.domain import Disposition, EventKey, EventState, FencingToken, Namespace
-from inboxd.records import (
+from inboxd.domain.operator_views import (
     ClaimRecord,
     ConflictingCopy,
     EventPage,
@@ -18,6 +17,7 @@ from inboxd.records import (
     NamespaceStats,
     ReplayRecord,
 )
+from inboxd.domain.vocabulary import Disposition, EventKey, EventState, FencingToken, Namespace
 from inboxd.store.actions import action_history, unresolved_actions
 from inboxd.store.claims import action_record
 from inboxd.store.database import Connection

@@ -16,7 +16,7 @@ from typing import LiteralString
 import psycopg
 from psycopg import sql
 
-from inboxd.errors import Unavailable
+from inboxd.domain.errors import Unavailable
 from inboxd.store.database import first_line
 
 log = logging.getLogger(__name__)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from inboxd.domain import EventState
-from inboxd.errors import NotFound, TransitionNotAllowed
+from inboxd.domain.errors import NotFound, TransitionNotAllowed
+from inboxd.domain.vocabulary import EventState
 from inboxd.store.database import Connection
 from inboxd.store.queries import QUERIES
 

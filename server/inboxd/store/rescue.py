@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from inboxd.domain import EventState
+from inboxd.domain.vocabulary import EventState
 from inboxd.store.advisory import alone
 from inboxd.store.queries import QUERIES
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any, LiteralString
 
-from inboxd.records import RetentionCounts
+from inboxd.domain.operator_views import RetentionCounts
 from inboxd.store.advisory import AsyncConnection, alone
 from inboxd.store.queries import QUERIES
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import logging
 
-from inboxd.errors import Unavailable
-from inboxd.logs import log_fields
+from inboxd.domain.errors import Unavailable
+from inboxd.observability.logs import log_fields
 from inboxd.store.database import Connection, Database
 from inboxd.store.queries import QUERIES
 

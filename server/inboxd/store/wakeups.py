@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from inboxd.runtime.wakeups import Wanted, like_prefix
 from inboxd.store.database import Connection
 from inboxd.store.queries import QUERIES
-from inboxd.wakeups import Wanted, like_prefix
 
 # Due rows counted per wanted namespace: enough to wake as many waiters.
 DUE_CAP = 100

@@ -96,8 +96,10 @@ class ActionLedger:
         # (of this claim or another) stopped somewhere around the call.
         return Plan.RECONCILE
 
-    def record_of(self, name: str) -> types_pb2.ActionRecord:
-        return self._records[name]
+    def already_done(self, name: str) -> Action:
+        """The handle on an action some claim did: `done`, with the key and the ref its success was recorded with."""
+        record = self._records[name]
+        return Action(name, record.idempotency_key, done=True, external_ref=record.external_ref)
 
     async def record(
         self, name: str, state: types_pb2.ActionState, *, external_ref: str = "", detail: str = ""
@@ -203,8 +205,7 @@ class AsyncActionScope:
             verdict = await self._reconcile(key) if self._reconcile is not None else None
             plan = Plan.DONE if await ledger.apply_verdict(name, verdict) else Plan.ACT
         if plan is Plan.DONE:
-            record = ledger.record_of(name)
-            self._action = Action(name, record.idempotency_key, done=True, external_ref=record.external_ref)
+            self._action = ledger.already_done(name)
         else:
             self._action = Action(name, await ledger.intend(name), done=False)
         return self._action

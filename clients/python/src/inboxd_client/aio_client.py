@@ -14,28 +14,22 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
-from typing import Any, TypeVar, cast
+from typing import TypeVar, cast
 
 import grpc
 from google.protobuf.message import Message
 
 from inboxd_client import builders, rpcs
 from inboxd_client.builders import DurationLike, Fenced
-from inboxd_client.connection import ChannelOption, RetryPolicy, TlsConfig, call_metadata, channel_options
+from inboxd_client.calls import CLAIM_TIMEOUT_MARGIN, DEFAULT_TIMEOUT, Callables, claim_timeout
+from inboxd_client.connection import ChannelOption, RetryPolicy, TlsConfig, call_metadata, channel_settings
 from inboxd_client.errors import InboxError, complete_batch_outcomes, error_from_status
 from inboxd_client.v1 import admin_pb2, inbox_pb2, types_pb2
 
+# Moved to `calls`, shared with the sync client; still importable from here.
+__all__ = ["CLAIM_TIMEOUT_MARGIN", "DEFAULT_TIMEOUT", "AsyncInboxClient", "claim_timeout"]
+
 R = TypeVar("R", bound=Message)
-
-DEFAULT_TIMEOUT = 30.0
-# A long-polling Claim may take `wait`; the server answers (empty-handed) before this much more.
-CLAIM_TIMEOUT_MARGIN = 10.0
-
-
-def claim_timeout(wait: DurationLike | None, timeout: float | None) -> float:
-    if timeout is not None:
-        return timeout
-    return (builders.to_timedelta(wait).total_seconds() if wait is not None else 0.0) + CLAIM_TIMEOUT_MARGIN
 
 
 class AsyncInboxClient:
@@ -58,16 +52,15 @@ class AsyncInboxClient:
         timeout: float = DEFAULT_TIMEOUT,
         options: Sequence[ChannelOption] = (),
     ) -> None:
-        tls_config = TlsConfig() if tls is True else (tls or None)
-        opts = channel_options(retry, tls_config, options)
-        if tls_config is None:
+        credentials, opts = channel_settings(tls, retry, options)
+        if credentials is None:
             self._channel = grpc.aio.insecure_channel(target, options=opts)
         else:
-            self._channel = grpc.aio.secure_channel(target, tls_config.credentials(), options=opts)
+            self._channel = grpc.aio.secure_channel(target, credentials, options=opts)
         self.target = target
         self.timeout = timeout
         self._metadata = call_metadata(token)
-        self._callables: dict[str, Any] = {}
+        self._callables = Callables(self._channel)
 
     async def close(self, grace: float | None = None) -> None:
         await self._channel.close(grace)
@@ -81,12 +74,7 @@ class AsyncInboxClient:
         await self.close()
 
     async def _call(self, rpc: rpcs.Rpc[R], request: Message, timeout: float | None) -> R:
-        method = self._callables.get(rpc.path)
-        if method is None:
-            method = self._channel.unary_unary(
-                rpc.path, request_serializer=rpcs.serialize, response_deserializer=rpc.response.FromString
-            )
-            self._callables[rpc.path] = method
+        method = self._callables.of(rpc)
         try:
             response = await method(
                 request, timeout=self.timeout if timeout is None else timeout, metadata=self._metadata
@@ -129,7 +117,7 @@ class AsyncInboxClient:
         self, events: Iterable[inbox_pb2.AcceptRequest], *, timeout: float | None = None
     ) -> inbox_pb2.AcceptBatchResponse:
         """Up to 500 events in one transaction; build each with `builders.accept_request`."""
-        return await self._call(rpcs.ACCEPT_BATCH, inbox_pb2.AcceptBatchRequest(events=list(events)), timeout)
+        return await self._call(rpcs.ACCEPT_BATCH, builders.accept_batch_request(events), timeout)
 
     async def claim(
         self,
@@ -140,9 +128,15 @@ class AsyncInboxClient:
         lease: DurationLike | None = None,
         wait: DurationLike | None = None,
         worker_id: str = "",
+        completions: Iterable[Fenced | inbox_pb2.CompleteRequest] = (),
         timeout: float | None = None,
     ) -> inbox_pb2.ClaimResponse:
-        """Leases up to `max_events` events, long-polling up to `wait`. Never retried (see `rpcs.CLAIM`)."""
+        """Leases up to `max_events` events, long-polling up to `wait`. Never retried (see `rpcs.CLAIM`).
+
+        `completions` (claimed events, or `CompleteRequest`s as for
+        `complete_many`) are committed first, so a worker's cycle is one call;
+        `claim_completion_outcomes(response, n)` reads their outcomes.
+        """
         request = builders.claim_request(
             namespaces=namespaces,
             event_types=event_types,
@@ -150,6 +144,7 @@ class AsyncInboxClient:
             lease=lease,
             wait=wait,
             worker_id=worker_id,
+            completions=completions,
         )
         return await self._call(rpcs.CLAIM, request, claim_timeout(wait, timeout))
 
@@ -221,8 +216,7 @@ class AsyncInboxClient:
     async def get_event(
         self, namespace: str, event_key: str, *, timeout: float | None = None
     ) -> admin_pb2.GetEventResponse:
-        request = admin_pb2.GetEventRequest(namespace=namespace, event_key=event_key)
-        return await self._call(rpcs.GET_EVENT, request, timeout)
+        return await self._call(rpcs.GET_EVENT, builders.get_event_request(namespace, event_key), timeout)
 
     async def list_events(
         self,
@@ -240,8 +234,7 @@ class AsyncInboxClient:
         self, namespace: str, event_key: str, reason: str, *, timeout: float | None = None
     ) -> admin_pb2.ReplayResponse:
         """Returns a COMPLETED or DEAD_LETTERED event to PENDING; never retried (see `rpcs.REPLAY`)."""
-        request = admin_pb2.ReplayRequest(namespace=namespace, event_key=event_key, reason=reason)
-        return await self._call(rpcs.REPLAY, request, timeout)
+        return await self._call(rpcs.REPLAY, builders.replay_request(namespace, event_key, reason), timeout)
 
     async def stats(self, namespace: str = "", *, timeout: float | None = None) -> admin_pb2.StatsResponse:
-        return await self._call(rpcs.STATS, admin_pb2.StatsRequest(namespace=namespace), timeout)
+        return await self._call(rpcs.STATS, builders.stats_request(namespace), timeout)

@@ -1,4 +1,4 @@
-"""Request messages from plain Python values, shared by the async and the sync client.
+"""Request messages from plain Python values, one builder per RPC, shared by the async and the sync client.
 
 Durations take a `timedelta` or seconds as a float; instants take an aware
 `datetime`; payloads take raw JSON bytes or any value `json.dumps` can write.
@@ -82,6 +82,10 @@ def accept_request(
     return request
 
 
+def accept_batch_request(events: Iterable[inbox_pb2.AcceptRequest]) -> inbox_pb2.AcceptBatchRequest:
+    return inbox_pb2.AcceptBatchRequest(events=list(events))
+
+
 def claim_request(
     *,
     namespaces: Iterable[str] = (),
@@ -90,9 +94,14 @@ def claim_request(
     lease: DurationLike | None = None,
     wait: DurationLike | None = None,
     worker_id: str = "",
+    completions: Iterable[Fenced | inbox_pb2.CompleteRequest] = (),
 ) -> inbox_pb2.ClaimRequest:
     request = inbox_pb2.ClaimRequest(
-        namespaces=list(namespaces), event_types=list(event_types), max_events=max_events, worker_id=worker_id
+        namespaces=list(namespaces),
+        event_types=list(event_types),
+        max_events=max_events,
+        worker_id=worker_id,
+        completions=complete_batch_request(completions).completions,
     )
     if lease is not None:
         request.lease.CopyFrom(duration(lease))
@@ -167,7 +176,19 @@ def record_action_outcome_request(
     )
 
 
+def get_event_request(namespace: str, event_key: str) -> admin_pb2.GetEventRequest:
+    return admin_pb2.GetEventRequest(namespace=namespace, event_key=event_key)
+
+
 def list_events_request(
     namespace: str, state: types_pb2.EventState, page_size: int, page_token: str
 ) -> admin_pb2.ListEventsRequest:
     return admin_pb2.ListEventsRequest(namespace=namespace, state=state, page_size=page_size, page_token=page_token)
+
+
+def replay_request(namespace: str, event_key: str, reason: str) -> admin_pb2.ReplayRequest:
+    return admin_pb2.ReplayRequest(namespace=namespace, event_key=event_key, reason=reason)
+
+
+def stats_request(namespace: str) -> admin_pb2.StatsRequest:
+    return admin_pb2.StatsRequest(namespace=namespace)

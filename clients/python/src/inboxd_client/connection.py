@@ -117,6 +117,18 @@ def channel_options(
     return options
 
 
+def channel_settings(
+    tls: TlsConfig | bool, retry: RetryPolicy | None, extra: Sequence[ChannelOption] = ()
+) -> tuple[grpc.ChannelCredentials | None, list[ChannelOption]]:
+    """A client's `tls`, `retry` and `options` as either flavour of gRPC channel takes them.
+
+    The credentials are None for plaintext; `tls=True` means gRPC's default roots.
+    """
+    tls_config = TlsConfig() if tls is True else (tls or None)
+    credentials = None if tls_config is None else tls_config.credentials()
+    return credentials, channel_options(retry, tls_config, extra)
+
+
 def call_metadata(token: str | None) -> Metadata:
     """`authorization: Bearer <token>` on every call, or nothing."""
     if not token:

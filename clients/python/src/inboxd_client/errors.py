@@ -164,6 +164,13 @@ def complete_batch_outcomes(response: inbox_pb2.CompleteBatchResponse, sent: int
     return [error_from_code(r.code, r.message, method="CompleteBatch") for r in response.results]
 
 
+def claim_completion_outcomes(response: inbox_pb2.ClaimResponse, sent: int) -> list[InboxError | None]:
+    """The outcome of each completion a Claim carried, as `complete_batch_outcomes` reads a CompleteBatch's."""
+    if len(response.completion_results) != sent:
+        raise Internal(f"Claim answered {len(response.completion_results)} results for {sent} completions")
+    return [error_from_code(r.code, r.message, method="Claim") for r in response.completion_results]
+
+
 def error_from_status(code: grpc.StatusCode, details: str | None, *, method: str = "") -> InboxError:
     """The exception for a non-OK status; a code this table lacks becomes `Unknown`."""
     cls = ERROR_BY_CODE.get(code, Unknown)

@@ -90,8 +90,7 @@ class SyncActionScope:
             verdict = self._reconcile(key) if self._reconcile is not None else None
             plan = Plan.DONE if call_in_loop(loop, ledger.apply_verdict(name, verdict)) else Plan.ACT
         if plan is Plan.DONE:
-            record = ledger.record_of(name)
-            self._action = Action(name, record.idempotency_key, done=True, external_ref=record.external_ref)
+            self._action = ledger.already_done(name)
         else:
             self._action = Action(name, call_in_loop(loop, ledger.intend(name)), done=False)
         return self._action

@@ -1,7 +1,11 @@
 """InboxClient: the blocking twin of AsyncInboxClient, on a plain grpc channel.
 
 Same methods, same arguments, same exceptions, same retry policy; see
-`aio_client.AsyncInboxClient` for what each call does.
+`aio_client.AsyncInboxClient` for what each call does. All but the wait is
+written once for both: `builders` makes the requests, `calls` the deadlines
+and the callables, `connection` the channel's settings and the token,
+`errors` the exceptions. What the two files repeat is each method's
+signature, and the wait itself.
 """
 
 from __future__ import annotations
@@ -9,15 +13,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
-from typing import Any, TypeVar, cast
+from typing import TypeVar, cast
 
 import grpc
 from google.protobuf.message import Message
 
 from inboxd_client import builders, rpcs
-from inboxd_client.aio_client import DEFAULT_TIMEOUT, claim_timeout
 from inboxd_client.builders import DurationLike, Fenced
-from inboxd_client.connection import ChannelOption, RetryPolicy, TlsConfig, call_metadata, channel_options
+from inboxd_client.calls import DEFAULT_TIMEOUT, Callables, claim_timeout
+from inboxd_client.connection import ChannelOption, RetryPolicy, TlsConfig, call_metadata, channel_settings
 from inboxd_client.errors import InboxError, complete_batch_outcomes, error_from_status
 from inboxd_client.v1 import admin_pb2, inbox_pb2, types_pb2
 
@@ -37,16 +41,15 @@ class InboxClient:
         timeout: float = DEFAULT_TIMEOUT,
         options: Sequence[ChannelOption] = (),
     ) -> None:
-        tls_config = TlsConfig() if tls is True else (tls or None)
-        opts = channel_options(retry, tls_config, options)
-        if tls_config is None:
+        credentials, opts = channel_settings(tls, retry, options)
+        if credentials is None:
             self._channel = grpc.insecure_channel(target, options=opts)
         else:
-            self._channel = grpc.secure_channel(target, tls_config.credentials(), options=opts)
+            self._channel = grpc.secure_channel(target, credentials, options=opts)
         self.target = target
         self.timeout = timeout
         self._metadata = call_metadata(token)
-        self._callables: dict[str, Any] = {}
+        self._callables = Callables(self._channel)
 
     def close(self) -> None:
         self._channel.close()
@@ -60,12 +63,7 @@ class InboxClient:
         self.close()
 
     def _call(self, rpc: rpcs.Rpc[R], request: Message, timeout: float | None) -> R:
-        method = self._callables.get(rpc.path)
-        if method is None:
-            method = self._channel.unary_unary(
-                rpc.path, request_serializer=rpcs.serialize, response_deserializer=rpc.response.FromString
-            )
-            self._callables[rpc.path] = method
+        method = self._callables.of(rpc)
         try:
             response = method(request, timeout=self.timeout if timeout is None else timeout, metadata=self._metadata)
         except grpc.RpcError as exc:
@@ -104,7 +102,7 @@ class InboxClient:
     def accept_batch(
         self, events: Iterable[inbox_pb2.AcceptRequest], *, timeout: float | None = None
     ) -> inbox_pb2.AcceptBatchResponse:
-        return self._call(rpcs.ACCEPT_BATCH, inbox_pb2.AcceptBatchRequest(events=list(events)), timeout)
+        return self._call(rpcs.ACCEPT_BATCH, builders.accept_batch_request(events), timeout)
 
     def claim(
         self,
@@ -115,6 +113,7 @@ class InboxClient:
         lease: DurationLike | None = None,
         wait: DurationLike | None = None,
         worker_id: str = "",
+        completions: Iterable[Fenced | inbox_pb2.CompleteRequest] = (),
         timeout: float | None = None,
     ) -> inbox_pb2.ClaimResponse:
         request = builders.claim_request(
@@ -124,6 +123,7 @@ class InboxClient:
             lease=lease,
             wait=wait,
             worker_id=worker_id,
+            completions=completions,
         )
         return self._call(rpcs.CLAIM, request, claim_timeout(wait, timeout))
 
@@ -181,8 +181,7 @@ class InboxClient:
     # -- InboxAdminService --
 
     def get_event(self, namespace: str, event_key: str, *, timeout: float | None = None) -> admin_pb2.GetEventResponse:
-        request = admin_pb2.GetEventRequest(namespace=namespace, event_key=event_key)
-        return self._call(rpcs.GET_EVENT, request, timeout)
+        return self._call(rpcs.GET_EVENT, builders.get_event_request(namespace, event_key), timeout)
 
     def list_events(
         self,
@@ -199,8 +198,7 @@ class InboxClient:
     def replay(
         self, namespace: str, event_key: str, reason: str, *, timeout: float | None = None
     ) -> admin_pb2.ReplayResponse:
-        request = admin_pb2.ReplayRequest(namespace=namespace, event_key=event_key, reason=reason)
-        return self._call(rpcs.REPLAY, request, timeout)
+        return self._call(rpcs.REPLAY, builders.replay_request(namespace, event_key, reason), timeout)
 
     def stats(self, namespace: str = "", *, timeout: float | None = None) -> admin_pb2.StatsResponse:
-        return self._call(rpcs.STATS, admin_pb2.StatsRequest(namespace=namespace), timeout)
+        return self._call(rpcs.STATS, builders.stats_request(namespace), timeout)

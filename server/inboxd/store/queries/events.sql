@@ -417,7 +417,7 @@ FOR UPDATE
 -- name: event_fail
 -- PROCESSING -> PENDING after a retryable failure, claimable again after the
 -- delay; with no delay (a permanent failure, or the last attempt: the caller
--- decided, backoff.decide_failure), PROCESSING -> DEAD_LETTERED.
+-- decided: domain.backoff.decide_failure), PROCESSING -> DEAD_LETTERED.
 WITH clock AS (
     SELECT coalesce(%(now)s::timestamptz, now()) AS now
 ), failed AS (

@@ -27,7 +27,7 @@ from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__
 from . import types_pb2 as inboxd_dot_v1_dot_types__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15inboxd/v1/inbox.proto\x12\tinboxd.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15inboxd/v1/types.proto\"\xb3\x02\n\rAcceptRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x11\n\tevent_key\x18\x02 \x01(\t\x12\x12\n\nevent_type\x18\x03 \x01(\t\x12\x0f\n\x07payload\x18\x04 \x01(\x0c\x12\x38\n\x08metadata\x18\x05 \x03(\x0b\x32&.inboxd.v1.AcceptRequest.MetadataEntry\x12\x12\n\nmessage_id\x18\x06 \x01(\t\x12\x14\n\x0cordering_key\x18\x07 \x01(\t\x12\x10\n\x08revision\x18\x08 \x01(\x03\x12\x30\n\x0c\x61vailable_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\x92\x01\n\x0e\x41\x63\x63\x65ptResponse\x12)\n\x07outcome\x18\x01 \x01(\x0e\x32\x18.inboxd.v1.AcceptOutcome\x12$\n\x05state\x18\x02 \x01(\x0e\x32\x15.inboxd.v1.EventState\x12/\n\x0b\x61\x63\x63\x65pted_at\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\">\n\x12\x41\x63\x63\x65ptBatchRequest\x12(\n\x06\x65vents\x18\x01 \x03(\x0b\x32\x18.inboxd.v1.AcceptRequest\"A\n\x13\x41\x63\x63\x65ptBatchResponse\x12*\n\x07results\x18\x01 \x03(\x0b\x32\x19.inboxd.v1.AcceptResponse\"\xb1\x01\n\x0c\x43laimRequest\x12\x12\n\nnamespaces\x18\x01 \x03(\t\x12\x13\n\x0b\x65vent_types\x18\x02 \x03(\t\x12\x12\n\nmax_events\x18\x03 \x01(\x05\x12(\n\x05lease\x18\x04 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\'\n\x04wait\x18\x05 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x11\n\tworker_id\x18\x06 \x01(\t\"\x8a\x04\n\x0c\x43laimedEvent\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x11\n\tevent_key\x18\x02 \x01(\t\x12\x12\n\nevent_type\x18\x03 \x01(\t\x12\x0f\n\x07payload\x18\x04 \x01(\x0c\x12\x37\n\x08metadata\x18\x05 \x03(\x0b\x32%.inboxd.v1.ClaimedEvent.MetadataEntry\x12\x12\n\nmessage_id\x18\x06 \x01(\t\x12\x14\n\x0cordering_key\x18\x07 \x01(\t\x12\x10\n\x08revision\x18\x08 \x01(\x03\x12\x0f\n\x07\x61ttempt\x18\t \x01(\x05\x12\x13\n\x0b\x63laim_token\x18\n \x01(\t\x12\x15\n\rfencing_token\x18\x0b \x01(\x03\x12\x34\n\x10lease_expires_at\x18\x0c \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0b\x61\x63\x63\x65pted_at\x18\r \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x12\n\nlast_error\x18\x0e \x01(\t\x12(\n\x07\x61\x63tions\x18\x0f \x03(\x0b\x32\x17.inboxd.v1.ActionRecord\x12\x18\n\x10\x61pplied_revision\x18\x10 \x01(\x03\x12\r\n\x05stale\x18\x11 \x01(\x08\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"8\n\rClaimResponse\x12\'\n\x06\x65vents\x18\x01 \x03(\x0b\x32\x17.inboxd.v1.ClaimedEvent\"x\n\x11RenewLeaseRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x11\n\tevent_key\x18\x02 \x01(\t\x12\x13\n\x0b\x63laim_token\x18\x03 \x01(\t\x12(\n\x05lease\x18\x04 \x01(\x0b\x32\x19.google.protobuf.Duration\"J\n\x12RenewLeaseResponse\x12\x34\n\x10lease_expires_at\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\x89\x01\n\x0f\x43ompleteRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x11\n\tevent_key\x18\x02 \x01(\t\x12\x13\n\x0b\x63laim_token\x18\x03 \x01(\t\x12+\n\x0b\x64isposition\x18\x04 \x01(\x0e\x32\x16.inboxd.v1.Disposition\x12\x0e\n\x06reason\x18\x05 \x01(\t\"\x12\n\x10\x43ompleteResponse\"G\n\x14\x43ompleteBatchRequest\x12/\n\x0b\x63ompletions\x18\x01 \x03(\x0b\x32\x1a.inboxd.v1.CompleteRequest\"/\n\x0e\x43ompleteResult\x12\x0c\n\x04\x63ode\x18\x01 \x01(\x05\x12\x0f\n\x07message\x18\x02 \x01(\t\"C\n\x15\x43ompleteBatchResponse\x12*\n\x07results\x18\x01 \x03(\x0b\x32\x19.inboxd.v1.CompleteResult\"\x9a\x01\n\x0b\x46\x61ilRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x11\n\tevent_key\x18\x02 \x01(\t\x12\x13\n\x0b\x63laim_token\x18\x03 \x01(\t\x12\r\n\x05\x65rror\x18\x04 \x01(\t\x12\x11\n\tpermanent\x18\x05 \x01(\x08\x12.\n\x0bretry_after\x18\x06 \x01(\x0b\x32\x19.google.protobuf.Duration\"i\n\x0c\x46\x61ilResponse\x12$\n\x05state\x18\x01 \x01(\x0e\x32\x15.inboxd.v1.EventState\x12\x33\n\x0fnext_attempt_at\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"K\n\x0eReleaseRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x11\n\tevent_key\x18\x02 \x01(\t\x12\x13\n\x0b\x63laim_token\x18\x03 \x01(\t\"\x11\n\x0fReleaseResponse\"\xb4\x01\n\x1aRecordActionOutcomeRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x11\n\tevent_key\x18\x02 \x01(\t\x12\x13\n\x0b\x63laim_token\x18\x03 \x01(\t\x12\x0e\n\x06\x61\x63tion\x18\x04 \x01(\t\x12%\n\x05state\x18\x05 \x01(\x0e\x32\x16.inboxd.v1.ActionState\x12\x14\n\x0c\x65xternal_ref\x18\x06 \x01(\t\x12\x0e\n\x06\x64\x65tail\x18\x07 \x01(\t\"F\n\x1bRecordActionOutcomeResponse\x12\'\n\x06\x61\x63tion\x18\x01 \x01(\x0b\x32\x17.inboxd.v1.ActionRecord*\x87\x01\n\rAcceptOutcome\x12\x1e\n\x1a\x41\x43\x43\x45PT_OUTCOME_UNSPECIFIED\x10\x00\x12\x1b\n\x17\x41\x43\x43\x45PT_OUTCOME_ACCEPTED\x10\x01\x12\x1c\n\x18\x41\x43\x43\x45PT_OUTCOME_DUPLICATE\x10\x02\x12\x1b\n\x17\x41\x43\x43\x45PT_OUTCOME_CONFLICT\x10\x03\x32\x9c\x05\n\x0cInboxService\x12=\n\x06\x41\x63\x63\x65pt\x12\x18.inboxd.v1.AcceptRequest\x1a\x19.inboxd.v1.AcceptResponse\x12L\n\x0b\x41\x63\x63\x65ptBatch\x12\x1d.inboxd.v1.AcceptBatchRequest\x1a\x1e.inboxd.v1.AcceptBatchResponse\x12:\n\x05\x43laim\x12\x17.inboxd.v1.ClaimRequest\x1a\x18.inboxd.v1.ClaimResponse\x12I\n\nRenewLease\x12\x1c.inboxd.v1.RenewLeaseRequest\x1a\x1d.inboxd.v1.RenewLeaseResponse\x12\x43\n\x08\x43omplete\x12\x1a.inboxd.v1.CompleteRequest\x1a\x1b.inboxd.v1.CompleteResponse\x12R\n\rCompleteBatch\x12\x1f.inboxd.v1.CompleteBatchRequest\x1a .inboxd.v1.CompleteBatchResponse\x12\x37\n\x04\x46\x61il\x12\x16.inboxd.v1.FailRequest\x1a\x17.inboxd.v1.FailResponse\x12@\n\x07Release\x12\x19.inboxd.v1.ReleaseRequest\x1a\x1a.inboxd.v1.ReleaseResponse\x12\x64\n\x13RecordActionOutcome\x12%.inboxd.v1.RecordActionOutcomeRequest\x1a&.inboxd.v1.RecordActionOutcomeResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15inboxd/v1/inbox.proto\x12\tinboxd.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15inboxd/v1/types.proto\"\xb3\x02\n\rAcceptRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x11\n\tevent_key\x18\x02 \x01(\t\x12\x12\n\nevent_type\x18\x03 \x01(\t\x12\x0f\n\x07payload\x18\x04 \x01(\x0c\x12\x38\n\x08metadata\x18\x05 \x03(\x0b\x32&.inboxd.v1.AcceptRequest.MetadataEntry\x12\x12\n\nmessage_id\x18\x06 \x01(\t\x12\x14\n\x0cordering_key\x18\x07 \x01(\t\x12\x10\n\x08revision\x18\x08 \x01(\x03\x12\x30\n\x0c\x61vailable_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\x92\x01\n\x0e\x41\x63\x63\x65ptResponse\x12)\n\x07outcome\x18\x01 \x01(\x0e\x32\x18.inboxd.v1.AcceptOutcome\x12$\n\x05state\x18\x02 \x01(\x0e\x32\x15.inboxd.v1.EventState\x12/\n\x0b\x61\x63\x63\x65pted_at\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\">\n\x12\x41\x63\x63\x65ptBatchRequest\x12(\n\x06\x65vents\x18\x01 \x03(\x0b\x32\x18.inboxd.v1.AcceptRequest\"A\n\x13\x41\x63\x63\x65ptBatchResponse\x12*\n\x07results\x18\x01 \x03(\x0b\x32\x19.inboxd.v1.AcceptResponse\"\xe2\x01\n\x0c\x43laimRequest\x12\x12\n\nnamespaces\x18\x01 \x03(\t\x12\x13\n\x0b\x65vent_types\x18\x02 \x03(\t\x12\x12\n\nmax_events\x18\x03 \x01(\x05\x12(\n\x05lease\x18\x04 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\'\n\x04wait\x18\x05 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x11\n\tworker_id\x18\x06 \x01(\t\x12/\n\x0b\x63ompletions\x18\x07 \x03(\x0b\x32\x1a.inboxd.v1.CompleteRequest\"\x8a\x04\n\x0c\x43laimedEvent\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x11\n\tevent_key\x18\x02 \x01(\t\x12\x12\n\nevent_type\x18\x03 \x01(\t\x12\x0f\n\x07payload\x18\x04 \x01(\x0c\x12\x37\n\x08metadata\x18\x05 \x03(\x0b\x32%.inboxd.v1.ClaimedEvent.MetadataEntry\x12\x12\n\nmessage_id\x18\x06 \x01(\t\x12\x14\n\x0cordering_key\x18\x07 \x01(\t\x12\x10\n\x08revision\x18\x08 \x01(\x03\x12\x0f\n\x07\x61ttempt\x18\t \x01(\x05\x12\x13\n\x0b\x63laim_token\x18\n \x01(\t\x12\x15\n\rfencing_token\x18\x0b \x01(\x03\x12\x34\n\x10lease_expires_at\x18\x0c \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0b\x61\x63\x63\x65pted_at\x18\r \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x12\n\nlast_error\x18\x0e \x01(\t\x12(\n\x07\x61\x63tions\x18\x0f \x03(\x0b\x32\x17.inboxd.v1.ActionRecord\x12\x18\n\x10\x61pplied_revision\x18\x10 \x01(\x03\x12\r\n\x05stale\x18\x11 \x01(\x08\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"o\n\rClaimResponse\x12\'\n\x06\x65vents\x18\x01 \x03(\x0b\x32\x17.inboxd.v1.ClaimedEvent\x12\x35\n\x12\x63ompletion_results\x18\x02 \x03(\x0b\x32\x19.inboxd.v1.CompleteResult\"x\n\x11RenewLeaseRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x11\n\tevent_key\x18\x02 \x01(\t\x12\x13\n\x0b\x63laim_token\x18\x03 \x01(\t\x12(\n\x05lease\x18\x04 \x01(\x0b\x32\x19.google.protobuf.Duration\"J\n\x12RenewLeaseResponse\x12\x34\n\x10lease_expires_at\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\x89\x01\n\x0f\x43ompleteRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x11\n\tevent_key\x18\x02 \x01(\t\x12\x13\n\x0b\x63laim_token\x18\x03 \x01(\t\x12+\n\x0b\x64isposition\x18\x04 \x01(\x0e\x32\x16.inboxd.v1.Disposition\x12\x0e\n\x06reason\x18\x05 \x01(\t\"\x12\n\x10\x43ompleteResponse\"G\n\x14\x43ompleteBatchRequest\x12/\n\x0b\x63ompletions\x18\x01 \x03(\x0b\x32\x1a.inboxd.v1.CompleteRequest\"/\n\x0e\x43ompleteResult\x12\x0c\n\x04\x63ode\x18\x01 \x01(\x05\x12\x0f\n\x07message\x18\x02 \x01(\t\"C\n\x15\x43ompleteBatchResponse\x12*\n\x07results\x18\x01 \x03(\x0b\x32\x19.inboxd.v1.CompleteResult\"\x9a\x01\n\x0b\x46\x61ilRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x11\n\tevent_key\x18\x02 \x01(\t\x12\x13\n\x0b\x63laim_token\x18\x03 \x01(\t\x12\r\n\x05\x65rror\x18\x04 \x01(\t\x12\x11\n\tpermanent\x18\x05 \x01(\x08\x12.\n\x0bretry_after\x18\x06 \x01(\x0b\x32\x19.google.protobuf.Duration\"i\n\x0c\x46\x61ilResponse\x12$\n\x05state\x18\x01 \x01(\x0e\x32\x15.inboxd.v1.EventState\x12\x33\n\x0fnext_attempt_at\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"K\n\x0eReleaseRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x11\n\tevent_key\x18\x02 \x01(\t\x12\x13\n\x0b\x63laim_token\x18\x03 \x01(\t\"\x11\n\x0fReleaseResponse\"\xb4\x01\n\x1aRecordActionOutcomeRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x11\n\tevent_key\x18\x02 \x01(\t\x12\x13\n\x0b\x63laim_token\x18\x03 \x01(\t\x12\x0e\n\x06\x61\x63tion\x18\x04 \x01(\t\x12%\n\x05state\x18\x05 \x01(\x0e\x32\x16.inboxd.v1.ActionState\x12\x14\n\x0c\x65xternal_ref\x18\x06 \x01(\t\x12\x0e\n\x06\x64\x65tail\x18\x07 \x01(\t\"F\n\x1bRecordActionOutcomeResponse\x12\'\n\x06\x61\x63tion\x18\x01 \x01(\x0b\x32\x17.inboxd.v1.ActionRecord*\x87\x01\n\rAcceptOutcome\x12\x1e\n\x1a\x41\x43\x43\x45PT_OUTCOME_UNSPECIFIED\x10\x00\x12\x1b\n\x17\x41\x43\x43\x45PT_OUTCOME_ACCEPTED\x10\x01\x12\x1c\n\x18\x41\x43\x43\x45PT_OUTCOME_DUPLICATE\x10\x02\x12\x1b\n\x17\x41\x43\x43\x45PT_OUTCOME_CONFLICT\x10\x03\x32\x9c\x05\n\x0cInboxService\x12=\n\x06\x41\x63\x63\x65pt\x12\x18.inboxd.v1.AcceptRequest\x1a\x19.inboxd.v1.AcceptResponse\x12L\n\x0b\x41\x63\x63\x65ptBatch\x12\x1d.inboxd.v1.AcceptBatchRequest\x1a\x1e.inboxd.v1.AcceptBatchResponse\x12:\n\x05\x43laim\x12\x17.inboxd.v1.ClaimRequest\x1a\x18.inboxd.v1.ClaimResponse\x12I\n\nRenewLease\x12\x1c.inboxd.v1.RenewLeaseRequest\x1a\x1d.inboxd.v1.RenewLeaseResponse\x12\x43\n\x08\x43omplete\x12\x1a.inboxd.v1.CompleteRequest\x1a\x1b.inboxd.v1.CompleteResponse\x12R\n\rCompleteBatch\x12\x1f.inboxd.v1.CompleteBatchRequest\x1a .inboxd.v1.CompleteBatchResponse\x12\x37\n\x04\x46\x61il\x12\x16.inboxd.v1.FailRequest\x1a\x17.inboxd.v1.FailResponse\x12@\n\x07Release\x12\x19.inboxd.v1.ReleaseRequest\x1a\x1a.inboxd.v1.ReleaseResponse\x12\x64\n\x13RecordActionOutcome\x12%.inboxd.v1.RecordActionOutcomeRequest\x1a&.inboxd.v1.RecordActionOutcomeResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -38,8 +38,8 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_ACCEPTREQUEST_METADATAENTRY']._serialized_options = b'8\001'
   _globals['_CLAIMEDEVENT_METADATAENTRY']._loaded_options = None
   _globals['_CLAIMEDEVENT_METADATAENTRY']._serialized_options = b'8\001'
-  _globals['_ACCEPTOUTCOME']._serialized_start=2642
-  _globals['_ACCEPTOUTCOME']._serialized_end=2777
+  _globals['_ACCEPTOUTCOME']._serialized_start=2746
+  _globals['_ACCEPTOUTCOME']._serialized_end=2881
   _globals['_ACCEPTREQUEST']._serialized_start=125
   _globals['_ACCEPTREQUEST']._serialized_end=432
   _globals['_ACCEPTREQUEST_METADATAENTRY']._serialized_start=385
@@ -51,39 +51,39 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_ACCEPTBATCHRESPONSE']._serialized_start=647
   _globals['_ACCEPTBATCHRESPONSE']._serialized_end=712
   _globals['_CLAIMREQUEST']._serialized_start=715
-  _globals['_CLAIMREQUEST']._serialized_end=892
-  _globals['_CLAIMEDEVENT']._serialized_start=895
-  _globals['_CLAIMEDEVENT']._serialized_end=1417
+  _globals['_CLAIMREQUEST']._serialized_end=941
+  _globals['_CLAIMEDEVENT']._serialized_start=944
+  _globals['_CLAIMEDEVENT']._serialized_end=1466
   _globals['_CLAIMEDEVENT_METADATAENTRY']._serialized_start=385
   _globals['_CLAIMEDEVENT_METADATAENTRY']._serialized_end=432
-  _globals['_CLAIMRESPONSE']._serialized_start=1419
-  _globals['_CLAIMRESPONSE']._serialized_end=1475
-  _globals['_RENEWLEASEREQUEST']._serialized_start=1477
-  _globals['_RENEWLEASEREQUEST']._serialized_end=1597
-  _globals['_RENEWLEASERESPONSE']._serialized_start=1599
-  _globals['_RENEWLEASERESPONSE']._serialized_end=1673
-  _globals['_COMPLETEREQUEST']._serialized_start=1676
-  _globals['_COMPLETEREQUEST']._serialized_end=1813
-  _globals['_COMPLETERESPONSE']._serialized_start=1815
-  _globals['_COMPLETERESPONSE']._serialized_end=1833
-  _globals['_COMPLETEBATCHREQUEST']._serialized_start=1835
-  _globals['_COMPLETEBATCHREQUEST']._serialized_end=1906
-  _globals['_COMPLETERESULT']._serialized_start=1908
-  _globals['_COMPLETERESULT']._serialized_end=1955
-  _globals['_COMPLETEBATCHRESPONSE']._serialized_start=1957
-  _globals['_COMPLETEBATCHRESPONSE']._serialized_end=2024
-  _globals['_FAILREQUEST']._serialized_start=2027
-  _globals['_FAILREQUEST']._serialized_end=2181
-  _globals['_FAILRESPONSE']._serialized_start=2183
-  _globals['_FAILRESPONSE']._serialized_end=2288
-  _globals['_RELEASEREQUEST']._serialized_start=2290
-  _globals['_RELEASEREQUEST']._serialized_end=2365
-  _globals['_RELEASERESPONSE']._serialized_start=2367
-  _globals['_RELEASERESPONSE']._serialized_end=2384
-  _globals['_RECORDACTIONOUTCOMEREQUEST']._serialized_start=2387
-  _globals['_RECORDACTIONOUTCOMEREQUEST']._serialized_end=2567
-  _globals['_RECORDACTIONOUTCOMERESPONSE']._serialized_start=2569
-  _globals['_RECORDACTIONOUTCOMERESPONSE']._serialized_end=2639
-  _globals['_INBOXSERVICE']._serialized_start=2780
-  _globals['_INBOXSERVICE']._serialized_end=3448
+  _globals['_CLAIMRESPONSE']._serialized_start=1468
+  _globals['_CLAIMRESPONSE']._serialized_end=1579
+  _globals['_RENEWLEASEREQUEST']._serialized_start=1581
+  _globals['_RENEWLEASEREQUEST']._serialized_end=1701
+  _globals['_RENEWLEASERESPONSE']._serialized_start=1703
+  _globals['_RENEWLEASERESPONSE']._serialized_end=1777
+  _globals['_COMPLETEREQUEST']._serialized_start=1780
+  _globals['_COMPLETEREQUEST']._serialized_end=1917
+  _globals['_COMPLETERESPONSE']._serialized_start=1919
+  _globals['_COMPLETERESPONSE']._serialized_end=1937
+  _globals['_COMPLETEBATCHREQUEST']._serialized_start=1939
+  _globals['_COMPLETEBATCHREQUEST']._serialized_end=2010
+  _globals['_COMPLETERESULT']._serialized_start=2012
+  _globals['_COMPLETERESULT']._serialized_end=2059
+  _globals['_COMPLETEBATCHRESPONSE']._serialized_start=2061
+  _globals['_COMPLETEBATCHRESPONSE']._serialized_end=2128
+  _globals['_FAILREQUEST']._serialized_start=2131
+  _globals['_FAILREQUEST']._serialized_end=2285
+  _globals['_FAILRESPONSE']._serialized_start=2287
+  _globals['_FAILRESPONSE']._serialized_end=2392
+  _globals['_RELEASEREQUEST']._serialized_start=2394
+  _globals['_RELEASEREQUEST']._serialized_end=2469
+  _globals['_RELEASERESPONSE']._serialized_start=2471
+  _globals['_RELEASERESPONSE']._serialized_end=2488
+  _globals['_RECORDACTIONOUTCOMEREQUEST']._serialized_start=2491
+  _globals['_RECORDACTIONOUTCOMEREQUEST']._serialized_end=2671
+  _globals['_RECORDACTIONOUTCOMERESPONSE']._serialized_start=2673
+  _globals['_RECORDACTIONOUTCOMERESPONSE']._serialized_end=2743
+  _globals['_INBOXSERVICE']._serialized_start=2884
+  _globals['_INBOXSERVICE']._serialized_end=3552
 # @@protoc_insertion_point(module_scope)

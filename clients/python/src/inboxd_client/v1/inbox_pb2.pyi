@@ -75,20 +75,22 @@ class AcceptBatchResponse(_message.Message):
     def __init__(self, results: _Optional[_Iterable[_Union[AcceptResponse, _Mapping]]] = ...) -> None: ...
 
 class ClaimRequest(_message.Message):
-    __slots__ = ("namespaces", "event_types", "max_events", "lease", "wait", "worker_id")
+    __slots__ = ("namespaces", "event_types", "max_events", "lease", "wait", "worker_id", "completions")
     NAMESPACES_FIELD_NUMBER: _ClassVar[int]
     EVENT_TYPES_FIELD_NUMBER: _ClassVar[int]
     MAX_EVENTS_FIELD_NUMBER: _ClassVar[int]
     LEASE_FIELD_NUMBER: _ClassVar[int]
     WAIT_FIELD_NUMBER: _ClassVar[int]
     WORKER_ID_FIELD_NUMBER: _ClassVar[int]
+    COMPLETIONS_FIELD_NUMBER: _ClassVar[int]
     namespaces: _containers.RepeatedScalarFieldContainer[str]
     event_types: _containers.RepeatedScalarFieldContainer[str]
     max_events: int
     lease: _duration_pb2.Duration
     wait: _duration_pb2.Duration
     worker_id: str
-    def __init__(self, namespaces: _Optional[_Iterable[str]] = ..., event_types: _Optional[_Iterable[str]] = ..., max_events: _Optional[int] = ..., lease: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., wait: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., worker_id: _Optional[str] = ...) -> None: ...
+    completions: _containers.RepeatedCompositeFieldContainer[CompleteRequest]
+    def __init__(self, namespaces: _Optional[_Iterable[str]] = ..., event_types: _Optional[_Iterable[str]] = ..., max_events: _Optional[int] = ..., lease: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., wait: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., worker_id: _Optional[str] = ..., completions: _Optional[_Iterable[_Union[CompleteRequest, _Mapping]]] = ...) -> None: ...
 
 class ClaimedEvent(_message.Message):
     __slots__ = ("namespace", "event_key", "event_type", "payload", "metadata", "message_id", "ordering_key", "revision", "attempt", "claim_token", "fencing_token", "lease_expires_at", "accepted_at", "last_error", "actions", "applied_revision", "stale")
@@ -136,10 +138,12 @@ class ClaimedEvent(_message.Message):
     def __init__(self, namespace: _Optional[str] = ..., event_key: _Optional[str] = ..., event_type: _Optional[str] = ..., payload: _Optional[bytes] = ..., metadata: _Optional[_Mapping[str, str]] = ..., message_id: _Optional[str] = ..., ordering_key: _Optional[str] = ..., revision: _Optional[int] = ..., attempt: _Optional[int] = ..., claim_token: _Optional[str] = ..., fencing_token: _Optional[int] = ..., lease_expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., accepted_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_error: _Optional[str] = ..., actions: _Optional[_Iterable[_Union[_types_pb2.ActionRecord, _Mapping]]] = ..., applied_revision: _Optional[int] = ..., stale: _Optional[bool] = ...) -> None: ...
 
 class ClaimResponse(_message.Message):
-    __slots__ = ("events",)
+    __slots__ = ("events", "completion_results")
     EVENTS_FIELD_NUMBER: _ClassVar[int]
+    COMPLETION_RESULTS_FIELD_NUMBER: _ClassVar[int]
     events: _containers.RepeatedCompositeFieldContainer[ClaimedEvent]
-    def __init__(self, events: _Optional[_Iterable[_Union[ClaimedEvent, _Mapping]]] = ...) -> None: ...
+    completion_results: _containers.RepeatedCompositeFieldContainer[CompleteResult]
+    def __init__(self, events: _Optional[_Iterable[_Union[ClaimedEvent, _Mapping]]] = ..., completion_results: _Optional[_Iterable[_Union[CompleteResult, _Mapping]]] = ...) -> None: ...
 
 class RenewLeaseRequest(_message.Message):
     __slots__ = ("namespace", "event_key", "claim_token", "lease")

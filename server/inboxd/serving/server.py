@@ -17,17 +17,17 @@ from grpc_reflection.v1alpha import reflection
 from inboxd.api.admin_servicer import AdminServicer
 from inboxd.api.handlers import generic_handler
 from inboxd.api.inbox_servicer import MAX_BATCH_EVENTS, InboxServicer
-from inboxd.auth import TokenRegistry
-from inboxd.config import ConfigError, Settings
+from inboxd.background.duties import Operations
+from inboxd.config.settings import ConfigError, Settings
+from inboxd.config.tokens import TokenRegistry
 from inboxd.console import start_console
-from inboxd.errors import Unavailable
-from inboxd.inbox import Clock, Inbox, database_clock
-from inboxd.observed_inbox import ObservedInbox
-from inboxd.operations import Operations
+from inboxd.domain.errors import Unavailable
+from inboxd.domain.validation import MAX_METADATA_BYTES
 from inboxd.store.database import Database
 from inboxd.store.notifications import ReplicaSignals
 from inboxd.store.settings_check import warn_if_not_durable
-from inboxd.validation import MAX_METADATA_BYTES
+from inboxd.usecases.inbox import Clock, Inbox, database_clock
+from inboxd.usecases.reporting_inbox import ObservedInbox
 from inboxd_client.v1 import admin_pb2, inbox_pb2
 
 log = logging.getLogger(__name__)

@@ -16,7 +16,7 @@ from typing import Any
 
 import grpc
 
-from inboxd import admin_output as out
+from inboxd.serving import admin_output as out
 from inboxd_client.v1 import admin_pb2, admin_pb2_grpc, types_pb2
 
 COMMANDS = ("stats", "events", "show", "replay", "dead-letters")

@@ -27,9 +27,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
+from inboxd.runtime.wakeups import WaitFilter, WakeBus
 from inboxd.store.database import Database
 from inboxd.store.wakeups import DUE_CAP, due_kinds
-from inboxd.wakeups import WaitFilter, WakeBus
 
 log = logging.getLogger(__name__)
 

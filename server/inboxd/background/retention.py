@@ -18,10 +18,10 @@ import logging
 from collections.abc import Callable
 from datetime import datetime
 
-from inboxd.config import Settings
-from inboxd.errors import Unavailable
-from inboxd.observer import InboxObserver
-from inboxd.records import RetentionCounts
+from inboxd.config.settings import Settings
+from inboxd.domain.errors import Unavailable
+from inboxd.domain.operator_views import RetentionCounts
+from inboxd.observability.transition_observer import InboxObserver
 from inboxd.store.retention import apply_retention
 
 log = logging.getLogger(__name__)

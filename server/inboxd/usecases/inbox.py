@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from inboxd.backoff import BackoffPolicy, decide_failure
-from inboxd.coalesce import Coalescer
-from inboxd.config import Settings
-from inboxd.domain import (
+from inboxd.config.settings import Settings
+from inboxd.domain.backoff import BackoffPolicy, decide_failure
+from inboxd.domain.errors import InboxError
+from inboxd.domain.vocabulary import (
     AcceptOutcome,
     AcceptResult,
     ActionRecord,
@@ -31,14 +31,14 @@ from inboxd.domain import (
     NewEvent,
     StaleRevisions,
 )
-from inboxd.due_poller import DuePoller
-from inboxd.errors import InboxError
+from inboxd.runtime.due_poller import DuePoller
+from inboxd.runtime.group_commit import Coalescer
+from inboxd.runtime.wakeups import WakeBus
 from inboxd.store import actions, claims
 from inboxd.store.accepts import accept_events
 from inboxd.store.claims import Completion
 from inboxd.store.database import Connection, Database
 from inboxd.store.notifications import ReplicaSignals
-from inboxd.wakeups import WakeBus
 
 log = logging.getLogger(__name__)
 

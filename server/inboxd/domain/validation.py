@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from inboxd.errors import InvalidArgument
+from inboxd.domain.errors import InvalidArgument
 
 MAX_IDENTITY_BYTES = 512
 MAX_METADATA_BYTES = 64 * 1024

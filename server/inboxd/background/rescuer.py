@@ -18,10 +18,10 @@ import logging
 from collections import Counter
 from datetime import datetime
 
-from inboxd.domain import EventState
-from inboxd.errors import Unavailable
-from inboxd.inbox import Inbox
+from inboxd.domain.errors import Unavailable
+from inboxd.domain.vocabulary import EventState
 from inboxd.store.rescue import Rescued, rescue_expired_leases
+from inboxd.usecases.inbox import Inbox
 
 log = logging.getLogger(__name__)
 

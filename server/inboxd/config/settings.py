@@ -9,7 +9,7 @@ from dataclasses import dataclass, fields, replace
 from datetime import timedelta
 from pathlib import Path
 
-from inboxd.domain import StaleRevisions
+from inboxd.domain.vocabulary import StaleRevisions
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, None: 1.0}

@@ -10,13 +10,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from inboxd.domain import EventState
-from inboxd.errors import NotFound
-from inboxd.inbox import Inbox
-from inboxd.observer import InboxObserver
-from inboxd.records import EventPage, EventRecord, ListNarrowing, ListPosition, NamespaceStats
+from inboxd.domain.errors import NotFound
+from inboxd.domain.operator_views import EventPage, EventRecord, ListNarrowing, ListPosition, NamespaceStats
+from inboxd.domain.vocabulary import EventState
+from inboxd.observability.transition_observer import InboxObserver
 from inboxd.store import inspection, replays
 from inboxd.store.database import Connection
+from inboxd.usecases.inbox import Inbox
 
 ALL_STATES = tuple(EventState)
 

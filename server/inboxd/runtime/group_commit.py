@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from inboxd.errors import InvalidArgument
+from inboxd.domain.errors import InvalidArgument
 
 # Under load, a flusher whose last group was not small waits this long before
 # taking a small next one. While the server is busy (64 callers, one core),

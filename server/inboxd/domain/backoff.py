@@ -6,7 +6,7 @@ import random
 from dataclasses import dataclass
 from datetime import timedelta
 
-from inboxd.domain import EventState
+from inboxd.domain.vocabulary import EventState
 
 # Beyond this many doublings every realistic cap is reached; stop computing.
 _MAX_EXPONENT = 64

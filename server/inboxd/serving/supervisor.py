@@ -1,7 +1,7 @@
 """`inboxd serve --workers N`: N server processes on one port, and the parent that keeps them.
 
 One Python process serves gRPC on one core. Under `--workers N` the parent
-starts N fresh interpreters (`python -m inboxd.server_child`: gRPC must never
+starts N fresh interpreters (`python -m inboxd.serving.server_child`: gRPC must never
 be forked once initialised), each with its own event loop, pool and gRPC
 server bound to the same port with SO_REUSEPORT; the kernel spreads
 connections among them. The parent serves no RPC. It owns what must happen
@@ -32,16 +32,16 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from inboxd.auth import TokenRegistry, TokensFileError
-from inboxd.config import ConfigError, Settings
+from inboxd.background.duties import InstanceDuties, parent_duties
+from inboxd.config.settings import ConfigError, Settings
+from inboxd.config.tokens import TokenRegistry, TokensFileError
 from inboxd.console import Console, start_console
-from inboxd.inbox import database_clock
-from inboxd.metrics import multiprocess_registry
-from inboxd.observed_inbox import ObservedInbox
-from inboxd.operations import InstanceDuties, parent_duties
-from inboxd.server import server_credentials
-from inboxd.server_child import READY, ChildSpec
+from inboxd.observability.metrics import multiprocess_registry
+from inboxd.serving.server import server_credentials
+from inboxd.serving.server_child import READY, ChildSpec
 from inboxd.store.database import Database
+from inboxd.usecases.inbox import database_clock
+from inboxd.usecases.reporting_inbox import ObservedInbox
 
 log = logging.getLogger("inboxd")
 
@@ -111,7 +111,7 @@ class ChildProcess:
         self.close_stdin()  # a previous run's, if any
         try:
             self.proc = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "inboxd.server_child",
+                sys.executable, "-m", "inboxd.serving.server_child",
                 stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, env=self.env,
                 # Its own session: a Ctrl-C reaches the parent, which drains the children in order.
                 start_new_session=True,

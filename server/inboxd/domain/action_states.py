@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import enum
 
-from inboxd.domain import ActionState
-from inboxd.errors import TransitionNotAllowed
+from inboxd.domain.errors import TransitionNotAllowed
+from inboxd.domain.vocabulary import ActionState
 
 _NEXT: dict[ActionState, frozenset[ActionState]] = {
     # A later claim may declare its intent again: same key, its fencing token stored.

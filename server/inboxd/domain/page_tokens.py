@@ -13,8 +13,8 @@ import binascii
 import json
 from datetime import UTC, datetime, timedelta
 
-from inboxd.errors import InvalidArgument
-from inboxd.records import ListPosition
+from inboxd.domain.errors import InvalidArgument
+from inboxd.domain.operator_views import ListPosition
 
 _VERSION = "p1."
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

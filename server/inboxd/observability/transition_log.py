@@ -13,7 +13,8 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 
-from inboxd.domain import (
+from inboxd.domain.operator_views import RetentionCounts
+from inboxd.domain.vocabulary import (
     AcceptOutcome,
     AcceptResult,
     ActionRecord,
@@ -25,9 +26,8 @@ from inboxd.domain import (
     Fence,
     NewEvent,
 )
-from inboxd.logs import event_ref, log_fields
-from inboxd.observer import InboxObserver
-from inboxd.records import RetentionCounts
+from inboxd.observability.logs import event_ref, log_fields
+from inboxd.observability.transition_observer import InboxObserver
 
 log = logging.getLogger("inboxd.events")
 

@@ -28,7 +28,8 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
-from inboxd.domain import (
+from inboxd.domain.operator_views import NamespaceStats, RetentionCounts
+from inboxd.domain.vocabulary import (
     AcceptOutcome,
     AcceptResult,
     ActionRecord,
@@ -40,8 +41,7 @@ from inboxd.domain import (
     Fence,
     NewEvent,
 )
-from inboxd.observer import InboxObserver
-from inboxd.records import NamespaceStats, RetentionCounts
+from inboxd.observability.transition_observer import InboxObserver
 
 # Up to a minute: a long-polling Claim may wait 60 s by design.
 RPC_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)

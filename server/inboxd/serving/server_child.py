@@ -1,6 +1,6 @@
 """One of the server processes of `inboxd serve --workers N`; the supervisor starts it, never a person.
 
-Run as `python -m inboxd.server_child`, a fresh interpreter (gRPC must not be
+Run as `python -m inboxd.serving.server_child`, a fresh interpreter (gRPC must not be
 forked once initialised). It reads its `ChildSpec` from the first line of
 stdin, creates its own event loop, pool and gRPC server on the shared port
 (SO_REUSEPORT), and writes `ready` on stdout once it serves. It stops,
@@ -18,10 +18,11 @@ import signal
 import sys
 from dataclasses import dataclass
 
-from inboxd.auth import TokenRegistry, TokensFileError
-from inboxd.config import Settings
-from inboxd.logs import configure_logging
-from inboxd.server import freeze_start_up_objects, start_server
+from inboxd.config.settings import Settings
+from inboxd.config.tokens import TokenRegistry, TokensFileError
+from inboxd.observability.logs import configure_logging
+from inboxd.serving import event_loop
+from inboxd.serving.server import freeze_start_up_objects, start_server
 from inboxd.store.database import Database
 
 log = logging.getLogger("inboxd")
@@ -100,7 +101,7 @@ async def serve_child() -> None:
 def main() -> int:
     configure_logging(sys.stderr)
     try:
-        asyncio.run(serve_child())
+        event_loop.run(serve_child())
     except Exception:
         log.exception("server process failed")
         return 1
@@ -108,7 +109,7 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    # Through the imported module, not this __main__ copy: the pickled ChildSpec names inboxd.server_child.
-    from inboxd.server_child import main as imported_main
+    # Through the imported module, not this __main__ copy: the pickled ChildSpec names inboxd.serving.server_child.
+    from inboxd.serving.server_child import main as imported_main
 
     raise SystemExit(imported_main())

@@ -1,6 +1,6 @@
 """What operators read about events: summaries, whole records, histories and stats.
 
-Plain values, like `inboxd.domain`: the store fills them, `api/` turns them
+Plain values, like `inboxd.domain.vocabulary`: the store fills them, `api/` turns them
 into protobuf. Nothing here knows about gRPC or PostgreSQL.
 """
 
@@ -9,7 +9,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from inboxd.domain import ActionRecord, ActionState, Disposition, EventKey, EventState, FencingToken, Namespace
+from inboxd.domain.vocabulary import (
+    ActionRecord,
+    ActionState,
+    Disposition,
+    EventKey,
+    EventState,
+    FencingToken,
+    Namespace,
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,10 +12,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from inboxd.admin_cli import COMMANDS as ADMIN_COMMANDS
-from inboxd.admin_cli import add_admin_commands, run_admin_command
-from inboxd.auth import Scope, TokenRegistry, TokensFileError, entry_toml, new_token
-from inboxd.config import (
+from inboxd.config.settings import (
     RETENTION_FLOOR,
     ConfigError,
     Settings,
@@ -24,13 +21,17 @@ from inboxd.config import (
     serving_refusal,
     shown_duration,
 )
-from inboxd.embedded_pg import EmbeddedPostgres, EmbeddedPostgresError, private_parent, runs_as_postgres_user
-from inboxd.errors import Unavailable
-from inboxd.logs import configure_logging
-from inboxd.server import freeze_start_up_objects, start_server
+from inboxd.config.tokens import Scope, TokenRegistry, TokensFileError, entry_toml, new_token
+from inboxd.domain.errors import Unavailable
+from inboxd.observability.logs import configure_logging
+from inboxd.serving import event_loop
+from inboxd.serving.admin_cli import COMMANDS as ADMIN_COMMANDS
+from inboxd.serving.admin_cli import add_admin_commands, run_admin_command
+from inboxd.serving.embedded_pg import EmbeddedPostgres, EmbeddedPostgresError, private_parent, runs_as_postgres_user
+from inboxd.serving.server import freeze_start_up_objects, start_server
+from inboxd.serving.supervisor import Supervisor
 from inboxd.store.database import Database
 from inboxd.store.migrate import migrate
-from inboxd.supervisor import Supervisor
 
 log = logging.getLogger("inboxd")
 
@@ -271,7 +272,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         settings = _settings(args)
         if args.command == "serve":
-            asyncio.run(_serve(settings))
+            event_loop.run(_serve(settings))
         elif args.command == "migrate":
             asyncio.run(_migrate_only(settings))
     except (ConfigError, EmbeddedPostgresError, TokensFileError) as exc:

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from inboxd.errors import PermissionDenied, Unauthenticated
+from inboxd.domain.errors import PermissionDenied, Unauthenticated
 
 TOKEN_PREFIX = "ibx_"
 

@@ -13,7 +13,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from inboxd.domain import (
+from inboxd.domain.errors import ClaimSuperseded, InboxError
+from inboxd.domain.vocabulary import (
     AcceptResult,
     ActionRecord,
     ActionState,
@@ -24,10 +25,9 @@ from inboxd.domain import (
     Fence,
     NewEvent,
 )
-from inboxd.errors import ClaimSuperseded, InboxError
-from inboxd.inbox import Inbox
-from inboxd.observer import InboxObserver
+from inboxd.observability.transition_observer import InboxObserver
 from inboxd.store.claims import Completion
+from inboxd.usecases.inbox import Inbox
 
 
 @dataclass

@@ -20,15 +20,15 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from inboxd.metrics import InstanceMetrics, Metrics, StatsGauges
-from inboxd.metrics_http import MetricsEndpoint
-from inboxd.observed_inbox import ObservedInbox
-from inboxd.observer import Observers
-from inboxd.operators import Operators
-from inboxd.records import NamespaceStats
-from inboxd.rescuer import rescuer_loop
-from inboxd.retention import retention_loop
-from inboxd.transition_log import TransitionLog
+from inboxd.background.rescuer import rescuer_loop
+from inboxd.background.retention import retention_loop
+from inboxd.domain.operator_views import NamespaceStats
+from inboxd.observability.metrics import InstanceMetrics, Metrics, StatsGauges
+from inboxd.observability.metrics_http import MetricsEndpoint
+from inboxd.observability.transition_log import TransitionLog
+from inboxd.observability.transition_observer import Observers
+from inboxd.usecases.admin import Operators
+from inboxd.usecases.reporting_inbox import ObservedInbox
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 
-from inboxd.domain import (
+from inboxd.domain.operator_views import RetentionCounts
+from inboxd.domain.vocabulary import (
     AcceptResult,
     ActionRecord,
     ClaimBatch,
@@ -20,7 +21,6 @@ from inboxd.domain import (
     Fence,
     NewEvent,
 )
-from inboxd.records import RetentionCounts
 
 log = logging.getLogger(__name__)
 
