@@ -64,7 +64,7 @@ FROM done WHERE c.fencing_token = done.fencing_token
 """
 
 # inboxd's claim statement, under the first of these names its query files use.
-CLAIM_QUERY_NAMES = ("claim_events", "events_claim", "event_claim", "claim")
+CLAIM_QUERY_NAMES = ("event_claim", "claim_events")
 
 
 def claim_query() -> tuple[str, LiteralString]:
