@@ -1,11 +1,14 @@
-"""The event loop `inboxd serve` runs on: uvloop where it is installed, else asyncio's own.
+"""The event loop `inboxd serve` runs on: asyncio's own, or uvloop on request.
 
-Every gRPC call is a few callbacks on this loop, and the server's main thread
-is where a busy inboxd spends its CPU. INBOXD_EVENT_LOOP=asyncio chooses the
-standard loop (to rule the loop out when chasing a problem, say). It is read
-from the environment, not the settings, because a `--workers` child builds
-its loop before it reads its settings from the parent; it inherits the
-parent's environment.
+INBOXD_EVENT_LOOP=uvloop runs the server on uvloop (`pip install uvloop`).
+It is not the default because it did not make inboxd faster. Measured on the
+2-core bench machine, alternating runs (docs/benchmarks.md, 2026-12-01):
+uvloop served the empty RPC at 64 callers 8% faster, but Accept at 64 callers
+at the same rate (3,237 against 3,226 /s, 5% less server CPU per call), and
+Accept at 16 callers 5% slower, in smaller groups. It is read from the
+environment, not the settings, because a `--workers` child builds its loop
+before it reads its settings from the parent; it inherits the parent's
+environment.
 """
 
 from __future__ import annotations
@@ -18,20 +21,20 @@ from typing import Any, TypeVar
 from inboxd.config.settings import ConfigError
 
 T = TypeVar("T")
-CHOICES = ("uvloop", "asyncio")
+CHOICES = ("asyncio", "uvloop")
 
 
 def loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
     """The factory for the chosen loop; None: asyncio's default."""
-    choice = os.environ.get("INBOXD_EVENT_LOOP", "uvloop")
+    choice = os.environ.get("INBOXD_EVENT_LOOP", "asyncio")
     if choice not in CHOICES:
         raise ConfigError(f"INBOXD_EVENT_LOOP must be one of {', '.join(CHOICES)}, not {choice!r}")
     if choice == "asyncio":
         return None
     try:
         import uvloop
-    except ImportError:  # not built for this platform: the standard loop serves the same
-        return None
+    except ImportError:
+        raise ConfigError("INBOXD_EVENT_LOOP=uvloop, but uvloop is not installed (pip install uvloop)") from None
     return uvloop.new_event_loop
 
 
