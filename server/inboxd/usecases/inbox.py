@@ -230,17 +230,16 @@ class Inbox:
         # commits a few milliseconds later): the item rides in the next groups.
         # Only a row still held after that (a worker completing in its own
         # transaction, say) waits, alone and bounded, outside the groups.
-        for _ in range(HELD_RESUBMITS):
+        for attempt in range(HELD_RESUBMITS + 1):
             held = _held(results)
             if not held:
-                return results
-            again = await self._completions.submit([completions[i] for i in held])
+                break
+            retry = [completions[i] for i in held]
+            if attempt < HELD_RESUBMITS:
+                again = await self._completions.submit(retry)
+            else:
+                again = await asyncio.gather(*(self._complete_held(c) for c in retry))
             for i, result in zip(held, again, strict=True):
-                results[i] = result
-        held = _held(results)
-        if held:
-            retried = await asyncio.gather(*(self._complete_held(completions[i]) for i in held))
-            for i, result in zip(held, retried, strict=True):
                 results[i] = result
         return results
 
