@@ -101,7 +101,7 @@ def claim_request(
         event_types=list(event_types),
         max_events=max_events,
         worker_id=worker_id,
-        completions=complete_batch_request(completions).completions,
+        completions=completion_items(completions),
     )
     if lease is not None:
         request.lease.CopyFrom(duration(lease))
@@ -132,15 +132,17 @@ def complete_request(event: Fenced, disposition: types_pb2.Disposition, reason: 
 def complete_batch_request(
     items: Iterable[Fenced | inbox_pb2.CompleteRequest],
 ) -> inbox_pb2.CompleteBatchRequest:
+    return inbox_pb2.CompleteBatchRequest(completions=completion_items(items))
+
+
+def completion_items(items: Iterable[Fenced | inbox_pb2.CompleteRequest]) -> list[inbox_pb2.CompleteRequest]:
     """A CompleteRequest passes as it is; anything else fenced completes as APPLIED."""
-    return inbox_pb2.CompleteBatchRequest(
-        completions=[
-            item
-            if isinstance(item, inbox_pb2.CompleteRequest)
-            else complete_request(item, types_pb2.DISPOSITION_APPLIED, "")
-            for item in items
-        ]
-    )
+    return [
+        item
+        if isinstance(item, inbox_pb2.CompleteRequest)
+        else complete_request(item, types_pb2.DISPOSITION_APPLIED, "")
+        for item in items
+    ]
 
 
 def fail_request(

@@ -7,6 +7,8 @@ one, so stop working on it; `Unavailable` means nothing was acknowledged.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import grpc
 
 from inboxd_client.v1 import inbox_pb2
@@ -159,16 +161,20 @@ def error_from_code(code: int, details: str, *, method: str = "") -> InboxError 
 
 def complete_batch_outcomes(response: inbox_pb2.CompleteBatchResponse, sent: int) -> list[InboxError | None]:
     """Each CompleteBatch item's outcome, in order: None when it completed, else the error Complete would raise."""
-    if len(response.results) != sent:
-        raise Internal(f"CompleteBatch answered {len(response.results)} results for {sent} completions")
-    return [error_from_code(r.code, r.message, method="CompleteBatch") for r in response.results]
+    return _completion_outcomes(response.results, sent, "CompleteBatch")
+
+
+def _completion_outcomes(
+    results: Sequence[inbox_pb2.CompleteResult], sent: int, method: str
+) -> list[InboxError | None]:
+    if len(results) != sent:
+        raise Internal(f"{method} answered {len(results)} results for {sent} completions")
+    return [error_from_code(r.code, r.message, method=method) for r in results]
 
 
 def claim_completion_outcomes(response: inbox_pb2.ClaimResponse, sent: int) -> list[InboxError | None]:
     """The outcome of each completion a Claim carried, as `complete_batch_outcomes` reads a CompleteBatch's."""
-    if len(response.completion_results) != sent:
-        raise Internal(f"Claim answered {len(response.completion_results)} results for {sent} completions")
-    return [error_from_code(r.code, r.message, method="Claim") for r in response.completion_results]
+    return _completion_outcomes(response.completion_results, sent, "Claim")
 
 
 def error_from_status(code: grpc.StatusCode, details: str | None, *, method: str = "") -> InboxError:
