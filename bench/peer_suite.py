@@ -68,7 +68,7 @@ async def drain_phase(run: Run, urls: dict[str, str]) -> None:
         complete_batch = None
         if support.lacks(run.support, support.COMPLETE_BATCH) is None:
             complete_batch = grpc_load.complete_batch_call(channel)
-        carry = await grpc_load.claim_carries_completions(stub, "bench/carry-probe")
+        carry = support.lacks(run.support, support.CLAIM_CARRIES) is None
         if carry:
             run.extra["inboxd_drain"] = "Claim(max_events=10) carrying the previous batch's completions"
         elif complete_batch is not None:

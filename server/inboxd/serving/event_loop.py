@@ -2,9 +2,10 @@
 
 INBOXD_EVENT_LOOP=uvloop runs the server on uvloop (`pip install uvloop`).
 It is not the default because it did not make inboxd faster. Measured on the
-2-core bench machine, alternating runs (docs/benchmarks.md, 2026-12-01):
-uvloop served the empty RPC at 64 callers 8% faster, but Accept at 64 callers
-at the same rate (3,237 against 3,226 /s, 5% less server CPU per call), and
+2-core bench machine on 2026-12-01, in alternating runs outside `make bench`
+(the server under the Node load generator, asyncio against uvloop): uvloop
+served the empty RPC at 64 callers 8% faster, but Accept at 64 callers at
+the same rate (3,237 against 3,226 /s, 5% less server CPU per call), and
 Accept at 16 callers 5% slower, in smaller groups. It is read from the
 environment, not the settings, because a `--workers` child builds its loop
 before it reads its settings from the parent; it inherits the parent's

@@ -53,6 +53,8 @@ QUERIES = _load()
 # the text is at most this long; past it, a raw cursor's $n placeholders
 # (parsed here once) spare the claim statement's calls that parse.
 _PSYCOPG_CACHED_TEXT = 4096
+# %(name)b (a parameter psycopg sends in binary) is numbered too; on the raw
+# cursor it then goes in psycopg's default format for its type.
 _PLACEHOLDER = re.compile(r"%\((\w+)\)[sb]|%%")
 
 
