@@ -6,13 +6,17 @@ import contextlib
 import io
 import json
 import logging
-from collections.abc import Iterator
+import uuid
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import grpc
+import psycopg
 import pytest
+from psycopg.conninfo import make_conninfo
 
 from inboxd.observability.logs import JsonFormatter
+from inboxd.store.migrate import migrate
 from inboxd_client.v1 import inbox_pb2
 
 
@@ -71,3 +75,18 @@ def captured_logs(level: int) -> Iterator[io.StringIO]:
     finally:
         root.removeHandler(handler)
         root.setLevel(before)
+
+
+@contextlib.asynccontextmanager
+async def own_database(cluster_url: str, *, migrated: bool = True, prefix: str = "inboxd_own") -> AsyncIterator[str]:
+    """A new database on the cluster of `cluster_url`, migrated from nothing unless told not, dropped afterwards."""
+    name = f"{prefix}_{uuid.uuid4().hex[:10]}"
+    async with await psycopg.AsyncConnection.connect(cluster_url, autocommit=True) as admin:
+        await admin.execute(f'CREATE DATABASE "{name}"')
+        try:
+            url = make_conninfo(cluster_url, dbname=name)
+            if migrated:
+                await migrate(url)
+            yield url
+        finally:
+            await admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')

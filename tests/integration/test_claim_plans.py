@@ -9,19 +9,16 @@ statement may get after five executions: counts of rows and buffers, never times
 
 from __future__ import annotations
 
-import contextlib
 import json
-import uuid
 from collections.abc import AsyncIterator, Iterator
 from datetime import timedelta
 from typing import Any
 
 import psycopg
 import pytest
-from psycopg.conninfo import make_conninfo
 
-from inboxd.store.migrate import migrate
 from inboxd.store.queries import numbered
+from tests.integration.helpers import own_database
 
 BACKLOG = 100_000
 OTHER_NAMESPACES = 300
@@ -44,30 +41,16 @@ _PARAMETERS = (
 )
 
 
-@contextlib.asynccontextmanager
-async def fresh_database(migrated_url: str) -> AsyncIterator[str]:
-    """A database of its own, migrated from nothing, dropped afterwards."""
-    name = f"inboxd_plans_{uuid.uuid4().hex[:10]}"
-    async with await psycopg.AsyncConnection.connect(migrated_url, autocommit=True) as admin:
-        await admin.execute(f'CREATE DATABASE "{name}"')
-        url = make_conninfo(migrated_url, dbname=name)
-        try:
-            await migrate(url)
-            yield url
-        finally:
-            await admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
-
-
 @pytest.fixture
 async def fresh_url(migrated_url: str) -> AsyncIterator[str]:
-    async with fresh_database(migrated_url) as url:
+    async with own_database(migrated_url, prefix="inboxd_plans") as url:
         yield url
 
 
 @pytest.fixture(scope="module")
 async def backlog_url(migrated_url: str) -> AsyncIterator[str]:
     """A fresh database: BACKLOG due PENDING events in tenant-a/busy, one in each of OTHER_NAMESPACES more."""
-    async with fresh_database(migrated_url) as url:
+    async with own_database(migrated_url, prefix="inboxd_plans") as url:
         async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
             await load_backlog(conn, "tenant-a/busy")
             await conn.execute(

@@ -27,7 +27,8 @@ from inboxd.store.claims import Completion
 from inboxd.store.database import Database
 from inboxd.usecases.inbox import Inbox
 from tests.conftest import CLOCKED_SETTINGS
-from tests.integration.test_claim_plans import _walk, explain_prepared, fresh_database
+from tests.integration.helpers import own_database
+from tests.integration.test_claim_plans import _walk, explain_prepared
 
 NAMESPACE = "tenant-a/busy"
 PENDING = 60_000
@@ -42,7 +43,7 @@ BOUND_PER_EVENT = 40
 @pytest.fixture(scope="module")
 async def churned_url(migrated_url: str) -> AsyncIterator[str]:
     """PENDING events analyzed as such, then CHURNED claimed and completed, then HELD claimed now."""
-    async with fresh_database(migrated_url) as url:
+    async with own_database(migrated_url, prefix="inboxd_plans") as url:
         async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
             await conn.execute(
                 "INSERT INTO inbox_events (namespace, event_key, event_type, payload, accepted_at, available_at,"
@@ -144,7 +145,7 @@ async def test_a_fenced_write_reads_a_bounded_number_of_buffers_after_many_claim
 
 async def test_the_work_paths_statements_are_planned_once_per_connection(migrated_url: str) -> None:
     """PostgreSQL re-planned the claim and completion statements on every call when left to choose."""
-    async with fresh_database(migrated_url) as url:
+    async with own_database(migrated_url, prefix="inboxd_plans") as url:
         db = Database(url, min_size=1, max_size=1)
         await db.open()
         try:

@@ -4,15 +4,13 @@ their own looks on the strength of them."""
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections.abc import AsyncIterator
 
-import psycopg
 import pytest
-from psycopg.conninfo import make_conninfo
 
 from inboxd.store.notifications import ReplicaSignals
 from tests.harness import eventually
+from tests.integration.helpers import own_database as shared_own_database
 
 Heard = list[list[tuple[str, str, int]] | None]
 
@@ -20,14 +18,8 @@ Heard = list[list[tuple[str, str, int]] | None]
 @pytest.fixture
 async def own_database(database_url: str) -> AsyncIterator[str]:
     """A database of this test's own: the other tests' servers listen on theirs, so here nobody else does."""
-    name = f"signals_{uuid.uuid4().hex[:8]}"
-    async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as conn:
-        await conn.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield make_conninfo(database_url, dbname=name)
-    finally:
-        async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as conn:
-            await conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+    async with shared_own_database(database_url, migrated=False, prefix="signals") as url:
+        yield url
 
 
 async def test_a_replica_whose_own_listener_is_not_yet_connected_signals_the_one_that_listens(

@@ -14,12 +14,12 @@ from typing import Any
 import psycopg
 import pytest
 
+from tests.integration.helpers import own_database
 from tests.integration.test_claim_plans import (
     BOUND,
     _walk,
     buffers_read,
     explain_claim,
-    fresh_database,
     load_backlog,
     rows_read,
 )
@@ -44,7 +44,7 @@ async def load_keyed_backlog(conn: Any, namespace: str) -> None:
 
 @pytest.fixture(scope="module")
 async def keyed_url(migrated_url: str) -> AsyncIterator[str]:
-    async with fresh_database(migrated_url) as url:
+    async with own_database(migrated_url, prefix="inboxd_plans") as url:
         async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
             await load_keyed_backlog(conn, "tenant-a/keyed")
             await load_backlog(conn, "tenant-a/busy")

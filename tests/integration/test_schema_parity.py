@@ -18,18 +18,14 @@ key of newer pg_dump releases.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import difflib
-import uuid
-from collections.abc import AsyncIterator
 
-import psycopg
 import pytest
-from psycopg.conninfo import make_conninfo
 
 from inboxd.serving.embedded_pg import find_binaries
 from inboxd.store.migrate import migrate
 from tests.harness import REPO, discard_postgres, throwaway_postgres
+from tests.integration.helpers import own_database
 
 SCHEMA_FILE = REPO / "server" / "inboxd" / "store" / "schema.sql"
 
@@ -93,22 +89,8 @@ async def schema_of(url: str) -> str:
     return normalised(out.decode())
 
 
-@contextlib.asynccontextmanager
-async def migrated_from_nothing(cluster_url: str) -> AsyncIterator[str]:
-    """A new database on the cluster of `cluster_url`, migrated by migrate(), dropped afterwards."""
-    name = f"inboxd_schema_{uuid.uuid4().hex[:10]}"
-    async with await psycopg.AsyncConnection.connect(cluster_url, autocommit=True) as admin:
-        await admin.execute(f'CREATE DATABASE "{name}"')
-        try:
-            url = make_conninfo(cluster_url, dbname=name)
-            await migrate(url)
-            yield url
-        finally:
-            await admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
-
-
 async def test_schema_sql_is_what_the_migrations_leave(migrated_url: str) -> None:
-    async with migrated_from_nothing(migrated_url) as url:
+    async with own_database(migrated_url, prefix="inboxd_schema") as url:
         migrated = await schema_of(url)
     committed = SCHEMA_FILE.read_text(encoding="utf-8") if SCHEMA_FILE.exists() else ""
     if committed != migrated:
