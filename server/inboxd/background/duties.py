@@ -28,7 +28,7 @@ from inboxd.observability.metrics_http import MetricsEndpoint
 from inboxd.observability.transition_log import TransitionLog
 from inboxd.observability.transition_observer import Observers
 from inboxd.usecases.admin import Operators
-from inboxd.usecases.reporting_inbox import ObservedInbox
+from inboxd.usecases.inbox import Inbox
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +89,7 @@ class InstanceDuties:
     retention passes. `registry` is what /metrics serves.
     """
 
-    inbox: ObservedInbox
+    inbox: Inbox
     operators: Operators
     metrics: InstanceMetrics
     registry: CollectorRegistry
@@ -142,7 +142,7 @@ class InstanceDuties:
             await asyncio.sleep(STATS_INTERVAL_SECONDS)
 
 
-def parent_duties(inbox: ObservedInbox, registry: CollectorRegistry) -> InstanceDuties:
+def parent_duties(inbox: Inbox, registry: CollectorRegistry) -> InstanceDuties:
     """The duties of a parent that serves no RPCs itself: `registry` reads its children's counters."""
     metrics = InstanceMetrics(registry)
     inbox.observer = Observers(metrics, TransitionLog())
@@ -153,14 +153,14 @@ def parent_duties(inbox: ObservedInbox, registry: CollectorRegistry) -> Instance
 class Operations:
     """One server process's metrics and operators' use cases, and the instance duties when it has them."""
 
-    inbox: ObservedInbox
+    inbox: Inbox
     metrics: Metrics
     operators: Operators
     # None in a child server process under --workers N: the parent runs them.
     duties: InstanceDuties | None = None
 
     @classmethod
-    def for_inbox(cls, inbox: ObservedInbox, *, instance_duties: bool = True) -> Operations:
+    def for_inbox(cls, inbox: Inbox, *, instance_duties: bool = True) -> Operations:
         """Wires metrics and the transition log into `inbox`; nothing runs until `start`."""
         metrics = Metrics()
         if not instance_duties:

@@ -27,7 +27,6 @@ from inboxd.store.database import Database
 from inboxd.store.notifications import ReplicaSignals
 from inboxd.store.settings_check import warn_if_not_durable
 from inboxd.usecases.inbox import Clock, Inbox, database_clock
-from inboxd.usecases.reporting_inbox import ObservedInbox
 from inboxd_client.v1 import admin_pb2, inbox_pb2
 
 log = logging.getLogger(__name__)
@@ -130,7 +129,7 @@ async def start_server(
     (--workers N): it binds with SO_REUSEPORT and leaves the instance's
     duties (gauges, retention, /metrics) to the parent.
     """
-    inbox = ObservedInbox(db, settings, clock)
+    inbox = Inbox(db, settings, clock)
     inbox.fallback_poll_seconds = settings.fallback_poll.total_seconds()
     ops = Operations.for_inbox(inbox, instance_duties=worker_index is None)
     # First, so an unsafe INBOXD_CONSOLE_LISTEN is refused before anything serves.

@@ -40,8 +40,7 @@ from inboxd.observability.metrics import multiprocess_registry
 from inboxd.serving.server import server_credentials
 from inboxd.serving.server_child import READY, ChildSpec
 from inboxd.store.database import Database
-from inboxd.usecases.inbox import database_clock
-from inboxd.usecases.reporting_inbox import ObservedInbox
+from inboxd.usecases.inbox import Inbox, database_clock
 
 log = logging.getLogger("inboxd")
 
@@ -191,7 +190,7 @@ class Supervisor:
         keepers: list[asyncio.Task[None]] = []
         try:
             await db.open()
-            duties = parent_duties(ObservedInbox(db, settings, database_clock), multiprocess_registry(metrics_dir))
+            duties = parent_duties(Inbox(db, settings, database_clock), multiprocess_registry(metrics_dir))
             await duties.start()
             console = await start_console(settings, duties.operators, self.registry)
             asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, self._forward_sighup)

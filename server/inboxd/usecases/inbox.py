@@ -1,7 +1,12 @@
 """The inbox's use cases, between the gRPC servicers and the store.
 
 It takes validated domain values from the api layer and writes no SQL; it
-decides what runs in one transaction, and who is woken afterwards.
+decides what runs in one transaction, who is woken afterwards, and tells its
+observer (metrics, the structured log) each committed transition and each
+fenced call refused because its claim is not current. The observer hears
+nothing before the commit. The reports stand in the transitions themselves,
+not in a subclass re-declaring each of them: a transition added here cannot
+go unreported by being forgotten there.
 """
 
 from __future__ import annotations
@@ -10,14 +15,14 @@ import asyncio
 import contextlib
 import logging
 from collections import Counter
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from inboxd.config.settings import Settings
 from inboxd.domain.backoff import BackoffPolicy, decide_failure
-from inboxd.domain.errors import InboxError
+from inboxd.domain.errors import ClaimSuperseded, InboxError
 from inboxd.domain.vocabulary import (
     AcceptOutcome,
     AcceptResult,
@@ -31,6 +36,7 @@ from inboxd.domain.vocabulary import (
     NewEvent,
     StaleRevisions,
 )
+from inboxd.observability.transition_observer import InboxObserver
 from inboxd.runtime.due_poller import DuePoller
 from inboxd.runtime.group_commit import Coalescer
 from inboxd.runtime.wakeups import WakeBus
@@ -70,6 +76,8 @@ class Inbox:
     clock: Clock = database_clock
     bus: WakeBus = field(default_factory=WakeBus)
     signals: ReplicaSignals | None = None
+    # Hears nothing by default; the server wires in metrics and the transition log.
+    observer: InboxObserver = field(default_factory=InboxObserver)
     fallback_poll_seconds: float = FALLBACK_POLL_SECONDS
     complete_lock_timeout: timedelta = COMPLETE_LOCK_TIMEOUT
     _background: set[asyncio.Task[object]] = field(default_factory=set)
@@ -94,6 +102,9 @@ class Inbox:
         now = self.clock()
         results = await self.db.run(lambda conn: accept_events(conn, events, now), transaction=False)
         self.wake_claimers(self._claimable(events, results, now))
+        # Per group, not per call: counters move and the log writes once for
+        # all the callers who shared the transaction.
+        self.observer.accepted(events, results)
         return results
 
     @staticmethod
@@ -183,10 +194,14 @@ class Inbox:
         try:
             # Shielded: a caller who goes away mid-claim must not leave events
             # claimed by nobody until their leases expire.
-            return await asyncio.shield(task)
+            batch = await asyncio.shield(task)
         except asyncio.CancelledError:
             task.add_done_callback(self._release_orphaned_claim)
             raise
+        # Each round, not just the Claim's last one: a waiting Claim's empty
+        # rounds may still have taken over expired leases or dead-lettered events.
+        self.observer.claimed(request.worker_id, batch)
+        return batch
 
     def _release_orphaned_claim(self, task: asyncio.Future[ClaimBatch]) -> None:
         if task.cancelled() or task.exception() is not None or not task.result().events:
@@ -202,16 +217,28 @@ class Inbox:
 
     # -- fenced transitions --
 
+    @contextlib.contextmanager
+    def _fenced(self, call: str, fence: Fence) -> Iterator[None]:
+        """Reports a refusal because the claim is not current, and lets it go on to the caller."""
+        try:
+            yield
+        except ClaimSuperseded:
+            self.observer.stale_claim_rejected(call, fence)
+            raise
+
     async def renew_lease(self, fence: Fence, lease: timedelta) -> datetime:
         now = self.clock()
-        # A single fenced UPDATE; when it matches nothing, the diagnosis is a read of its own.
-        return await self.db.run(lambda conn: claims.renew_lease(conn, fence, lease, now), transaction=False)
+        with self._fenced("RenewLease", fence):
+            # A single fenced UPDATE; when it matches nothing, the diagnosis is a read of its own.
+            return await self.db.run(lambda conn: claims.renew_lease(conn, fence, lease, now), transaction=False)
 
     async def complete(self, fence: Fence, disposition: Disposition, reason: str) -> None:
         """Completes the claim; concurrent completions share one transaction."""
-        [refusal] = await self._complete_all([Completion(fence, disposition, reason)])
-        if refusal is not None:
-            raise refusal
+        with self._fenced("Complete", fence):
+            [refusal] = await self._complete_all([Completion(fence, disposition, reason)])
+            if refusal is not None:
+                raise refusal
+        self.observer.completed(fence, disposition)
 
     async def complete_many(self, completions: Sequence[Completion]) -> list[InboxError | None]:
         """Completes each claim, judged alone: per item None (done) or its refusal, in order.
@@ -220,7 +247,13 @@ class Inbox:
         concurrent callers), except an item whose row another transaction
         holds: it is retried on its own afterwards (see `_complete_all`).
         """
-        return await self._complete_all(completions)
+        results = await self._complete_all(completions)
+        for completion, result in zip(completions, results, strict=True):
+            if result is None:
+                self.observer.completed(completion.fence, completion.disposition)
+            elif isinstance(result, ClaimSuperseded):
+                self.observer.stale_claim_rejected("CompleteBatch", completion.fence)
+        return results
 
     async def _complete_all(self, completions: Sequence[Completion]) -> list[InboxError | None]:
         results = await self._completions.submit(completions)
@@ -268,29 +301,38 @@ class Inbox:
             next_at = await claims.fail_event(conn, fence, decision, stored_error, now)
             return FailResult(decision.state, next_at)
 
-        return await self.db.run(work)
+        with self._fenced("Fail", fence):
+            result = await self.db.run(work)
+        self.observer.failed(fence, result)
+        return result
 
     async def record_action(
         self, fence: Fence, action: str, state: ActionState, *, external_ref: str, detail: str
     ) -> ActionRecord:
         now = self.clock()
-        return await self.db.run(
-            lambda conn: actions.record_action(
-                conn, fence, action, state, external_ref=external_ref, detail=detail, now=now
+        with self._fenced("RecordActionOutcome", fence):
+            record = await self.db.run(
+                lambda conn: actions.record_action(
+                    conn, fence, action, state, external_ref=external_ref, detail=detail, now=now
+                )
             )
-        )
+        self.observer.action_recorded(fence, record)
+        return record
 
     async def release(self, fence: Fence) -> None:
         now = self.clock()
-        namespace, _, event_type = await self.db.run(
-            lambda conn: claims.release_event(conn, fence, now), transaction=False
-        )
+        with self._fenced("Release", fence):
+            namespace, _, event_type = await self.db.run(
+                lambda conn: claims.release_event(conn, fence, now), transaction=False
+            )
         self.wake_claimers({(namespace, event_type): 1})
+        self.observer.released([fence])
 
     async def release_many(self, fences: Sequence[Fence]) -> None:
         now = self.clock()
         released = await self.db.run(lambda conn: claims.release_events(conn, fences, now), transaction=False)
         self.wake_claimers(Counter((ns, t) for ns, _, t in released))
+        self.observer.released(fences)
 
 
 def _held(results: Sequence[InboxError | None]) -> list[int]:
