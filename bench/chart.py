@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.figures import Figures, pairs, peer_rates, top_concurrency
+from bench.targets import DRAIN_OVER_PEER, WAKEUP_P99_MS, ratio_bars
 
 
 def chart(bench: dict[str, Any] | None, peers: dict[str, Any] | None, path: Path) -> None:
@@ -46,7 +47,8 @@ def _chart_rates(ax_rate: Any, ax_ratio: Any, bench: dict[str, Any]) -> None:
         figs[p.inboxd]["value"] / figs[p.raw]["value"] if p.raw in figs and figs[p.raw]["value"] else 0 for p in shown
     ]
     # The targets whose denominator is the raw figure of the same pair (issues 13 and 14).
-    wanted = {"inboxd.accept_batch": 0.5, "inboxd.claim10.batch": 0.7, "inboxd.claim1": 0.6}
+    bars = ratio_bars(bench)
+    wanted = {p.inboxd: bars[p.inboxd, p.raw] for p in shown if p.raw and (p.inboxd, p.raw) in bars}
     colors = [
         ("#2ca02c" if r >= wanted[p.inboxd] else "#d62728") if p.inboxd in wanted else "#1f77b4"
         for p, r in zip(shown, ratios, strict=True)
@@ -70,11 +72,11 @@ def _chart_wakeup(ax: Any, figs: Figures) -> None:
     names = [f"run {r['run']}" for r in runs]
     ax.bar([i - 0.2 for i in range(len(runs))], [r["p50_ms"] for r in runs], 0.4, label="p50", color="#9ecae1")
     ax.bar([i + 0.2 for i in range(len(runs))], [r["p99_ms"] for r in runs], 0.4, label="p99", color="#1f77b4")
-    ax.axhline(10.0, color="black", linewidth=2)
+    ax.axhline(WAKEUP_P99_MS.value, color="black", linewidth=2)
     ax.set_xticks(list(range(len(runs))), names)
     ax.set_ylabel("ms")
     ax.legend(fontsize=8)
-    ax.set_title("Wake-up latency per run (black line: p99 target, 10 ms)", fontsize=10)
+    ax.set_title(f"Wake-up latency per run (black line: p99 target, {WAKEUP_P99_MS.value:g} ms)", fontsize=10)
 
 
 def _chart_peers(ax: Any, peers: dict[str, Any] | None) -> None:
@@ -87,9 +89,16 @@ def _chart_peers(ax: Any, peers: dict[str, Any] | None) -> None:
     best = max((v for k, v in rates.items() if k != "inboxd"), default=0.0)
     if best and "inboxd" in rates:
         i = list(rates).index("inboxd")
-        ax.plot([i - 0.4, i + 0.4], [2 * best] * 2, color="black", linewidth=2)
-        ax.annotate("target: 2x the better peer", (i, 2 * best), textcoords="offset points", xytext=(0, 4), ha="center")
-        ax.set_ylim(0, max([*rates.values(), 2 * best]) * 1.15)
+        bar = DRAIN_OVER_PEER.value * best
+        ax.plot([i - 0.4, i + 0.4], [bar] * 2, color="black", linewidth=2)
+        ax.annotate(
+            f"target: {DRAIN_OVER_PEER.value:g}x the better peer",
+            (i, bar),
+            textcoords="offset points",
+            xytext=(0, 4),
+            ha="center",
+        )
+        ax.set_ylim(0, max([*rates.values(), bar]) * 1.15)
     ax.set_ylabel("jobs/s")
     workers = peers["config"]["claim_workers"]
     ax.set_title(f"End-to-end no-op jobs: {workers} claimers, batch 10 where the library can")

@@ -26,6 +26,21 @@ class Measured:
 
 
 @dataclass(frozen=True)
+class Bar:
+    """Where a figure meets its target: at least `value`, or (at_most) at most; the chart draws it too."""
+
+    value: float
+    at_most: bool = False
+
+    def __call__(self, v: float) -> bool:
+        return v <= self.value if self.at_most else v >= self.value
+
+
+WAKEUP_P99_MS = Bar(10.0, at_most=True)
+DRAIN_OVER_PEER = Bar(2.0)
+
+
+@dataclass(frozen=True)
 class Target:
     issue: str
     label: str
@@ -42,17 +57,22 @@ def _lacks(bench: Results, feature: str) -> str:
     return f"not measured: server lacks {feature} ({found['reason'] if found else 'not detected'})"
 
 
-def _ratio(a: str, b: str, feature: str | None = None) -> Callable[[Results, Results | None], Measured]:
-    def measure(bench: Results, _peers: Results | None) -> Measured:
-        figs: Figures = bench["figures"]
+@dataclass(frozen=True)
+class _Ratio:
+    """Figure `a` of this run over figure `b`; `feature`, when named, is what the server needs for `a`."""
+
+    a: str
+    b: str
+    feature: str | None = None
+
+    def __call__(self, bench: Results, _peers: Results | None) -> Measured:
+        a, b, figs = self.a, self.b, bench["figures"]
         v = ratio(figs, a, b)
         if v is None:
-            if feature and not bench.get("support", {}).get(feature, {}).get("supported"):
-                return Measured(None, missing=_lacks(bench, feature))
+            if self.feature and not bench.get("support", {}).get(self.feature, {}).get("supported"):
+                return Measured(None, missing=_lacks(bench, self.feature))
             return Measured(None, missing=f"not measured: no `{a if a not in figs else b}` in this run")
         return Measured(v, f"{v:.2f}x ({figs[a]['value']:,.0f} ÷ {figs[b]['value']:,.0f} {figs[b]['unit']})")
-
-    return measure
 
 
 def _cpu_ratio(a: str, b: str) -> Callable[[Results, Results | None], Measured]:
@@ -177,8 +197,8 @@ def targets(bench: Results) -> list[Target]:
             "13",
             f"Accept at {top} callers ÷ empty-RPC rate (same generator, same callers)",
             accept_wanted,
-            _ratio(f"inboxd.accept.c{top}", f"inboxd.empty_rpc.c{top}"),
-            lambda v: v >= accept_bar,
+            _Ratio(f"inboxd.accept.c{top}", f"inboxd.empty_rpc.c{top}"),
+            Bar(accept_bar),
             (f"inboxd.accept.c{top}", f"inboxd.empty_rpc.c{top}"),
             "accept",
         ),
@@ -187,7 +207,7 @@ def targets(bench: Results) -> list[Target]:
             "server CPU per Accept ÷ server CPU per empty RPC",
             "<= 1.5x",
             _cpu_ratio(f"inboxd.accept.c{top}", f"inboxd.empty_rpc.c{top}"),
-            lambda v: v <= 1.5,
+            Bar(1.5, at_most=True),
             (f"inboxd.accept.c{top}",),
             "accept",
         ),
@@ -195,8 +215,8 @@ def targets(bench: Results) -> list[Target]:
             "13",
             f"AcceptBatch of {c['batch_rows']} ÷ raw {c['batch_rows']}-row INSERT",
             ">= 0.5x",
-            _ratio("inboxd.accept_batch", "raw.insert_batch"),
-            lambda v: v >= 0.5,
+            _Ratio("inboxd.accept_batch", "raw.insert_batch"),
+            Bar(0.5),
             ("inboxd.accept_batch", "raw.insert_batch"),
             "accept_batch",
         ),
@@ -205,7 +225,7 @@ def targets(bench: Results) -> list[Target]:
             "server CPU per batched event",
             "<= 20 µs",
             _batched_event_cpu,
-            lambda v: v <= 20.0,
+            Bar(20.0, at_most=True),
             ("inboxd.accept_batch",),
             "accept_batch",
         ),
@@ -214,14 +234,14 @@ def targets(bench: Results) -> list[Target]:
             f"single-event Accept ÷ the better peer's single enqueue, {top} callers (make bench-peers)",
             ">= 1.5x",
             _enqueue_over_peer,
-            lambda v: v >= 1.5,
+            Bar(1.5),
         ),
         Target(
             "13",
             f"`--workers 2` ÷ `--workers 1`, Accept at {top} callers",
             ">= 1.0x",
-            _ratio(f"inboxd.accept.c{top}.workers2", f"inboxd.accept.c{top}", WORKERS),
-            lambda v: v >= 1.0,
+            _Ratio(f"inboxd.accept.c{top}.workers2", f"inboxd.accept.c{top}", WORKERS),
+            Bar(1.0),
             (f"inboxd.accept.c{top}.workers2", f"inboxd.accept.c{top}"),
         ),
         Target(
@@ -236,8 +256,8 @@ def targets(bench: Results) -> list[Target]:
             "14",
             "Claim 10 -> CompleteBatch ÷ raw claim-10-then-complete",
             ">= 0.7x",
-            _ratio("inboxd.claim10.batch", "raw.claim10", COMPLETE_BATCH),
-            lambda v: v >= 0.7,
+            _Ratio("inboxd.claim10.batch", "raw.claim10", COMPLETE_BATCH),
+            Bar(0.7),
             ("inboxd.claim10.batch", "raw.claim10"),
             "claim10",
         ),
@@ -246,14 +266,14 @@ def targets(bench: Results) -> list[Target]:
             "drain ÷ the better of PgQueuer and Procrastinate (make bench-peers)",
             ">= 2x (resolve at >= 1.2x with the profile of what remains)",
             _drain_over_peer,
-            lambda v: v >= 2.0,
+            DRAIN_OVER_PEER,
         ),
         Target(
             "14",
             "Claim 1 -> Complete ÷ raw",
             ">= 0.6x",
-            _ratio("inboxd.claim1", "raw.claim1"),
-            lambda v: v >= 0.6,
+            _Ratio("inboxd.claim1", "raw.claim1"),
+            Bar(0.6),
             ("inboxd.claim1", "raw.claim1"),
         ),
         Target(
@@ -261,14 +281,14 @@ def targets(bench: Results) -> list[Target]:
             f"{c['long_polls']:,} idle long-polls: server CPU",
             "<= 5% of a core",
             _longpoll("server_cpu_percent", "{:.1f}% of a core"),
-            lambda v: v <= 5.0,
+            Bar(5.0, at_most=True),
         ),
         Target(
             "14",
             f"{c['long_polls']:,} idle long-polls: database transactions",
             "<= 10 /s",
             _longpoll("db_transactions_per_s", "{:,.1f} /s"),
-            lambda v: v <= 10.0,
+            Bar(10.0, at_most=True),
         ),
         Target(
             "14",
@@ -276,29 +296,29 @@ def targets(bench: Results) -> list[Target]:
             f"(beside {c['backlog_rows']:,} PENDING events of another namespace)",
             "<= 10 ms in every run",
             _wakeup_runs,
-            lambda v: v <= 10.0,
+            WAKEUP_P99_MS,
         ),
         Target(
             "14",
             f"Claim on an empty namespace beside {c['backlog_rows']:,} PENDING events of another, generic plan",
             "<= 1 ms",
             _generic_plan,
-            lambda v: v <= 1.0,
+            Bar(1.0, at_most=True),
         ),
         Target(
             "14",
             f"the first {c['cold_window']:g} s after start ÷ steady state, Claim 10 -> Complete",
             ">= 0.8x",
-            _ratio("inboxd.claim10.cold", "inboxd.claim10"),
-            lambda v: v >= 0.8,
+            _Ratio("inboxd.claim10.cold", "inboxd.claim10"),
+            Bar(0.8),
             ("inboxd.claim10.cold", "inboxd.claim10"),
         ),
         Target(
             "14",
             f"Claim 10 -> Complete with {c['history_rows']:,} completed rows ÷ empty",
             ">= 0.9x (keep)",
-            _ratio("inboxd.claim10.history", "inboxd.claim10"),
-            lambda v: v >= 0.9,
+            _Ratio("inboxd.claim10.history", "inboxd.claim10"),
+            Bar(0.9),
             ("inboxd.claim10.history", "raw.claim10.history"),
         ),
         Target(
@@ -306,14 +326,14 @@ def targets(bench: Results) -> list[Target]:
             f"server RSS, {c['long_polls']:,} waiting long-polls",
             "<= 300 MB (keep)",
             _longpoll("rss_mb", "{:.0f} MB"),
-            lambda v: v <= 300.0,
+            Bar(300.0, at_most=True),
         ),
         Target(
             "10",
             "wake-up p50",
             "<= 5 ms (keep)",
             _wakeup_p50,
-            lambda v: v <= 5.0,
+            Bar(5.0, at_most=True),
         ),
     ]
 
@@ -322,3 +342,12 @@ def verdict(t: Target, m: Measured) -> str:
     if m.value is None:
         return "not measured"
     return "yes" if t.met(m.value) else "**no**"
+
+
+def ratio_bars(bench: Results) -> dict[tuple[str, str], float]:
+    """The bar of each target that is one figure of this run over another, by (figure, over figure)."""
+    return {
+        (t.measure.a, t.measure.b): t.met.value
+        for t in targets(bench)
+        if isinstance(t.measure, _Ratio) and isinstance(t.met, Bar)
+    }
