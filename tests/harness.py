@@ -6,10 +6,13 @@ import asyncio
 import contextlib
 import inspect
 import os
+import queue
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -60,7 +63,39 @@ def discard_postgres(pg: EmbeddedPostgres) -> None:
         shutil.rmtree(pg.data_dir.parent, ignore_errors=True)
 
 
-READY_PREFIX = "inboxd serving on "
+SERVING_LINE = re.compile(r"^inboxd serving on (?P<host>[^\s]+):(?P<port>\d+)$")
+
+
+def await_serving_line(
+    proc: subprocess.Popen[str], *, timeout: float, why_not: Callable[[], str] = lambda: ""
+) -> tuple[str, int]:
+    """Waits (at most `timeout` s) for the server's line `inboxd serving on HOST:PORT`; returns HOST and PORT.
+
+    A thread of its own reads stdout, so the deadline holds even while the
+    server prints nothing, and keeps reading after the line, so a server that
+    writes more never blocks on a full pipe. `why_not()` is added to the error.
+    """
+    assert proc.stdout is not None
+    stdout = proc.stdout
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def read() -> None:
+        for line in stdout:
+            lines.put(line)
+        lines.put(None)
+
+    threading.Thread(target=read, daemon=True).start()
+    deadline = time.monotonic() + timeout
+    while (remaining := deadline - time.monotonic()) > 0:
+        try:
+            line = lines.get(timeout=remaining)
+        except queue.Empty:
+            break
+        if line is None:
+            raise RuntimeError(f"inboxd exited with {proc.wait()} before serving{why_not()}")
+        if match := SERVING_LINE.match(line.rstrip("\n")):
+            return match.group("host"), int(match.group("port"))
+    raise RuntimeError(f"inboxd did not print its serving line within {timeout:.0f} s{why_not()}")
 
 
 def serve_on_free_port(
@@ -77,7 +112,6 @@ def serve_on_free_port(
     (then named in the error when the server does not come up). The benchmark starts its servers here too.
     """
     full_env = {**os.environ, "DATABASE_URL": database_url, "INBOXD_LISTEN": "127.0.0.1:0", **env}
-    see = f"; see {stderr_log}" if stderr_log else ""
     with contextlib.ExitStack() as stack:
         stderr: IO[bytes] | int = stack.enter_context(stderr_log.open("ab")) if stderr_log else subprocess.DEVNULL
         proc = subprocess.Popen(
@@ -87,15 +121,13 @@ def serve_on_free_port(
             stderr=stderr,
             text=True,
         )
-    assert proc.stdout is not None
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        if not line:
-            raise RuntimeError(f"inboxd exited with {proc.wait()} before serving{see}")
-        if line.startswith(READY_PREFIX):
-            return proc, int(line.rsplit(":", 1)[1])
-    raise RuntimeError(f"inboxd did not start serving within {timeout:.0f} s{see}")
+    try:
+        _, port = await_serving_line(proc, timeout=timeout, why_not=lambda: f"; see {stderr_log}" if stderr_log else "")
+    except RuntimeError:
+        proc.kill()
+        proc.wait()
+        raise
+    return proc, port
 
 
 @dataclass

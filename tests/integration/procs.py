@@ -7,12 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import os
-import queue
-import re
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -21,10 +18,9 @@ from typing import IO, TypeVar
 
 from inboxd.serving.embedded_pg import find_binaries
 from inboxd.store.database import Connection, Database
+from tests.harness import await_serving_line
 
 T = TypeVar("T")
-
-SERVING_LINE = re.compile(r"^inboxd serving on (?P<host>[^\s]+):(?P<port>\d+)$")
 
 
 async def stored_keys(db: Database, ns: str) -> set[str]:
@@ -75,7 +71,6 @@ class Serve:
     proc: subprocess.Popen[str] | None = None
     host: str = ""
     port: int = 0
-    _lines: queue.Queue[str | None] = field(default_factory=queue.Queue)
     _log: IO[str] | None = None
 
     def start(self, timeout: float = 120.0) -> Serve:
@@ -89,29 +84,13 @@ class Serve:
             stderr=self._log,
             text=True,
         )
-        threading.Thread(target=self._read_stdout, daemon=True).start()
-        deadline = time.monotonic() + timeout
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise AssertionError(f"inboxd did not print its serving line within {timeout} s\n{self.log_tail()}")
-            try:
-                line = self._lines.get(timeout=remaining)
-            except queue.Empty:
-                continue
-            if line is None:
-                raise AssertionError(f"inboxd exited with {self.proc.wait()} before serving\n{self.log_tail()}")
-            match = SERVING_LINE.match(line.rstrip("\n"))
-            if match:
-                self.host = match.group("host")
-                self.port = int(match.group("port"))
-                return self
-
-    def _read_stdout(self) -> None:
-        assert self.proc is not None and self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self._lines.put(line)
-        self._lines.put(None)
+        try:
+            self.host, self.port = await_serving_line(
+                self.proc, timeout=timeout, why_not=lambda: f"\n{self.log_tail()}"
+            )
+        except RuntimeError as exc:
+            raise AssertionError(str(exc)) from None
+        return self
 
     @property
     def target(self) -> str:
