@@ -205,7 +205,7 @@ def _normalized(sql: str) -> str:
     sql = re.sub(r"--[^\n]*", "", sql)
     for name in ("namespaces", "event_keys", "claim_tokens", "dispositions", "reasons"):
         sql = sql.replace(f"%({name})b::text[]", f"p_{name}")
-    sql = sql.replace("%(now)s::timestamptz", "p_now")
+    sql = sql.replace("%(now)s", "p_now")
     return " ".join(sql.split()).rstrip(";").strip()
 
 

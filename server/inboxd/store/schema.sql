@@ -84,9 +84,9 @@ WITH request AS (
     ORDER BY q.namespace, q.event_key, q.ord
 ), completed AS (
     UPDATE inbox_events AS e
-    SET state = 'completed', completed_at = coalesce(p_now, now()),
+    SET state = 'completed', completed_at = inboxd_now(p_now),
         disposition = w.disposition, disposition_reason = w.reason, due_at = NULL, lease_expires_at = NULL,
-        updated_at = coalesce(p_now, now())
+        updated_at = inboxd_now(p_now)
     FROM winner AS w
     -- The fence: the claim token and the state, in the UPDATE's own WHERE.
     WHERE e.namespace = w.namespace AND e.event_key = w.event_key
@@ -94,7 +94,7 @@ WITH request AS (
     RETURNING e.namespace, e.event_key, e.claim_token, e.fencing_token, w.ord
 ), ended AS (
     UPDATE inbox_claims AS c
-    SET ended_at = coalesce(p_now, now()), outcome = 'completed'
+    SET ended_at = inboxd_now(p_now), outcome = 'completed'
     FROM completed AS d
     WHERE c.fencing_token = d.fencing_token
 )
@@ -135,6 +135,15 @@ CREATE FUNCTION public.inboxd_next_of_key(p_namespace text, p_ordering_key text,
                      AND (o.revision, o.accepted_at, o.event_key) < (p_revision, p_accepted_at, p_event_key)
                      AND NOT (p_ignore_stale AND o.revision > 0 AND o.revision <= k.applied_revision))))
 $$;
+
+
+--
+-- Name: inboxd_now(timestamp with time zone); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.inboxd_now(p_now timestamp with time zone) RETURNS timestamp with time zone
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $$ SELECT coalesce(p_now, now()) $$;
 
 
 --

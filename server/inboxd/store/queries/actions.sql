@@ -41,14 +41,10 @@ FOR UPDATE
 -- name: action_create
 -- The first record of an action mints its idempotency key. A concurrent first
 -- record wins the race; the loser finds its row and transitions instead.
-WITH clock AS (
-    SELECT coalesce(%(now)s::timestamptz, now()) AS now
-)
 INSERT INTO inbox_actions
     (namespace, event_key, action, state, idempotency_key, external_ref, detail, fencing_token, created_at, updated_at)
-SELECT %(namespace)s, %(event_key)s, %(action)s, %(state)s, 'idk_' || replace(gen_random_uuid()::text, '-', ''),
-       %(external_ref)s, %(detail)s, %(fencing_token)s, clock.now, clock.now
-FROM clock
+VALUES (%(namespace)s, %(event_key)s, %(action)s, %(state)s, 'idk_' || replace(gen_random_uuid()::text, '-', ''),
+        %(external_ref)s, %(detail)s, %(fencing_token)s, inboxd_now(%(now)s), inboxd_now(%(now)s))
 ON CONFLICT (namespace, event_key, action) DO NOTHING
 RETURNING action, state, idempotency_key, external_ref, detail, fencing_token, updated_at
 
@@ -58,7 +54,7 @@ RETURNING action, state, idempotency_key, external_ref, detail, fencing_token, u
 UPDATE inbox_actions
 SET state = %(state)s,
     external_ref = CASE WHEN %(external_ref)s = '' THEN external_ref ELSE %(external_ref)s END,
-    detail = %(detail)s, fencing_token = %(fencing_token)s, updated_at = coalesce(%(now)s::timestamptz, now())
+    detail = %(detail)s, fencing_token = %(fencing_token)s, updated_at = inboxd_now(%(now)s)
 WHERE namespace = %(namespace)s AND event_key = %(event_key)s AND action = %(action)s
 RETURNING action, state, idempotency_key, external_ref, detail, fencing_token, updated_at
 
@@ -68,7 +64,7 @@ RETURNING action, state, idempotency_key, external_ref, detail, fencing_token, u
 INSERT INTO inbox_action_history
     (namespace, event_key, action, state, external_ref, detail, fencing_token, applied, recorded_at)
 VALUES (%(namespace)s, %(event_key)s, %(action)s, %(state)s, %(external_ref)s, %(detail)s, %(fencing_token)s,
-        %(applied)s, coalesce(%(now)s::timestamptz, now()))
+        %(applied)s, inboxd_now(%(now)s))
 
 -- name: action_read
 SELECT action, state, idempotency_key, external_ref, detail, fencing_token, updated_at

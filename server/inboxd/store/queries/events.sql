@@ -7,10 +7,9 @@
 -- Every write after a claim names the claim token in its WHERE clause: zero
 -- rows means the claim is not current, and nothing changed.
 --
--- The clock: a statement reads `coalesce(%(now)s::timestamptz, now())` once,
--- in a `clock` CTE, except where the cut-off must be an index condition (a
--- join to the CTE would make it a filter) and in event_complete_many, which
--- is word for word the body of the SQL function inboxd_complete_events.
+-- The clock: a statement says `inboxd_now(%(now)s)` wherever it means now,
+-- the caller's clock when given, else the database's (migration 0011). The
+-- planner inlines the function, so a cut-off stays an index condition.
 --
 -- A fence reads `state IS NOT DISTINCT FROM 'processing'`, not `state =
 -- 'processing'`: the same test on a NOT NULL column, but not one an index can
@@ -46,14 +45,13 @@
 -- request order wins. A key that another transaction committed after this
 -- statement's snapshot was taken is neither inserted nor visible here: its
 -- outcome is 'retry', and the caller runs those events again.
-WITH clock AS (
-    SELECT coalesce(%(now)s::timestamptz, now()) AS now
-), incoming AS (
+WITH incoming AS (
     -- first_ord: which copy of its key wins the insert (the first in request order).
     -- A field left at its default is left out of its object: NULL here.
     SELECT i.pos, i.ord, i.namespace, i.event_key, i.event_type, p.payload::jsonb AS payload,
            coalesce(i.metadata, '{}') AS metadata, coalesce(i.message_id, '') AS message_id,
-           coalesce(i.ordering_key, '') AS ordering_key, coalesce(i.revision, 0) AS revision, i.available_at,
+           coalesce(i.ordering_key, '') AS ordering_key, coalesce(i.revision, 0) AS revision,
+           inboxd_now(%(now)s) AS accepted_at, coalesce(i.available_at, inboxd_now(%(now)s)) AS available_at,
            min(i.ord) OVER (PARTITION BY i.namespace, i.event_key) AS first_ord
     FROM json_to_recordset(%(events)s::json)
          AS i(pos int, ord int, namespace text, event_key text, event_type text, metadata jsonb,
@@ -64,9 +62,9 @@ WITH clock AS (
         (namespace, event_key, event_type, payload, metadata, message_id, ordering_key,
          revision, state, accepted_at, available_at, due_at, updated_at)
     SELECT i.namespace, i.event_key, i.event_type, i.payload, i.metadata,
-           i.message_id, i.ordering_key, i.revision, 'pending', c.now,
-           coalesce(i.available_at, c.now), coalesce(i.available_at, c.now), c.now
-    FROM incoming AS i CROSS JOIN clock AS c
+           i.message_id, i.ordering_key, i.revision, 'pending', i.accepted_at,
+           i.available_at, i.available_at, i.accepted_at
+    FROM incoming AS i
     ORDER BY i.namespace, i.event_key, i.ord
     ON CONFLICT (namespace, event_key) DO NOTHING
     RETURNING e.namespace, e.event_key, e.event_type, e.payload, e.state, e.accepted_at
@@ -102,8 +100,8 @@ WITH clock AS (
     ) AS s ON true
 ), conflicts AS (
     INSERT INTO inbox_conflicts (namespace, event_key, event_type, payload, metadata, received_at)
-    SELECT j.namespace, j.event_key, j.event_type, j.payload, j.metadata, c.now
-    FROM judged AS j CROSS JOIN clock AS c
+    SELECT j.namespace, j.event_key, j.event_type, j.payload, j.metadata, inboxd_now(%(now)s)
+    FROM judged AS j
     WHERE j.outcome = 'conflict'
     ORDER BY j.ord
 )
@@ -133,9 +131,9 @@ SELECT %(payload)s::jsonb IS NOT NULL
 --   every namespace: inbox_events_due, oldest first (its predicate names the
 --     open states, which only this branch states, so the per-namespace scans
 --     cannot take it and walk other namespaces' rows in due order).
--- The clock is repeated in each WHERE rather than read from the clock CTE,
--- so the cut-off is an index condition, not a join filter: with many delayed
--- events and nothing due, a Claim reads no rows.
+-- The cut-off is inboxd_now(%(now)s) in each WHERE, not a column of a CTE:
+-- an index condition, not a join filter, so with many delayed events and
+-- nothing due a Claim reads no rows.
 --
 -- Ordering keys (migration 0008): an event with a non-empty ordering_key is
 -- a candidate only when it is its key's next (inboxd_next_of_key: the event
@@ -151,9 +149,7 @@ SELECT %(payload)s::jsonb IS NOT NULL
 -- IGNORED here, never handed out, and then it neither needs its key nor holds
 -- back the events after it, so the key's next event comes out in the same
 -- Claim. With ignore_stale off it is handed out in its turn, stale set.
-WITH RECURSIVE clock AS (
-    SELECT coalesce(%(now)s::timestamptz, now()) AS now
-), open_namespaces AS (
+WITH RECURSIVE open_namespaces AS (
     -- From each pattern's literal prefix, the namespaces with open rows, one
     -- index descent each, up to the first that no longer has the prefix
     -- (byte order, so those with a prefix are contiguous).
@@ -183,7 +179,7 @@ WITH RECURSIVE clock AS (
                    e.attempt >= %(max_attempts)s AS exhausted, e.due_at, e.ordering_key, e.revision
             FROM inbox_events AS e
             WHERE e.namespace COLLATE "C" = wanted.namespace
-              AND e.due_at <= coalesce(%(now)s::timestamptz, now())
+              AND e.due_at <= inboxd_now(%(now)s)
               AND (cardinality(%(event_types)s::text[]) = 0 OR e.event_type = ANY(%(event_types)s::text[]))
               AND (e.ordering_key = '' OR inboxd_next_of_key(e.namespace, e.ordering_key, e.event_key, e.revision,
                                                              e.accepted_at, %(ignore_stale)s))
@@ -198,7 +194,7 @@ WITH RECURSIVE clock AS (
             FROM inbox_events AS e
             WHERE cardinality(%(namespaces)s::text[]) = 0 AND cardinality(%(namespace_patterns)s::text[]) = 0
               AND e.state IN ('pending', 'processing')
-              AND e.due_at <= coalesce(%(now)s::timestamptz, now())
+              AND e.due_at <= inboxd_now(%(now)s)
               AND (cardinality(%(event_types)s::text[]) = 0 OR e.event_type = ANY(%(event_types)s::text[]))
               AND (e.ordering_key = '' OR inboxd_next_of_key(e.namespace, e.ordering_key, e.event_key, e.revision,
                                                              e.accepted_at, %(ignore_stale)s))
@@ -264,8 +260,8 @@ WITH RECURSIVE clock AS (
     WHERE judged.ordering_key = '' OR judged.key_free OR judged.to_ignore
 ), ended_claims AS (
     UPDATE inbox_claims AS c
-    SET ended_at = clock.now, outcome = 'expired'
-    FROM taken AS due, clock
+    SET ended_at = inboxd_now(%(now)s), outcome = 'expired'
+    FROM taken AS due
     WHERE due.state_before = 'processing' AND c.fencing_token = due.old_fencing_token AND c.ended_at IS NULL
     RETURNING c.fencing_token
 ), finished AS (
@@ -276,34 +272,35 @@ WITH RECURSIVE clock AS (
     -- carries no more write nodes than before ordering keys.
     UPDATE inbox_events AS e
     SET state = CASE WHEN due.to_ignore THEN 'completed' ELSE 'dead_lettered' END,
-        completed_at = CASE WHEN due.to_ignore THEN clock.now END,
+        completed_at = CASE WHEN due.to_ignore THEN inboxd_now(%(now)s) END,
         disposition = CASE WHEN due.to_ignore THEN 'ignored' END,
         disposition_reason = CASE WHEN due.to_ignore
                                   THEN format('stale revision: %%s is at or below the applied revision %%s of ordering key %%s',
                                               e.revision, due.applied_revision, e.ordering_key) END,
-        due_at = NULL, claim_token = NULL, lease_expires_at = NULL, worker_id = NULL, updated_at = clock.now,
+        due_at = NULL, claim_token = NULL, lease_expires_at = NULL, worker_id = NULL,
+        updated_at = inboxd_now(%(now)s),
         last_error = CASE WHEN due.to_ignore THEN e.last_error
                           WHEN due.state_before = 'processing'
                           THEN format('lease expired on attempt %%s of %%s; attempts exhausted', e.attempt, %(max_attempts)s::int)
                           ELSE format('attempts exhausted (%%s of %%s)', e.attempt, %(max_attempts)s::int) END
-    FROM taken AS due, clock
+    FROM taken AS due
     WHERE (due.exhausted OR due.to_ignore) AND e.namespace = due.namespace AND e.event_key = due.event_key
     RETURNING due.to_ignore AS ignored
 ), claimed AS (
     UPDATE inbox_events AS e
     SET state = 'processing', attempt = e.attempt + 1,
         claim_token = gen_random_uuid()::text, fencing_token = nextval('inbox_fencing_tokens'),
-        worker_id = %(worker_id)s, lease_expires_at = clock.now + %(lease)s::interval,
-        due_at = clock.now + %(lease)s::interval, updated_at = clock.now
-    FROM taken AS due, clock
+        worker_id = %(worker_id)s, lease_expires_at = inboxd_now(%(now)s) + %(lease)s::interval,
+        due_at = inboxd_now(%(now)s) + %(lease)s::interval, updated_at = inboxd_now(%(now)s)
+    FROM taken AS due
     WHERE NOT due.exhausted AND NOT due.to_ignore AND e.namespace = due.namespace AND e.event_key = due.event_key
     RETURNING e.namespace, e.event_key, e.event_type, e.payload::text, e.metadata, e.message_id,
               e.ordering_key, e.revision, e.attempt, e.claim_token, e.fencing_token,
               e.lease_expires_at, e.accepted_at, coalesce(e.last_error, ''), due.applied_revision, due.stale,
-              due.due_at, due.state_before, e.worker_id, clock.now
+              due.due_at, due.state_before, e.worker_id
 ), history AS (
     INSERT INTO inbox_claims (fencing_token, namespace, event_key, claim_token, worker_id, attempt, claimed_at)
-    SELECT fencing_token, namespace, event_key, claim_token, worker_id, attempt, now FROM claimed
+    SELECT fencing_token, namespace, event_key, claim_token, worker_id, attempt, inboxd_now(%(now)s) FROM claimed
 )
 -- One row per claimed event, its action ledger as a JSON array; when none was
 -- claimed, one row of NULLs that still carries the counts.
@@ -324,26 +321,24 @@ ORDER BY claimed.due_at
 
 -- name: event_renew_lease
 -- Moves the lease's end; an expired lease that nobody reclaimed is still current.
-WITH clock AS (
-    SELECT coalesce(%(now)s::timestamptz, now()) AS now
-)
 UPDATE inbox_events AS e
-SET lease_expires_at = clock.now + %(lease)s::interval, due_at = clock.now + %(lease)s::interval,
-    updated_at = clock.now
-FROM clock
+SET lease_expires_at = inboxd_now(%(now)s) + %(lease)s::interval,
+    due_at = inboxd_now(%(now)s) + %(lease)s::interval, updated_at = inboxd_now(%(now)s)
 WHERE e.namespace = %(namespace)s AND e.event_key = %(event_key)s
   AND e.claim_token = %(claim_token)s AND e.state IS NOT DISTINCT FROM 'processing'
 RETURNING e.lease_expires_at
 
 -- name: event_complete_many
 -- PROCESSING -> COMPLETED for a whole group in one statement: the rule of
--- inboxd_complete_events (migration 0005), which workers' inboxd_complete()
--- runs, word for word (tests/integration/test_complete_batch.py compares the
--- two). Run here as a plain statement, it keeps psycopg's prepared plan and
--- skips a function call. The arrays travel in binary (%(...)b): psycopg's text
--- format escapes each element by regex (87 µs against 32 µs for five arrays
--- of ten). Rows another transaction holds are skipped and
--- answered 'locked', never waited for; one answer per request, by position.
+-- inboxd_complete_events (migration 0005, last replaced by 0011), which
+-- workers' inboxd_complete() runs, word for word: a change here is a new
+-- migration replacing the function (tests/integration/test_complete_batch.py
+-- compares the two). Run here as a plain statement, it keeps psycopg's
+-- prepared plan and skips a function call. The arrays travel in binary
+-- (%(...)b): psycopg's text format escapes each element by regex (87 µs
+-- against 32 µs for five arrays of ten). Rows another transaction holds are
+-- skipped and answered 'locked', never waited for; one answer per request, by
+-- position.
 WITH request AS (
     SELECT r.namespace, r.event_key, r.claim_token, r.disposition, r.reason, r.ord
     FROM unnest(%(namespaces)b::text[], %(event_keys)b::text[], %(claim_tokens)b::text[],
@@ -367,9 +362,9 @@ WITH request AS (
     ORDER BY q.namespace, q.event_key, q.ord
 ), completed AS (
     UPDATE inbox_events AS e
-    SET state = 'completed', completed_at = coalesce(%(now)s::timestamptz, now()),
+    SET state = 'completed', completed_at = inboxd_now(%(now)s),
         disposition = w.disposition, disposition_reason = w.reason, due_at = NULL, lease_expires_at = NULL,
-        updated_at = coalesce(%(now)s::timestamptz, now())
+        updated_at = inboxd_now(%(now)s)
     FROM winner AS w
     -- The fence: the claim token and the state, in the UPDATE's own WHERE.
     WHERE e.namespace = w.namespace AND e.event_key = w.event_key
@@ -377,7 +372,7 @@ WITH request AS (
     RETURNING e.namespace, e.event_key, e.claim_token, e.fencing_token, w.ord
 ), ended AS (
     UPDATE inbox_claims AS c
-    SET ended_at = coalesce(%(now)s::timestamptz, now()), outcome = 'completed'
+    SET ended_at = inboxd_now(%(now)s), outcome = 'completed'
     FROM completed AS d
     WHERE c.fencing_token = d.fencing_token
 )
@@ -418,22 +413,20 @@ FOR UPDATE
 -- PROCESSING -> PENDING after a retryable failure, claimable again after the
 -- delay; with no delay (a permanent failure, or the last attempt: the caller
 -- decided: domain.backoff.decide_failure), PROCESSING -> DEAD_LETTERED.
-WITH clock AS (
-    SELECT coalesce(%(now)s::timestamptz, now()) AS now
-), failed AS (
+WITH failed AS (
     UPDATE inbox_events AS e
     SET state = CASE WHEN %(delay)s::interval IS NULL THEN 'dead_lettered' ELSE 'pending' END,
         claim_token = NULL, lease_expires_at = NULL, worker_id = NULL,
-        available_at = coalesce(clock.now + %(delay)s::interval, e.available_at),
-        due_at = clock.now + %(delay)s::interval,
-        last_error = %(error)s, updated_at = clock.now
-    FROM clock
+        available_at = coalesce(inboxd_now(%(now)s) + %(delay)s::interval, e.available_at),
+        due_at = inboxd_now(%(now)s) + %(delay)s::interval,
+        last_error = %(error)s, updated_at = inboxd_now(%(now)s)
     WHERE e.namespace = %(namespace)s AND e.event_key = %(event_key)s
       AND e.claim_token = %(claim_token)s AND e.state IS NOT DISTINCT FROM 'processing'
-    RETURNING e.fencing_token, e.state, e.due_at, clock.now
+    RETURNING e.fencing_token, e.state, e.due_at
 ), ended AS (
     UPDATE inbox_claims AS c
-    SET ended_at = failed.now, outcome = CASE WHEN failed.state = 'pending' THEN 'failed' ELSE 'dead_lettered' END
+    SET ended_at = inboxd_now(%(now)s),
+        outcome = CASE WHEN failed.state = 'pending' THEN 'failed' ELSE 'dead_lettered' END
     FROM failed WHERE c.fencing_token = failed.fencing_token
 )
 SELECT due_at FROM failed
@@ -441,20 +434,18 @@ SELECT due_at FROM failed
 -- name: event_release_many
 -- PROCESSING -> PENDING, claimable at once, the attempt given back. Takes
 -- parallel arrays so a cancelled Claim can hand back everything it took.
-WITH clock AS (
-    SELECT coalesce(%(now)s::timestamptz, now()) AS now
-), released AS (
+WITH released AS (
     UPDATE inbox_events AS e
     SET state = 'pending', attempt = greatest(e.attempt - 1, 0), claim_token = NULL,
         lease_expires_at = NULL, worker_id = NULL,
-        available_at = clock.now, due_at = clock.now, updated_at = clock.now
-    FROM clock, unnest(%(namespaces)s::text[], %(event_keys)s::text[], %(claim_tokens)s::text[])
-                AS r(namespace, event_key, claim_token)
+        available_at = inboxd_now(%(now)s), due_at = inboxd_now(%(now)s), updated_at = inboxd_now(%(now)s)
+    FROM unnest(%(namespaces)s::text[], %(event_keys)s::text[], %(claim_tokens)s::text[])
+         AS r(namespace, event_key, claim_token)
     WHERE e.namespace = r.namespace AND e.event_key = r.event_key
       AND e.claim_token = r.claim_token AND e.state IS NOT DISTINCT FROM 'processing'
-    RETURNING e.fencing_token, e.namespace, e.event_key, e.event_type, clock.now
+    RETURNING e.fencing_token, e.namespace, e.event_key, e.event_type
 ), ended AS (
-    UPDATE inbox_claims AS c SET ended_at = released.now, outcome = 'released'
+    UPDATE inbox_claims AS c SET ended_at = inboxd_now(%(now)s), outcome = 'released'
     FROM released WHERE c.fencing_token = released.fencing_token
 )
 SELECT namespace, event_key, event_type FROM released
@@ -475,20 +466,17 @@ FOR UPDATE
 -- the audit row written in the same statement. The action ledger stays, so
 -- a worker finds its SUCCEEDED actions and their idempotency keys again.
 -- last_error stays too: the next worker may want to know what went wrong.
-WITH clock AS (
-    SELECT coalesce(%(now)s::timestamptz, now()) AS now
-), replayed AS (
+WITH replayed AS (
     UPDATE inbox_events AS e
     SET state = 'pending', attempt = 0, claim_token = NULL, lease_expires_at = NULL, worker_id = NULL,
         completed_at = NULL, disposition = NULL, disposition_reason = NULL,
-        available_at = clock.now, due_at = clock.now, updated_at = clock.now
-    FROM clock
+        available_at = inboxd_now(%(now)s), due_at = inboxd_now(%(now)s), updated_at = inboxd_now(%(now)s)
     WHERE e.namespace = %(namespace)s AND e.event_key = %(event_key)s
       AND e.state IN ('completed', 'dead_lettered')
-    RETURNING e.namespace, e.event_key, clock.now
+    RETURNING e.namespace, e.event_key
 )
 INSERT INTO inbox_replays (namespace, event_key, actor, reason, state_before, replayed_at)
-SELECT namespace, event_key, %(actor)s, %(reason)s, %(state_before)s, now FROM replayed
+SELECT namespace, event_key, %(actor)s, %(reason)s, %(state_before)s, inboxd_now(%(now)s) FROM replayed
 RETURNING id
 
 -- name: event_rescue_expired
@@ -499,21 +487,19 @@ RETURNING id
 -- dead. One bounded batch per statement, so no pass holds locks for long:
 -- oldest expiry first, through inbox_events_leases. A rescued
 -- event is due again from its lease's expiry, so it keeps its place in line.
-WITH clock AS (
-    SELECT coalesce(%(now)s::timestamptz, now()) AS now
-), expired AS (
+WITH expired AS (
     SELECT e.namespace, e.event_key, e.fencing_token, e.attempt >= %(max_attempts)s AS exhausted
     FROM inbox_events AS e
     WHERE e.state = 'processing'
-      AND e.lease_expires_at <= coalesce(%(now)s::timestamptz, now()) - %(grace)s::interval
+      AND e.lease_expires_at <= inboxd_now(%(now)s) - %(grace)s::interval
       AND (%(namespace)s::text IS NULL OR e.namespace = %(namespace)s::text)
     ORDER BY e.lease_expires_at
     LIMIT %(batch_size)s
     FOR UPDATE OF e SKIP LOCKED
 ), ended AS (
     UPDATE inbox_claims AS c
-    SET ended_at = clock.now, outcome = 'expired'
-    FROM expired, clock
+    SET ended_at = inboxd_now(%(now)s), outcome = 'expired'
+    FROM expired
     WHERE c.fencing_token = expired.fencing_token AND c.ended_at IS NULL
 ), rescued AS (
     UPDATE inbox_events AS e
@@ -525,8 +511,8 @@ WITH clock AS (
                           THEN format('lease expired on attempt %%s of %%s; attempts exhausted',
                                       e.attempt, %(max_attempts)s::int)
                           ELSE e.last_error END,
-        updated_at = clock.now
-    FROM expired, clock
+        updated_at = inboxd_now(%(now)s)
+    FROM expired
     WHERE e.namespace = expired.namespace AND e.event_key = expired.event_key
     RETURNING e.namespace, e.event_type, e.state
 )
@@ -540,7 +526,7 @@ WITH doomed AS (
     SELECT namespace, event_key
     FROM inbox_events
     WHERE state = 'completed'
-      AND completed_at < coalesce(%(now)s::timestamptz, now()) - %(retention)s::interval
+      AND completed_at < inboxd_now(%(now)s) - %(retention)s::interval
       AND (%(namespace)s::text IS NULL OR namespace = %(namespace)s::text)
     ORDER BY completed_at
     LIMIT %(batch_size)s

@@ -73,16 +73,16 @@ SELECT set_config('max_parallel_workers_per_gather', '0', true)
 -- Per namespace: events per state, and the age of the oldest PENDING event
 -- that is claimable now. Delayed and backing-off events (available_at still
 -- ahead) are not waiting on workers, so they do not count.
-WITH clock AS (SELECT coalesce(%(now)s::timestamptz, now()) AS now)
 SELECT e.namespace,
        count(*) FILTER (WHERE e.state = 'pending'),
        count(*) FILTER (WHERE e.state = 'processing'),
        count(*) FILTER (WHERE e.state = 'completed'),
        count(*) FILTER (WHERE e.state = 'dead_lettered'),
-       clock.now - min(e.available_at) FILTER (WHERE e.state = 'pending' AND e.available_at <= clock.now)
-FROM inbox_events AS e, clock
+       inboxd_now(%(now)s) - min(e.available_at) FILTER (WHERE e.state = 'pending'
+                                                         AND e.available_at <= inboxd_now(%(now)s))
+FROM inbox_events AS e
 WHERE (%(namespace)s::text IS NULL OR e.namespace = %(namespace)s::text)
-GROUP BY e.namespace, clock.now
+GROUP BY e.namespace
 ORDER BY e.namespace
 
 -- name: action_list_for_events
@@ -107,7 +107,7 @@ ORDER BY id
 SELECT namespace,
        count(*) FILTER (WHERE state = 'unknown') AS unknown,
        count(*) FILTER (WHERE state = 'intended'
-                        AND updated_at < coalesce(%(now)s::timestamptz, now()) - %(stale_after)s::interval) AS stale_intended
+                        AND updated_at < inboxd_now(%(now)s) - %(stale_after)s::interval) AS stale_intended
 FROM inbox_actions
 WHERE state IN ('unknown', 'intended')
   AND (%(namespace)s::text IS NULL OR namespace = %(namespace)s::text)

@@ -8,13 +8,11 @@
 -- event has waited since it became due. A key held for long, or a head
 -- delayed far ahead, shows here instead of stalling silently. Reads only open
 -- keyed rows (inbox_events_ordering_open).
-WITH clock AS (SELECT coalesce(%(now)s::timestamptz, now()) AS now)
-SELECT e.namespace, count(DISTINCT e.ordering_key), clock.now - min(e.due_at)
+SELECT e.namespace, count(DISTINCT e.ordering_key), inboxd_now(%(now)s) - min(e.due_at)
 FROM inbox_events AS e
 JOIN inbox_ordering_keys AS k ON k.namespace = e.namespace AND k.ordering_key = e.ordering_key
-CROSS JOIN clock
 WHERE e.ordering_key <> '' AND e.due_at IS NOT NULL
-  AND e.state = 'pending' AND e.due_at <= clock.now
+  AND e.state = 'pending' AND e.due_at <= inboxd_now(%(now)s)
   AND (%(namespace)s::text IS NULL OR e.namespace = %(namespace)s::text)
   AND e.event_key IS DISTINCT FROM k.holder
   AND (k.holder IS NOT NULL OR EXISTS (
@@ -22,4 +20,4 @@ WHERE e.ordering_key <> '' AND e.due_at IS NOT NULL
           WHERE o.namespace = e.namespace AND o.ordering_key = e.ordering_key
             AND o.ordering_key <> '' AND o.due_at IS NOT NULL
             AND (o.revision, o.accepted_at, o.event_key) < (e.revision, e.accepted_at, e.event_key)))
-GROUP BY e.namespace, clock.now
+GROUP BY e.namespace

@@ -13,7 +13,7 @@ WITH emptied AS (
     SELECT namespace, event_key
     FROM inbox_events
     WHERE state = 'completed' AND payload IS NOT NULL
-      AND completed_at < coalesce(%(now)s::timestamptz, now()) - %(payload_retention)s::interval
+      AND completed_at < inboxd_now(%(now)s) - %(payload_retention)s::interval
       AND (%(namespace)s::text IS NULL OR namespace = %(namespace)s::text)
     ORDER BY completed_at
     LIMIT %(batch_size)s

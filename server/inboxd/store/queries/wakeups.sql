@@ -39,7 +39,7 @@ WITH RECURSIVE open_namespaces AS (
         SELECT e.namespace, e.event_type
         FROM inbox_events AS e
         WHERE e.namespace COLLATE "C" = w.namespace
-          AND e.due_at <= coalesce(%(now)s::timestamptz, now())
+          AND e.due_at <= inboxd_now(%(now)s)
           AND (w.any_type OR e.event_type = ANY(w.event_types))
         ORDER BY e.due_at
         LIMIT %(cap)s
@@ -50,7 +50,7 @@ WITH RECURSIVE open_namespaces AS (
         FROM inbox_events AS e
         WHERE cardinality(%(anywhere_types)s::text[]) > 0
           AND e.state IN ('pending', 'processing')
-          AND e.due_at <= coalesce(%(now)s::timestamptz, now())
+          AND e.due_at <= inboxd_now(%(now)s)
           AND ('' = ANY(%(anywhere_types)s::text[]) OR e.event_type = ANY(%(anywhere_types)s::text[]))
         ORDER BY e.due_at
         LIMIT %(cap)s
