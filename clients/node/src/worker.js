@@ -12,11 +12,11 @@
 // signal aborted with a HandlerTimeout; the event is then failed, counting the
 // attempt, as soon as the handler settles or at most 10 s later.
 //
-// stop() (and SIGTERM, with handleSignals) stops claiming, aborts each job's
-// signal, and gives a grace period: a handler that finishes in it completes
-// normally; one that rejects with the signal's reason (WorkerStopping), or is
-// still running when it ends, is released: back to PENDING at once, without
-// counting the attempt. Any other error is a failure, stopping or not.
+// stop() (and SIGTERM, with handleSignals) stops claiming, sends the completions
+// that wait for a Claim, aborts each job's signal, and gives a grace period: a
+// handler that finishes in it completes normally; one that rejects with the
+// signal's reason (WorkerStopping), or is still running when it ends, is
+// released: back to PENDING at once, without counting the attempt. Any other error is a failure, stopping or not.
 //
 // Completions that finish within completeWindowMs (2 ms) of each other, up to completeBatchSize
 // (100), go out together; each event still gets its own answer, so a superseded claim is reported
