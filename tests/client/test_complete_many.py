@@ -135,12 +135,13 @@ async def test_an_item_in_a_namespace_not_granted_is_permission_denied_alone(
 
 
 class RecordingClient(AsyncInboxClient):
-    """A real client that notes every completing call it makes."""
+    """A real client that notes every completing call it makes, a Claim's carried completions included."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.batches: list[int] = []
         self.singles = 0
+        self.carried: list[int] = []  # the completions each carrying Claim took
 
     async def complete_many(self, items: Iterable[Any], *, timeout: float | None = None) -> list[InboxError | None]:
         listed = list(items)
@@ -151,8 +152,14 @@ class RecordingClient(AsyncInboxClient):
         self.singles += 1
         return await super().complete(event, **kwargs)
 
+    async def claim(self, *, completions: Iterable[Any] = (), **kwargs: Any) -> inbox_pb2.ClaimResponse:
+        listed = list(completions)
+        if listed:
+            self.carried.append(len(listed))
+        return await super().claim(completions=listed, **kwargs)
 
-async def test_handlers_that_finish_together_share_one_complete_batch_and_each_learns_its_own_result(
+
+async def test_handlers_that_finish_together_ride_one_claim_and_each_learns_its_own_result(
     server: RunningServer, db: Database, ns: str
 ) -> None:
     keys = ["k1", "k2", "k3", "stale"]
@@ -173,11 +180,13 @@ async def test_handlers_that_finish_together_share_one_complete_batch_and_each_l
                 together.set()
             await together.wait()
 
-        # A wide window, so "together" does not depend on how busy the machine is.
+        # A wide window, so "together" does not depend on how busy the machine is. Every slot
+        # is busy, so the worker waits for them and carries them in its next Claim.
         worker = Worker(client, handle, namespaces=[ns], concurrency=len(keys), wait=1.0, complete_window=1.0)
         async with running(worker):
             await eventually(lambda: worker.stats.completed + worker.stats.superseded == len(keys), "all settled")
-        assert client.batches == [len(keys)]
+        assert client.carried == [len(keys)]
+        assert client.batches == []
         assert client.singles == 0
         assert (worker.stats.completed, worker.stats.superseded) == (3, 1)
     for key in ("k1", "k2", "k3"):
@@ -185,6 +194,34 @@ async def test_handlers_that_finish_together_share_one_complete_batch_and_each_l
     [taken] = rival
     row = await read_event(db, ns, "stale")
     assert (row["state"], row["claim_token"]) == ("processing", taken.claim_token)
+
+
+async def test_completions_that_finish_while_a_claim_long_polls_share_one_complete_batch(
+    server: RunningServer, db: Database, ns: str
+) -> None:
+    keys = ["k1", "k2", "k3"]
+    client = RecordingClient(f"127.0.0.1:{server.port}", retry=FAST_RETRY, timeout=10.0)
+    async with client:
+        await accept(client, ns, *keys)
+        started: list[str] = []
+        together = asyncio.Event()
+
+        async def handle(ctx: EventContext) -> None:
+            started.append(ctx.event_key)
+            if len(started) == len(keys):
+                together.set()
+            await together.wait()
+
+        # Slots to spare: the worker long-polls for more while the handlers run, and its
+        # completions must not wait for that poll to end.
+        worker = Worker(client, handle, namespaces=[ns], concurrency=2 * len(keys), wait=60.0, complete_window=1.0)
+        async with running(worker):
+            await eventually(lambda: worker.stats.completed == len(keys), "all completed")
+            assert client.batches == [len(keys)]
+        assert client.carried == []
+        assert client.singles == 0
+    for key in keys:
+        assert await state_of(db, ns, key) == "completed"
 
 
 async def test_a_full_batch_goes_out_at_once_without_waiting_for_the_window(

@@ -57,14 +57,18 @@ export class InboxClient {
   /**
    * Claim: resolves to {events, completionOutcomes}; each event has claimToken and fencingToken.
    * Waits up to waitMs for work. `completions` (items as for completeMany) are committed first,
-   * so a worker's cycle is one call; completionOutcomes has one entry per item, as completeMany's.
+   * so a worker's cycle is one call; completionOutcomes has one entry per item, as completeMany's,
+   * or is null when the server answered no results for them: a server older than
+   * ClaimRequest.completions ignores them, so none was completed (send them with completeMany).
    */
   async claim({ namespaces = [], eventTypes = [], maxEvents = 1, leaseMs, waitMs = 0, workerId = '', completions = [] } = {}) {
     const request = { namespaces, eventTypes, maxEvents, workerId, wait: duration(waitMs) };
     if (leaseMs !== undefined) request.lease = duration(leaseMs);
     if (completions.length > 0) request.completions = completions.map(completeItem);
     const response = await this.#call('Claim', request, waitMs);
-    return { ...response, completionOutcomes: outcomes('Claim', response.completionResults, completions.length) };
+    const results = response.completionResults ?? [];
+    const ignored = completions.length > 0 && results.length === 0;
+    return { ...response, completionOutcomes: ignored ? null : outcomes('Claim', results, completions.length) };
   }
 
   /** RenewLease (fenced): resolves to {leaseExpiresAt}. */

@@ -1,9 +1,14 @@
-// Completions that finish together go out together: one CompleteBatch instead of one Complete each.
+// Completions that finish together go out together: in the worker's next Claim, or one CompleteBatch.
 //
 // complete(item) looks like client.complete(item) to its caller: it resolves once the server has
 // committed that item, or rejects with that item's own error (err.code === status.ABORTED for a
 // superseded claim). Items that arrive within windowMs of the first, up to maxItems, share one call;
 // one item's refusal never reaches another item's caller.
+//
+// The shared call is the worker's next Claim while its loop is ready to send one at once
+// (holdForClaims(true)): the loop take()s the due items, carries them, and hands their outcomes to
+// answer(). Otherwise (the loop is long-polling, pausing after a failed Claim, or stopping) they go
+// out as a CompleteBatch when the window closes, since a long-poll would keep them waiting.
 
 import grpc from '@grpc/grpc-js';
 
@@ -11,7 +16,7 @@ const { status } = grpc;
 
 export const DEFAULT_WINDOW_MS = 2;
 export const DEFAULT_MAX_ITEMS = 100;
-const MAX_ITEMS = 500; // the server's limit per CompleteBatch
+const MAX_ITEMS = 500; // the server's limit per CompleteBatch, and per Claim's completions
 
 export class CompletionBatcher {
   /**
@@ -28,10 +33,21 @@ export class CompletionBatcher {
     this.maxItems = maxItems;
     /** CompleteBatch calls sent, for tests and logs. */
     this.calls = 0;
+    /** Completions taken to ride a Claim, for tests and logs. */
+    this.carried = 0;
     this.pending = [];
     this.timer = null;
+    // True while due items wait for the claim loop to take them.
+    this.due = false;
+    this.dueSignal = null;
+    this.held = false;
     // An older server without CompleteBatch: one Complete per item from then on.
     this.oneByOne = false;
+  }
+
+  /** How many completions wait for their batch to be sent. */
+  get waiting() {
+    return this.pending.length;
   }
 
   /** Completes {namespace, eventKey, claimToken, disposition?, reason?} with the next batch. */
@@ -39,17 +55,78 @@ export class CompletionBatcher {
     if (this.oneByOne) return this.client.complete(item).then(() => undefined);
     return new Promise((resolve, reject) => {
       this.pending.push({ item, resolve, reject });
-      if (this.pending.length >= this.maxItems) this.#flush();
-      else if (this.timer === null) this.timer = setTimeout(() => this.#flush(), this.windowMs);
+      if (this.pending.length >= this.maxItems) this.#windowClosed();
+      else if (this.timer === null && !this.due) this.timer = setTimeout(() => this.#windowClosed(), this.windowMs);
     });
   }
 
-  #flush() {
-    clearTimeout(this.timer);
-    this.timer = null;
+  /** Whether due items wait for the claim loop (take) rather than go out as a CompleteBatch. */
+  holdForClaims(held) {
+    this.held = held;
+    if (!held && this.due) this.flush();
+  }
+
+  /** Resolves once items are due for the claim loop (at once if they are). */
+  whenDue() {
+    if (this.due) return Promise.resolve();
+    if (this.dueSignal === null) {
+      let resolve;
+      const promise = new Promise((r) => {
+        resolve = r;
+      });
+      this.dueSignal = { promise, resolve };
+    }
+    return this.dueSignal.promise;
+  }
+
+  /** Up to maxItems waiting completions (due or not), for a Claim to carry; answer() settles them. */
+  take() {
+    const taken = this.pending.slice(0, this.maxItems);
+    this.pending = this.pending.slice(this.maxItems);
+    if (this.pending.length === 0) {
+      this.#cancelTimer();
+      this.due = false;
+    }
+    this.carried += taken.length;
+    return taken;
+  }
+
+  /** Sends every waiting completion now, as CompleteBatch calls of maxItems at most. */
+  flush() {
+    this.#cancelTimer();
+    this.due = false;
     const batch = this.pending;
     this.pending = [];
+    for (let start = 0; start < batch.length; start += this.maxItems) {
+      this.send(batch.slice(start, start + this.maxItems));
+    }
+  }
+
+  /** Sends these (taken) completions as one CompleteBatch: ones a Claim could not settle, say. */
+  send(batch) {
     if (batch.length > 0) void this.#send(batch);
+  }
+
+  /** Settles each carried completion with its outcome from the Claim's answer. */
+  answer(batch, outcomes) {
+    void this.#answer(batch, outcomes);
+  }
+
+  #windowClosed() {
+    this.#cancelTimer();
+    if (!this.held) {
+      this.flush();
+      return;
+    }
+    this.due = true; // the claim loop takes them into its next Claim
+    const signal = this.dueSignal;
+    this.dueSignal = null;
+    signal?.resolve();
+  }
+
+  #cancelTimer() {
+    clearTimeout(this.timer);
+    this.timer = null;
   }
 
   async #send(batch) {
@@ -66,6 +143,10 @@ export class CompletionBatcher {
       }
       return;
     }
+    await this.#answer(batch, outcomes);
+  }
+
+  async #answer(batch, outcomes) {
     const retries = [];
     batch.forEach((entry, i) => {
       const outcome = outcomes[i];

@@ -12,15 +12,20 @@
 // signal aborted with a HandlerTimeout; the event is then failed, counting the
 // attempt, as soon as the handler settles or at most 10 s later.
 //
-// stop() (and SIGTERM, with handleSignals) stops claiming, aborts each job's
-// signal, and gives a grace period: a handler that finishes in it completes
-// normally; one that rejects with the signal's reason (WorkerStopping), or is
-// still running when it ends, is released: back to PENDING at once, without
-// counting the attempt. Any other error is a failure, stopping or not.
+// stop() (and SIGTERM, with handleSignals) stops claiming, sends the completions
+// that wait for a Claim, aborts each job's signal, and gives a grace period: a
+// handler that finishes in it completes normally; one that rejects with the
+// signal's reason (WorkerStopping), or is still running when it ends, is
+// released: back to PENDING at once, without counting the attempt. Any other error is a failure, stopping or not.
 //
 // Completions that finish within completeWindowMs (2 ms) of each other, up to completeBatchSize
-// (100), go out as one CompleteBatch; each event still gets its own answer, so a superseded
-// claim is reported for that event alone.
+// (100), go out together; each event still gets its own answer, so a superseded claim is reported
+// for that event alone. They ride the worker's next Claim (ClaimRequest.completions, with waitMs 0),
+// so a busy worker's cycle is one call; an event settles only once that Claim's answer says the
+// server committed it, and keeps its concurrency slot until then. While a long-poll is out (or
+// after a failed Claim, or when stopping) they go as a CompleteBatch instead, so none waits for a
+// poll; the completions of a failed Claim are sent again (a repeat answers OK); a server that
+// ignores a Claim's completions is detected by its answer, and CompleteBatch is used from then on.
 //
 // Events (all optional): 'settled' {event, outcome, error} with outcome one of
 // completed, ignored, failed, released, superseded, unfinished; 'renewed'
@@ -45,6 +50,8 @@ const MAX_ERROR = 4096;
 const DEFAULT_HANDLER_TIMEOUT_MS = 15 * 60_000;
 // After a timeout: how long an aborted handler gets to record its action outcomes before the Fail.
 const HANDLER_TIMEOUT_GRACE_MS = 10_000;
+// inboxd leases at most 100 events per Claim.
+const MAX_EVENTS_PER_CLAIM = 100;
 
 /** The reason a job's signal aborts when the worker stops. */
 export class WorkerStopping extends Error {
@@ -84,7 +91,7 @@ export class Worker extends EventEmitter {
    * @param {number|null} [options.handlerTimeoutMs] how long one handler may run (null: no limit).
    * @param {number} [options.claimRetryMs] pause after a failed Claim.
    * @param {string} [options.workerId] recorded in the claim history.
-   * @param {number} [options.completeWindowMs] completions finishing within this many ms share one CompleteBatch.
+   * @param {number} [options.completeWindowMs] completions finishing within this many ms share one Claim or CompleteBatch.
    * @param {number} [options.completeBatchSize] at most this many completions per CompleteBatch.
    */
   constructor(client, options) {
@@ -116,7 +123,12 @@ export class Worker extends EventEmitter {
     this.finished = new Promise((resolve) => {
       this.resolveFinished = resolve;
     });
+    this.stopped = new Promise((resolve) => {
+      this.resolveStopped = resolve;
+    });
     this.wake = () => {};
+    // Whether the server commits a Claim's completions: unknown (null) until a Claim carried some.
+    this.carries = null;
   }
 
   /** Claims and handles events until stop(); resolves once every claimed event is settled. */
@@ -124,23 +136,34 @@ export class Worker extends EventEmitter {
     if (this.started) throw new Error('a Worker runs once');
     this.started = true;
     while (!this.stopping) {
-      const free = this.concurrency - this.inflight.size;
-      if (free <= 0) {
-        await this.#somethingSettles();
-        continue;
+      const carrying = this.carries !== false;
+      this.completions.holdForClaims(carrying);
+      let claiming;
+      if (carrying && this.completions.waiting > 0) {
+        if (!this.completions.due) {
+          // At most the completion window: then they ride the Claim below.
+          await Promise.race([this.completions.whenDue(), this.stopped]);
+          continue;
+        }
+        claiming = this.#claimCarrying(this.completions.take());
+      } else {
+        const free = this.concurrency - this.inflight.size;
+        if (free <= 0) {
+          const waits = [this.#somethingSettles(), this.stopped];
+          if (carrying) waits.push(this.completions.whenDue());
+          await Promise.race(waits);
+          continue;
+        }
+        // A long-poll would keep completions waiting: while it is out, they go as a CompleteBatch.
+        this.completions.holdForClaims(carrying && this.waitMs === 0);
+        claiming = this.#claim(free, this.waitMs).then(({ events }) => events);
       }
       let events;
       try {
-        ({ events } = await this.client.claim({
-          namespaces: this.namespaces,
-          eventTypes: this.eventTypes,
-          maxEvents: free,
-          leaseMs: this.leaseMs,
-          waitMs: this.waitMs,
-          workerId: this.workerId,
-        }));
+        events = await claiming;
       } catch (err) {
         this.emit('claimError', err);
+        this.completions.holdForClaims(false);
         await this.#pause(this.claimRetryMs);
         continue;
       }
@@ -149,9 +172,58 @@ export class Worker extends EventEmitter {
         else this.#start(event);
       }
     }
+    this.completions.holdForClaims(false);
     while (this.inflight.size > 0) await this.#somethingSettles();
     clearTimeout(this.graceTimer);
     this.resolveFinished();
+  }
+
+  #claim(free, waitMs, completions = []) {
+    return this.client.claim({
+      namespaces: this.namespaces,
+      eventTypes: this.eventTypes,
+      maxEvents: Math.min(free, MAX_EVENTS_PER_CLAIM),
+      leaseMs: this.leaseMs,
+      waitMs,
+      workerId: this.workerId,
+      completions,
+    });
+  }
+
+  /**
+   * A Claim that first commits `carried`: the worker's cycle in one call instead of two.
+   *
+   * A completion keeps its event in flight (its concurrency slot taken) until the server has
+   * answered for it, as a CompleteBatch's would; but the server commits a Claim's completions before
+   * it leases anything, so this Claim may ask for their slots too without the worker ever holding
+   * more than `concurrency` leased events. It never long-polls: those events' handlers wait for it.
+   */
+  async #claimCarrying(carried) {
+    const free = this.concurrency - this.inflight.size + carried.length;
+    if (free < 1) {
+      this.completions.send(carried);
+      return [];
+    }
+    let answer;
+    try {
+      answer = await this.#claim(free, 0, carried.map((entry) => entry.item));
+    } catch (err) {
+      // In doubt: the server may have committed them or not. Sent again, a committed one answers OK.
+      this.completions.send(carried);
+      throw err;
+    }
+    if (answer.completionOutcomes === null) {
+      // A server older than ClaimRequest.completions ignored them: complete them as before, from now on.
+      this.carries = false;
+      this.completions.send(carried);
+      const allowed = Math.max(this.concurrency - this.inflight.size, 0);
+      // It leased into the slots of the completions it ignored: give those events back.
+      for (const event of answer.events.slice(allowed)) await this.#giveBack(event);
+      return answer.events.slice(0, allowed);
+    }
+    this.carries = true;
+    this.completions.answer(carried, answer.completionOutcomes);
+    return answer.events;
   }
 
   /**
@@ -161,7 +233,11 @@ export class Worker extends EventEmitter {
   stop({ graceMs = this.shutdownGraceMs } = {}) {
     if (!this.stopping) {
       this.stopping = true;
+      this.resolveStopped();
       this.wake();
+      // No Claim will carry them now: what waits goes out at once, and later ones after their window.
+      this.completions.holdForClaims(false);
+      this.completions.flush();
       for (const entry of this.inflight.values()) entry.controller.abort(new WorkerStopping());
       this.graceTimer = setTimeout(() => {
         for (const entry of [...this.inflight.values()]) void this.#detach(entry);

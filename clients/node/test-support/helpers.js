@@ -43,3 +43,31 @@ export function settledOf(worker, eventKey) {
     worker.on('settled', listener);
   });
 }
+
+/**
+ * A client of the live inboxd that notes its completing calls: `batches` (items per CompleteBatch),
+ * `singles` (lone Completes) and `carried` (completions per Claim that carried some).
+ * `claimHook(request, claim)` may stand in for the real Claim (to lose its answer, say).
+ */
+export function countingClient({ claimHook } = {}) {
+  const counting = client();
+  counting.batches = [];
+  counting.singles = 0;
+  counting.carried = [];
+  const completeMany = counting.completeMany.bind(counting);
+  counting.completeMany = async (items) => {
+    counting.batches.push(items.length);
+    return completeMany(items);
+  };
+  const complete = counting.complete.bind(counting);
+  counting.complete = async (item) => {
+    counting.singles += 1;
+    return complete(item);
+  };
+  const claim = counting.claim.bind(counting);
+  counting.claim = async (request) => {
+    if (request.completions?.length > 0) counting.carried.push(request.completions.length);
+    return claimHook ? claimHook(request, claim) : claim(request);
+  };
+  return counting;
+}

@@ -10,7 +10,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 
 import { ActionFailed, status, Worker } from '../src/index.js';
-import { client, namespace, needsInboxd, poll, settledOf, TARGET } from '../test-support/helpers.js';
+import { client, countingClient, namespace, needsInboxd, poll, settledOf, TARGET } from '../test-support/helpers.js';
 
 const inbox = client();
 after(() => inbox.close());
@@ -262,23 +262,11 @@ test('a fenced call without a claim token is refused before it is sent', async (
   assert.equal(status.ABORTED, 10);
 });
 
-test('handlers that finish together share one CompleteBatch; each sees its own result', needsInboxd, async () => {
+test('handlers that finish together ride one Claim; each sees its own result', needsInboxd, async () => {
   const ns = namespace();
   const keys = ['k1', 'k2', 'k3', 'stale'];
   for (const eventKey of keys) await inbox.accept({ namespace: ns, eventKey, eventType: 't', payload: {} });
-  const counting = client();
-  const batches = [];
-  let singles = 0;
-  const completeMany = counting.completeMany.bind(counting);
-  counting.completeMany = async (items) => {
-    batches.push(items.length);
-    return completeMany(items);
-  };
-  const complete = counting.complete.bind(counting);
-  counting.complete = async (item) => {
-    singles += 1;
-    return complete(item);
-  };
+  const counting = countingClient();
   let rival = null;
   let releaseAll;
   const together = new Promise((resolve) => {
@@ -289,7 +277,8 @@ test('handlers that finish together share one CompleteBatch; each sees its own r
     namespaces: [ns],
     concurrency: keys.length,
     waitMs: 500,
-    // A wide window, so "together" does not depend on how busy the machine is.
+    // A wide window, so "together" does not depend on how busy the machine is. Every slot is
+    // busy, so the worker waits for them and carries them in its next Claim.
     completeWindowMs: 1_000,
     handler: async (job) => {
       if (job.event.eventKey === 'stale') {
@@ -312,8 +301,9 @@ test('handlers that finish together share one CompleteBatch; each sees its own r
     await running;
     counting.close();
   }
-  assert.deepEqual(batches, [keys.length]);
-  assert.equal(singles, 0);
+  assert.deepEqual(counting.carried, [keys.length]);
+  assert.deepEqual(counting.batches, []);
+  assert.equal(counting.singles, 0);
   assert.deepEqual(Object.fromEntries(outcomes), {
     k1: 'completed',
     k2: 'completed',

@@ -1,4 +1,4 @@
-"""Completions that finish together go out together: one CompleteBatch instead of one Complete each.
+"""Completions that finish together go out together: in the worker's next Claim, or one CompleteBatch.
 
 A worker's handlers finish at their own pace, but under load many finish
 within a few milliseconds of each other. `CompletionBatcher.complete` looks
@@ -6,12 +6,20 @@ like `client.complete` to its caller (it returns once the server has
 committed that item, or raises that item's own error), while the items that
 arrive within `window` seconds, up to `max_items`, share one call. One item's
 refusal (a stale claim, say) is raised to its own caller only.
+
+The shared call is the worker's next Claim when its claim loop is ready to
+send one at once (`hold_for_claims(True)`): the loop `take`s the due items,
+carries them, and hands their results to `answer`. Otherwise (the loop is
+long-polling, backing off or stopping) the items go out as a CompleteBatch
+when the window closes, since a long-poll would keep them waiting.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Coroutine, Sequence
+from typing import Any
 
 from inboxd_client import builders
 from inboxd_client.aio_client import AsyncInboxClient
@@ -23,13 +31,13 @@ log = logging.getLogger(__name__)
 
 DEFAULT_WINDOW = 0.002
 DEFAULT_MAX_ITEMS = 100
-MAX_ITEMS = 500  # the server's limit per CompleteBatch
+MAX_ITEMS = 500  # the server's limit per CompleteBatch, and per Claim's completions
 
-_Pending = tuple[inbox_pb2.CompleteRequest, "asyncio.Future[None]"]
+Pending = tuple[inbox_pb2.CompleteRequest, "asyncio.Future[None]"]
 
 
 class CompletionBatcher:
-    """Collects completions for `window` seconds (or `max_items`), then sends them as one CompleteBatch."""
+    """Collects completions for `window` seconds (or `max_items`), then sends them in a Claim or a CompleteBatch."""
 
     def __init__(
         self, client: AsyncInboxClient, *, window: float = DEFAULT_WINDOW, max_items: int = DEFAULT_MAX_ITEMS
@@ -42,11 +50,20 @@ class CompletionBatcher:
         self.window = window
         self.max_items = max_items
         self.calls = 0  # CompleteBatch calls sent, for tests and logs
-        self._pending: list[_Pending] = []
+        self.carried = 0  # completions taken to ride a Claim, for tests and logs
+        # Set while due items wait for the claim loop to take them.
+        self.due = asyncio.Event()
+        self._pending: list[Pending] = []
         self._timer: asyncio.TimerHandle | None = None
         self._sending: set[asyncio.Task[None]] = set()
+        self._held = False
         # An older server without CompleteBatch: fall back to one Complete per item.
         self._one_by_one = False
+
+    @property
+    def waiting(self) -> int:
+        """How many completions wait for their batch to be sent."""
+        return len(self._pending)
 
     async def complete(
         self,
@@ -64,23 +81,61 @@ class CompletionBatcher:
         done: asyncio.Future[None] = loop.create_future()
         self._pending.append((request, done))
         if len(self._pending) >= self.max_items:
-            self._flush()
-        elif self._timer is None:
-            self._timer = loop.call_later(self.window, self._flush)
+            self._window_closed()
+        elif self._timer is None and not self.due.is_set():
+            self._timer = loop.call_later(self.window, self._window_closed)
         await done
 
-    def _flush(self) -> None:
+    def hold_for_claims(self, held: bool) -> None:
+        """Whether due items wait for the claim loop (`take`) rather than go out as a CompleteBatch."""
+        self._held = held
+        if not held and self.due.is_set():
+            self.flush()
+
+    def take(self) -> list[Pending]:
+        """Up to `max_items` waiting completions (due or not), for a Claim to carry; `answer` settles them."""
+        taken, self._pending = self._pending[: self.max_items], self._pending[self.max_items :]
+        if not self._pending:
+            self._cancel_timer()
+            self.due.clear()
+        self.carried += len(taken)
+        return taken
+
+    def flush(self) -> None:
+        """Sends every waiting completion now, as one CompleteBatch (or more, `max_items` each)."""
+        self._cancel_timer()
+        self.due.clear()
+        batch, self._pending = self._pending, []
+        for start in range(0, len(batch), self.max_items):
+            self.send(batch[start : start + self.max_items])
+
+    def send(self, batch: Sequence[Pending]) -> None:
+        """Sends these completions as one CompleteBatch: taken ones a Claim could not settle, say."""
+        if batch:
+            self._track(self._send(list(batch)))
+
+    def answer(self, batch: Sequence[Pending], outcomes: Sequence[InboxError | None]) -> None:
+        """Settles each carried completion with its outcome in the Claim's answer."""
+        self._track(self._answer(list(batch), outcomes))
+
+    def _window_closed(self) -> None:
+        self._cancel_timer()
+        if self._held:
+            self.due.set()  # the claim loop takes them into its next Claim
+        else:
+            self.flush()
+
+    def _cancel_timer(self) -> None:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        batch, self._pending = self._pending, []
-        if not batch:
-            return
-        task = asyncio.create_task(self._send(batch))
+
+    def _track(self, sending: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(sending)
         self._sending.add(task)
         task.add_done_callback(self._sending.discard)
 
-    async def _send(self, batch: list[_Pending]) -> None:
+    async def _send(self, batch: list[Pending]) -> None:
         self.calls += 1
         try:
             outcomes = await self.client.complete_many([request for request, _ in batch])
@@ -97,6 +152,9 @@ class CompletionBatcher:
             for _, done in batch:
                 _settle(done, Unavailable(f"CompleteBatch did not finish: {exc!r}"))
             raise
+        await self._answer(batch, outcomes)
+
+    async def _answer(self, batch: list[Pending], outcomes: Sequence[InboxError | None]) -> None:
         retries = []
         for (request, done), outcome in zip(batch, outcomes, strict=True):
             if isinstance(outcome, Unavailable):

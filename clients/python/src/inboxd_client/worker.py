@@ -11,9 +11,18 @@ A handler still running after `handler_timeout` seconds is cancelled (a sync
 one is told through ctx.cancelled) and its event Failed with HandlerTimeout,
 counting the attempt: a hung handler would otherwise renew its lease for ever.
 
-`stop()` (or SIGTERM/SIGINT) stops claiming at once, lets running handlers
-finish within `grace` seconds, then cancels the rest and Releases their
-events, which does not count their attempts. A second signal skips the grace.
+Completions ride the worker's next Claim (ClaimRequest.completions), so a
+busy worker's cycle is one call: a handler's event is reported done only
+once that Claim's answer says the server committed it, and its concurrency
+slot stays taken until then. While a long-poll is out (or after a failed
+Claim, or when stopping) they go as a CompleteBatch instead, so no
+completion waits for a poll; a server that ignores a Claim's completions is
+detected by its answer, and CompleteBatch is used from then on.
+
+`stop()` (or SIGTERM/SIGINT) stops claiming at once, sends the completions
+that wait, lets running handlers finish within `grace` seconds, then cancels
+the rest and Releases their events, which does not count their attempts. A
+second signal skips the grace.
 """
 
 from __future__ import annotations
@@ -29,7 +38,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import cast
 
 from inboxd_client.aio_client import AsyncInboxClient
-from inboxd_client.completions import DEFAULT_MAX_ITEMS, DEFAULT_WINDOW, CompletionBatcher
+from inboxd_client.completions import DEFAULT_MAX_ITEMS, DEFAULT_WINDOW, CompletionBatcher, Pending
 from inboxd_client.context import EventContext, SyncEventContext
 from inboxd_client.errors import (
     Cancelled,
@@ -42,6 +51,7 @@ from inboxd_client.errors import (
     ResourceExhausted,
     Unavailable,
     Unknown,
+    claim_completion_outcomes,
 )
 from inboxd_client.finishing import Finisher, Job, WorkerStats
 from inboxd_client.outcomes import Ignore
@@ -80,8 +90,9 @@ class Worker:
     how long stop() lets running handlers finish, `handler_timeout` how long
     one handler may run before it is cancelled and its event Failed. Completions
     that finish within `complete_window` seconds of each other (up to
-    `complete_batch`) go out as one CompleteBatch; each handler's event still
-    gets its own answer.
+    `complete_batch`) go out together, in the next Claim or, while a Claim
+    long-polls, as one CompleteBatch; each handler's event still gets its own
+    answer.
     """
 
     def __init__(
@@ -134,6 +145,8 @@ class Worker:
         self._slot_freed = asyncio.Event()
         self._stop_requested = False
         self._stopped_at: float | None = None
+        # Whether the server commits a Claim's completions: unknown (None) until a Claim carried some.
+        self._carries: bool | None = None
 
     # -- starting and stopping --
 
@@ -149,6 +162,9 @@ class Worker:
             self._stopped_at = asyncio.get_running_loop().time()
             log.info("worker %s stopping: no more claims; %d handlers running", self.worker_id, len(self._jobs))
         self._stopping.set()
+        # No Claim will carry them now: what waits goes out at once, and later ones after their window.
+        self.completions.hold_for_claims(False)
+        self.completions.flush()
 
     def _on_signal(self) -> None:
         if self._stopping.is_set():
@@ -223,29 +239,91 @@ class Worker:
 
     async def _claim_loop(self) -> None:
         pause = CLAIM_RETRY_FIRST
-        while not self._stopping.is_set():
-            free = self.concurrency - len(self._jobs)
-            if free <= 0:
-                self._slot_freed.clear()
-                await self._until(self._slot_freed)
-                continue
-            try:
-                events = await self._poll(min(free, MAX_EVENTS_PER_CLAIM))
-            except TRANSIENT_CLAIM_ERRORS as exc:
-                log.warning("claim failed, polling again in %.1f s: %s", pause, exc)
-                await self._until(self._stopping, pause)
-                pause = min(pause * 2, CLAIM_RETRY_CAP)
-                continue
-            pause = CLAIM_RETRY_FIRST
-            for event in events:
-                if self._stopping.is_set():
-                    self._spawn_release(event)  # claimed as we stopped: hand it straight back
+        try:
+            while not self._stopping.is_set():
+                carrying = self._carries is not False
+                self.completions.hold_for_claims(carrying)
+                if carrying and self.completions.waiting:
+                    if not self.completions.due.is_set():
+                        # At most the completion window: then they ride the Claim below.
+                        await self._until(self.completions.due)
+                        continue
+                    claiming = self._claim_carrying(self.completions.take())
                 else:
-                    self._start(event)
+                    free = self.concurrency - len(self._jobs)
+                    if free <= 0:
+                        self._slot_freed.clear()
+                        await self._until(self._slot_freed, also=self.completions.due)
+                        continue
+                    # A long-poll would keep completions waiting: while it is out, they go as a CompleteBatch.
+                    self.completions.hold_for_claims(carrying and self.wait == 0)
+                    claiming = self._poll(min(free, MAX_EVENTS_PER_CLAIM))
+                try:
+                    events = await claiming
+                except TRANSIENT_CLAIM_ERRORS as exc:
+                    log.warning("claim failed, polling again in %.1f s: %s", pause, exc)
+                    self.completions.hold_for_claims(False)
+                    await self._until(self._stopping, pause)
+                    pause = min(pause * 2, CLAIM_RETRY_CAP)
+                    continue
+                pause = CLAIM_RETRY_FIRST
+                for event in events:
+                    if self._stopping.is_set():
+                        self._spawn_release(event)  # claimed as we stopped: hand it straight back
+                    else:
+                        self._start(event)
+        finally:
+            self.completions.hold_for_claims(False)
 
-    async def _until(self, event: asyncio.Event, seconds: float | None = None) -> None:
-        """Waits for `event` or for stopping, whichever comes first (or `seconds`)."""
-        waiters = {asyncio.ensure_future(event.wait()), asyncio.ensure_future(self._stopping.wait())}
+    async def _claim_carrying(self, carried: list[Pending]) -> list[inbox_pb2.ClaimedEvent]:
+        """A Claim that first commits `carried`: the worker's cycle in one call instead of two.
+
+        A completion holds its event's concurrency slot until the server has
+        answered for it, as a CompleteBatch's would; but the server commits a
+        Claim's completions before it leases anything, so this Claim may ask
+        for their slots too without the worker ever holding more than
+        `concurrency` leased events. It never long-polls: the handlers whose
+        events these are wait for the answer.
+        """
+        free = self.concurrency - len(self._jobs) + len(carried)
+        if free < 1:
+            self.completions.send(carried)
+            return []
+        try:
+            answer = await self.client.claim(
+                namespaces=self.namespaces,
+                event_types=self.event_types,
+                max_events=min(free, MAX_EVENTS_PER_CLAIM),
+                lease=self.lease,
+                wait=0,
+                worker_id=self.worker_id,
+                completions=[request for request, _ in carried],
+            )
+        except BaseException:
+            # In doubt: the server may have committed them or not. Sent again
+            # (as a CompleteBatch, with its retries), a committed one answers OK.
+            self.completions.send(carried)
+            raise
+        events = list(answer.events)
+        if len(answer.completion_results) != len(carried):
+            # A server older than ClaimRequest.completions ignored them: complete them as before, from now on.
+            log.info("the server does not commit a Claim's completions: sending them as CompleteBatch")
+            self._carries = False
+            self.completions.send(carried)
+            allowed = max(self.concurrency - len(self._jobs), 0)
+            for event in events[allowed:]:
+                self._spawn_release(event)  # it leased into the slots of the completions it ignored
+            return events[:allowed]
+        self._carries = True
+        self.completions.answer(carried, claim_completion_outcomes(answer, len(carried)))
+        return events
+
+    async def _until(
+        self, event: asyncio.Event, seconds: float | None = None, *, also: asyncio.Event | None = None
+    ) -> None:
+        """Waits for `event` (or `also`) or for stopping, whichever comes first (or `seconds`)."""
+        events = [event, self._stopping] if also is None else [event, also, self._stopping]
+        waiters = {asyncio.ensure_future(e.wait()) for e in events}
         try:
             await asyncio.wait(waiters, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
         finally:
