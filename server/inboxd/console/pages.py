@@ -10,11 +10,8 @@ from dataclasses import dataclass
 
 from inboxd.console.html import csrf_input, event_url, h, page, state_badge, table, url, when
 from inboxd.domain.errors import InvalidArgument
-from inboxd.domain.operator_views import EventSummary, NamespaceStats
+from inboxd.domain.operator_views import EventSummary, NamespaceStats, format_age
 from inboxd.domain.vocabulary import EventState
-
-# The CLI's format for an age, so the console and `inboxd stats` show one figure alike.
-from inboxd.serving.admin_output import age
 
 # How often the overview's numbers refresh themselves (console.js polls the fragment).
 OVERVIEW_REFRESH_SECONDS = 5
@@ -93,7 +90,7 @@ def overview_fragment(stats: Sequence[NamespaceStats]) -> str:
                 str(s.processing),
                 str(s.completed),
                 dead,
-                age(s.oldest_claimable_age),
+                format_age(s.oldest_claimable_age),
                 str(s.unresolved_actions),
             ]
         )
