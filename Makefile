@@ -42,7 +42,8 @@ test: setup ## the whole test command: stub drift, lint, types, layers, buf lint
 	$(MAKE) --no-print-directory model
 	$(MAKE) --no-print-directory pytest
 
-check: proto-check lint typecheck layers buf-lint ## static checks only
+# The static checks need .venv, and node_modules for buf: never Chromium nor the Node client's packages.
+check: proto-check lint typecheck layers buf-lint ## static checks only (.venv, and node_modules for buf)
 
 model: ## check the protocol models in model/ with SPIN: honest models pass, every bug switch is caught (installs spin as root)
 	scripts/ensure-spin.sh
@@ -54,28 +55,28 @@ pytest: setup ## the test suite (starts its own PostgreSQL unless DATABASE_URL i
 reliability-async: setup ## the failover scenario with an ASYNCHRONOUS standby: reports what it lost, asserts nothing
 	$(PY) -m pytest tests/reliability/test_failover.py -m failover_async
 
-lint: setup ## ruff
+lint: $(VENV)/.installed ## ruff
 	$(VENV)/bin/ruff check server tests clients/python clients/edge bench
 	$(VENV)/bin/ruff format --check server tests clients/python clients/edge bench
 
-typecheck: setup ## mypy --strict over the code and the tests
+typecheck: $(VENV)/.installed ## mypy --strict over the code and the tests
 	$(VENV)/bin/mypy server/inboxd tests clients/python/src/inboxd_client clients/edge/src/inboxd_edge
 
-layers: setup ## import-linter: api -> use cases -> store -> domain, psycopg only in the store
+layers: $(VENV)/.installed ## import-linter: every room in its layer (pyproject.toml), psycopg only in the store
 	$(VENV)/bin/lint-imports
 
-buf-lint: setup ## buf lint on protos/
+buf-lint: node_modules/.installed ## buf lint on protos/
 	npx --no-install buf lint
 
 # The contract before this round of additions (ordering keys); move it forward when a contract lands.
 BUF_BASELINE ?= 427502c
-buf-breaking: setup ## buf breaking: protos/ against the contract at BUF_BASELINE (needs that commit in the clone)
+buf-breaking: node_modules/.installed ## buf breaking: protos/ against the contract at BUF_BASELINE (needs that commit in the clone)
 	npx --no-install buf breaking --against '.git#ref=$(BUF_BASELINE)'
 
-proto: setup ## regenerate the Python stubs from protos/
+proto: $(VENV)/.installed ## regenerate the Python stubs from protos/
 	scripts/gen_proto.sh
 
-proto-check: setup ## fail if regenerating the stubs would change them
+proto-check: $(VENV)/.installed ## fail if regenerating the stubs would change them
 	@tmp=$$(mktemp -d) && scripts/gen_proto.sh $$tmp && \
 	  diff -r -x __pycache__ $$tmp clients/python/src/inboxd_client/v1 >/dev/null || \
 	  { echo "generated stubs are stale: run 'make proto' and commit"; rm -rf $$tmp; exit 1; }; \

@@ -6,7 +6,8 @@ from datetime import timedelta
 
 import pytest
 
-from inboxd.serving.admin_output import age, as_json, event_text, table
+from inboxd.domain.operator_views import format_age
+from inboxd.serving.admin_output import as_json, event_text, table
 from inboxd_client.v1 import admin_pb2, types_pb2
 
 
@@ -15,8 +16,8 @@ from inboxd_client.v1 import admin_pb2, types_pb2
     [(7, "7s"), (252, "4m12s"), (7500, "2h5m"), (3 * 86400 + 4 * 3600 + 59, "3d4h")],
 )
 def test_age_is_short_and_readable(seconds: int, shown: str) -> None:
-    assert age(timedelta(seconds=seconds)) == shown
-    assert age(None) == "-"
+    assert format_age(timedelta(seconds=seconds)) == shown
+    assert format_age(None) == "-"
 
 
 def test_table_aligns_columns_and_keeps_each_cell_on_one_short_line() -> None:

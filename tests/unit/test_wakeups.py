@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from inboxd.runtime.wakeups import MAX_HOPS, MAX_REMEMBERED_KINDS, WaitFilter, WakeBus, like_prefix
+from inboxd.runtime.wakeups import MAX_HOPS, MAX_REMEMBERED_KINDS, WaitFilter, WakeBus
 
 
 async def test_an_event_wakes_one_matching_waiter_the_longest_waiting() -> None:
@@ -113,13 +113,6 @@ async def test_wanted_sums_up_what_the_waiters_want_for_the_poller() -> None:
     assert wanted.by_patterns == {("t/%", "")}
     assert wanted.anywhere == {"x"}
     assert not WakeBus().wanted()
-
-
-def test_a_like_patterns_prefix_is_its_literal_start() -> None:
-    assert like_prefix("mailera/%") == "mailera/"
-    assert like_prefix(r"a\_b/%") == "a_b/"
-    assert like_prefix("%/prod") == ""
-    assert like_prefix("exact") == "exact"
 
 
 def test_a_wake_up_is_remembered_for_the_pollers_finding_even_when_nobody_waits() -> None:

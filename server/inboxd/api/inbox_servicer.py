@@ -45,9 +45,7 @@ class InboxServicer:
     async def AcceptBatch(
         self, request: inbox_pb2.AcceptBatchRequest, context: Context
     ) -> inbox_pb2.AcceptBatchResponse:
-        count = len(request.events)
-        if not 1 <= count <= MAX_BATCH_EVENTS:
-            raise InvalidArgument("events", f"holds {count} events; send 1 to {MAX_BATCH_EVENTS}")
+        convert.check_batch_size("events", len(request.events), MAX_BATCH_EVENTS)
         events = []
         for index, item in enumerate(request.events):
             try:
@@ -115,9 +113,7 @@ class InboxServicer:
     async def CompleteBatch(
         self, request: inbox_pb2.CompleteBatchRequest, context: Context
     ) -> inbox_pb2.CompleteBatchResponse:
-        count = len(request.completions)
-        if not 1 <= count <= MAX_BATCH_COMPLETIONS:
-            raise InvalidArgument("completions", f"holds {count} completions; send 1 to {MAX_BATCH_COMPLETIONS}")
+        convert.check_batch_size("completions", len(request.completions), MAX_BATCH_COMPLETIONS)
         return inbox_pb2.CompleteBatchResponse(results=await self._complete_items(request.completions))
 
     async def _complete_items(self, items: Sequence[inbox_pb2.CompleteRequest]) -> list[inbox_pb2.CompleteResult]:

@@ -9,7 +9,6 @@ so timing does not reveal which entries exist.
 from __future__ import annotations
 
 import enum
-import functools
 import hashlib
 import hmac
 import json
@@ -21,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from inboxd.domain.errors import PermissionDenied, Unauthenticated
+from inboxd.domain.namespace_patterns import grant_to_like, like_matcher
 
 TOKEN_PREFIX = "ibx_"
 
@@ -51,7 +51,7 @@ class Caller:
             raise PermissionDenied(f"token {self.name!r} lacks the {scope.value!r} scope")
 
     def may_see(self, namespace: str) -> bool:
-        return any(p == "*" or _pattern_regex(p).fullmatch(namespace) for p in self.namespaces)
+        return self.all_namespaces or like_matcher(self.like_patterns()).fullmatch(namespace) is not None
 
     def require_namespace(self, namespace: str, field: str = "namespace") -> None:
         if not self.may_see(namespace):
@@ -59,21 +59,10 @@ class Caller:
 
     def like_patterns(self) -> tuple[str, ...]:
         """The namespace patterns as SQL LIKE patterns (for a Claim that names no namespace)."""
-        return tuple(_to_like(p) for p in self.namespaces)
+        return tuple(grant_to_like(p) for p in self.namespaces)
 
 
 ANONYMOUS = Caller("anonymous", frozenset(Scope), ("*",))
-
-
-@functools.lru_cache(maxsize=4096)
-def _pattern_regex(pattern: str) -> re.Pattern[str]:
-    """Compiled once per pattern: every fenced call of a batch checks its item's namespace."""
-    return re.compile(".*".join(re.escape(part) for part in pattern.split("*")), re.DOTALL)
-
-
-def _to_like(pattern: str) -> str:
-    escaped = pattern.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return escaped.replace("*", "%")
 
 
 def hash_token(token: str) -> str:

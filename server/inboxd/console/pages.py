@@ -10,11 +10,21 @@ from dataclasses import dataclass
 
 from inboxd.console.html import csrf_input, event_url, h, page, state_badge, table, url, when
 from inboxd.domain.errors import InvalidArgument
-from inboxd.domain.operator_views import EventSummary, NamespaceStats
+from inboxd.domain.operator_views import EventSummary, NamespaceStats, format_age
 from inboxd.domain.vocabulary import EventState
 
-# The CLI's format for an age, so the console and `inboxd stats` show one figure alike.
-from inboxd.serving.admin_output import age
+
+@dataclass(frozen=True)
+class Listing:
+    """One page of a listing as the console shows it: its events, the namespaces its filter offers, its pager."""
+
+    events: Sequence[EventSummary]
+    namespaces: Sequence[str]
+    # The next page's token; None on the last page.
+    next_token: str | None
+    # Whether this is the first page (no "First page" link).
+    first: bool
+
 
 # How often the overview's numbers refresh themselves (console.js polls the fragment).
 OVERVIEW_REFRESH_SECONDS = 5
@@ -93,7 +103,7 @@ def overview_fragment(stats: Sequence[NamespaceStats]) -> str:
                 str(s.processing),
                 str(s.completed),
                 dead,
-                age(s.oldest_claimable_age),
+                format_age(s.oldest_claimable_age),
                 str(s.unresolved_actions),
             ]
         )
@@ -138,32 +148,23 @@ def _namespace_select(selected: str | None, namespaces: Sequence[str], *, everyo
     return f'<label for="namespace">Namespace</label><select id="namespace" name="namespace">{options}</select>'
 
 
-def _pager(path: str, params: dict[str, str | None], next_token: str | None, first: bool) -> str:
+def _pager(path: str, params: dict[str, str | None], listing: Listing) -> str:
     links = []
-    if not first:
+    if not listing.first:
         links.append(f'<a href="{h(url(path, params))}">First page</a>')
-    if next_token:
-        links.append(f'<a rel="next" href="{h(url(path, {**params, "page": next_token}))}">Next page</a>')
+    if listing.next_token:
+        links.append(f'<a rel="next" href="{h(url(path, {**params, "page": listing.next_token}))}">Next page</a>')
     return f'<nav class="pager" aria-label="Pages">{" ".join(links)}</nav>' if links else ""
 
 
-def events_page(
-    filters: EventFilters,
-    events: Sequence[EventSummary],
-    *,
-    namespaces: Sequence[str],
-    next_token: str | None,
-    first: bool,
-    who: str,
-    csrf: str,
-) -> str:
+def events_page(filters: EventFilters, listing: Listing, *, who: str, csrf: str) -> str:
     states = "".join(
         f'<option value="{s.value}"{" selected" if s == filters.state else ""}>{s.value.upper()}</option>'
         for s in EventState
     )
     form = (
         '<form method="get" action="/events" class="filters">'
-        f"<div>{_namespace_select(filters.namespace, namespaces, everyone='All I may see')}</div>"
+        f"<div>{_namespace_select(filters.namespace, listing.namespaces, everyone='All I may see')}</div>"
         f'<div><label for="state">State</label><select id="state" name="state"><option value="">Any</option>'
         f"{states}</select></div>"
         f'<div><label for="type">Type</label><input id="type" name="type" value="{h(filters.event_type or "")}">'
@@ -172,28 +173,19 @@ def events_page(
         f'<input id="key_prefix" name="key_prefix" value="{h(filters.key_prefix or "")}"></div>'
         '<div><button type="submit">Filter</button></div></form>'
     )
-    listing = table("Events, newest first", _SUMMARY_HEADERS, _summary_rows(events), empty="No events match.")
-    body = form + listing + _pager("/events", filters.params(), next_token, first)
+    shown = table("Events, newest first", _SUMMARY_HEADERS, _summary_rows(listing.events), empty="No events match.")
+    body = form + shown + _pager("/events", filters.params(), listing)
     return page("Events", body, who=who, csrf=csrf, active="/events")
 
 
-def dead_letters_page(
-    namespace: str | None,
-    events: Sequence[EventSummary],
-    *,
-    namespaces: Sequence[str],
-    next_token: str | None,
-    first: bool,
-    who: str,
-    csrf: str,
-) -> str:
+def dead_letters_page(namespace: str | None, listing: Listing, *, who: str, csrf: str) -> str:
     pick = (
         '<form method="get" action="/dead-letters" class="filters">'
-        f"<div>{_namespace_select(namespace, namespaces, everyone='All I may see')}</div>"
+        f"<div>{_namespace_select(namespace, listing.namespaces, everyone='All I may see')}</div>"
         '<div><button type="submit">Show</button></div></form>'
     )
     rows = []
-    for e in events:
+    for e in listing.events:
         ref = event_ref(e.namespace, e.event_key)
         box_id = "pick-" + ref.rstrip("=")
         rows.append(
@@ -209,19 +201,19 @@ def dead_letters_page(
             ]
         )
     headers = ("Select", "Namespace", "Key", "Type", "Attempts", "Dead since", "Last error")
-    listing = table("Dead-lettered events", headers, rows, empty="No dead letters. Nothing waits for you.")
+    shown = table("Dead-lettered events", headers, rows, empty="No dead letters. Nothing waits for you.")
     replay = ""
     if rows:
         replay = (
             f'<form method="post" action="/replay" id="replay-form">{csrf_input(csrf)}'
             '<p><label><input type="checkbox" data-select-all="event"> Select every event on this page</label></p>'
-            f"{listing}"
+            f"{shown}"
             '<div class="card"><label for="reason">Reason (kept in the audit trail with your token\'s name)</label>'
             '<input id="reason" name="reason" required maxlength="4096">'
             '<button type="submit">Replay selected</button></div></form>'
         )
     params: dict[str, str | None] = {"namespace": namespace}
-    body = pick + (replay or listing) + _pager("/dead-letters", params, next_token, first)
+    body = pick + (replay or shown) + _pager("/dead-letters", params, listing)
     return page("Dead letters", body, who=who, csrf=csrf, active="/dead-letters")
 
 

@@ -17,6 +17,7 @@ from inboxd.config.tokens import Caller
 from inboxd.console.event_page import event_page
 from inboxd.console.pages import (
     EventFilters,
+    Listing,
     ReplayOutcome,
     dead_letters_page,
     events_page,
@@ -27,7 +28,7 @@ from inboxd.console.pages import (
 )
 from inboxd.domain import validation
 from inboxd.domain.errors import InboxError, InvalidArgument
-from inboxd.domain.operator_views import EventPage, ListNarrowing, NamespaceStats
+from inboxd.domain.operator_views import ListNarrowing, NamespaceStats
 from inboxd.domain.page_tokens import decode_page_token, encode_page_token
 from inboxd.domain.vocabulary import EventState
 from inboxd.usecases.admin import ALL_STATES, Operators
@@ -67,24 +68,24 @@ class Views:
         session = self.console.session(request)
         return _html(overview_fragment(await self._visible_stats(session.caller)))
 
-    async def _listing(
-        self, request: web.Request, caller: Caller, filters: EventFilters
-    ) -> tuple[EventPage, list[str]]:
+    async def _listing(self, request: web.Request, caller: Caller, filters: EventFilters) -> Listing:
         """One page of `filters`' events the caller may see, and the namespaces to offer in the filter."""
         if filters.namespace is not None:
             caller.require_namespace(filters.namespace)
         token = request.query.get("page", "")
         after = decode_page_token(token) if token else None
-        narrowing = None
-        if filters.event_type or filters.key_prefix or (filters.namespace is None and not caller.all_namespaces):
-            patterns = ("%",) if caller.all_namespaces else caller.like_patterns()
-            narrowing = ListNarrowing(filters.event_type, filters.key_prefix, patterns)
+        patterns = ("%",) if caller.all_namespaces else caller.like_patterns()
+        narrowing = ListNarrowing(filters.event_type, filters.key_prefix, patterns)
         states: Sequence[EventState] = (filters.state,) if filters.state else ALL_STATES
         page = await self.operators.list_events(
             namespace=filters.namespace, states=states, after=after, page_size=PAGE_SIZE, narrowing=narrowing
         )
-        namespaces = [s.namespace for s in await self._visible_stats(caller)]
-        return page, namespaces
+        return Listing(
+            events=page.events,
+            namespaces=[s.namespace for s in await self._visible_stats(caller)],
+            next_token=encode_page_token(page.next_position) if page.next_position else None,
+            first="page" not in request.query,
+        )
 
     async def events(self, request: web.Request) -> web.Response:
         session = self.console.session(request)
@@ -100,18 +101,8 @@ class Views:
             event_type=_optional(request, "type"),
             key_prefix=_optional(request, "key_prefix"),
         )
-        page, namespaces = await self._listing(request, session.caller, filters)
-        return _html(
-            events_page(
-                filters,
-                page.events,
-                namespaces=namespaces,
-                next_token=encode_page_token(page.next_position) if page.next_position else None,
-                first="page" not in request.query,
-                who=session.caller.name,
-                csrf=session.csrf,
-            )
-        )
+        listing = await self._listing(request, session.caller, filters)
+        return _html(events_page(filters, listing, who=session.caller.name, csrf=session.csrf))
 
     async def event(self, request: web.Request) -> web.Response:
         session = self.console.session(request)
@@ -125,18 +116,8 @@ class Views:
     async def dead_letters(self, request: web.Request) -> web.Response:
         session = self.console.session(request)
         filters = EventFilters(namespace=_optional(request, "namespace"), state=EventState.DEAD_LETTERED)
-        page, namespaces = await self._listing(request, session.caller, filters)
-        return _html(
-            dead_letters_page(
-                filters.namespace,
-                page.events,
-                namespaces=namespaces,
-                next_token=encode_page_token(page.next_position) if page.next_position else None,
-                first="page" not in request.query,
-                who=session.caller.name,
-                csrf=session.csrf,
-            )
-        )
+        listing = await self._listing(request, session.caller, filters)
+        return _html(dead_letters_page(filters.namespace, listing, who=session.caller.name, csrf=session.csrf))
 
     async def replay(self, request: web.Request) -> web.Response:
         """Replays each selected event with one reason; one refusal never stops the others."""

@@ -157,3 +157,18 @@ class RetentionCounts:
 
     rows_deleted: int = 0
     payloads_dropped: int = 0
+
+
+def format_age(value: timedelta | None) -> str:
+    """An age as operators read it, in the admin CLI and the console alike: 3d4h, 2h5m, 4m12s, 7s; "-" when absent."""
+    if value is None:
+        return "-"
+    seconds = int(value.total_seconds())
+    days, rest = divmod(seconds, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{days}d{hours}h"
+    if hours:
+        return f"{hours}h{minutes}m"
+    return f"{minutes}m{secs}s" if minutes else f"{secs}s"

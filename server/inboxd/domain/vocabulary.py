@@ -107,6 +107,22 @@ class ClaimRequest:
 
 
 @dataclass(frozen=True, slots=True)
+class Wanted:
+    """What the waiting Claims of a process want, for the due poller's one look: (namespace or pattern, type).
+
+    An empty type means any type; the patterns are SQL LIKE patterns, as in ClaimRequest.
+    """
+
+    in_namespaces: frozenset[tuple[str, str]]
+    by_patterns: frozenset[tuple[str, str]]
+    # Types wanted by waiters that take any namespace ("" for any type).
+    anywhere: frozenset[str]
+
+    def __bool__(self) -> bool:
+        return bool(self.in_namespaces or self.by_patterns or self.anywhere)
+
+
+@dataclass(frozen=True, slots=True)
 class ClaimedEvent:
     namespace: Namespace
     event_key: EventKey

@@ -31,6 +31,9 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
+from inboxd.domain.namespace_patterns import like_matcher
+from inboxd.domain.vocabulary import Wanted
+
 # How many times a wake-up that found nothing is handed to the next waiter.
 MAX_HOPS = 3
 # Kinds of wake-up remembered between two of the poller's looks; beyond, the bus
@@ -65,8 +68,7 @@ class WaitFilter:
 
     def __post_init__(self) -> None:
         if self.namespace_patterns:
-            regex = re.compile("|".join(like_to_regex(p) for p in self.namespace_patterns), re.DOTALL)
-            object.__setattr__(self, "_patterns", regex)
+            object.__setattr__(self, "_patterns", like_matcher(self.namespace_patterns))
 
     def wants(self, namespace: str, event_type: str) -> bool:
         if self.namespaces and namespace not in self.namespaces:
@@ -100,22 +102,6 @@ class Waiter:
 
     def keys(self) -> Iterator[_Key]:
         return self.filter.keys()
-
-
-@dataclass(frozen=True, slots=True)
-class Wanted:
-    """What the waiters of a process want, for the poller's one look: pairs of (namespace or pattern, type).
-
-    An empty type means any type.
-    """
-
-    in_namespaces: frozenset[tuple[str, str]]
-    by_patterns: frozenset[tuple[str, str]]
-    # Types wanted by waiters that take any namespace ("" for any type).
-    anywhere: frozenset[str]
-
-    def __bool__(self) -> bool:
-        return bool(self.in_namespaces or self.by_patterns or self.anywhere)
 
 
 class WakeBus:
@@ -279,30 +265,3 @@ class WakeBus:
         if len(buckets) == 1:
             return buckets[0]
         return heapq.merge(*buckets, key=lambda waiter: waiter.seq)
-
-
-def like_to_regex(pattern: str) -> str:
-    """An SQL LIKE pattern (backslash escapes) as a regular expression for fullmatch."""
-    parts: list[str] = []
-    chars = iter(pattern)
-    for char in chars:
-        if char == "\\":
-            parts.append(re.escape(next(chars, "\\")))
-        elif char == "%":
-            parts.append(".*")
-        elif char == "_":
-            parts.append(".")
-        else:
-            parts.append(re.escape(char))
-    return "(?:" + "".join(parts) + ")"
-
-
-def like_prefix(pattern: str) -> str:
-    """The literal text an SQL LIKE pattern starts with: every name it matches begins with it."""
-    prefix: list[str] = []
-    chars = iter(pattern)
-    for char in chars:
-        if char in "%_":
-            break
-        prefix.append(next(chars, "\\") if char == "\\" else char)
-    return "".join(prefix)

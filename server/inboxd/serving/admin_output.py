@@ -12,6 +12,7 @@ from google.protobuf.json_format import MessageToDict
 from google.protobuf.message import Message
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from inboxd.domain.operator_views import format_age
 from inboxd_client.v1 import admin_pb2, types_pb2
 
 MAX_CELL = 60
@@ -44,21 +45,6 @@ def when(ts: Timestamp) -> str:
     return datetime.fromtimestamp(ts.seconds, UTC).strftime("%Y-%m-%d %H:%M:%SZ")
 
 
-def age(value: timedelta | None) -> str:
-    """3d4h, 2h5m, 4m12s, 7s; "-" when absent."""
-    if value is None:
-        return "-"
-    seconds = int(value.total_seconds())
-    days, rest = divmod(seconds, 86400)
-    hours, rest = divmod(rest, 3600)
-    minutes, secs = divmod(rest, 60)
-    if days:
-        return f"{days}d{hours}h"
-    if hours:
-        return f"{hours}h{minutes}m"
-    return f"{minutes}m{secs}s" if minutes else f"{secs}s"
-
-
 def _duration(d: Duration, present: bool) -> timedelta | None:
     return d.ToTimedelta() if present else None
 
@@ -71,10 +57,10 @@ def stats_table(response: admin_pb2.StatsResponse) -> str:
             str(s.processing),
             str(s.completed),
             str(s.dead_lettered),
-            age(_duration(s.oldest_claimable_age, s.HasField("oldest_claimable_age"))),
+            format_age(_duration(s.oldest_claimable_age, s.HasField("oldest_claimable_age"))),
             str(s.unresolved_actions),
             str(s.blocked_ordering_keys),
-            age(_duration(s.oldest_blocked_age, s.HasField("oldest_blocked_age"))),
+            format_age(_duration(s.oldest_blocked_age, s.HasField("oldest_blocked_age"))),
         ]
         for s in response.namespaces
     ]

@@ -16,6 +16,7 @@ import psycopg.errors
 
 from inboxd.domain.backoff import FailureDecision
 from inboxd.domain.errors import ClaimSuperseded, InboxError, NotFound, Unavailable
+from inboxd.domain.namespace_patterns import like_prefix
 from inboxd.domain.vocabulary import (
     ActionRecord,
     ActionState,
@@ -30,7 +31,6 @@ from inboxd.domain.vocabulary import (
     FencingToken,
     Namespace,
 )
-from inboxd.runtime.wakeups import like_prefix
 from inboxd.store import queries
 from inboxd.store.database import Connection
 from inboxd.store.queries import QUERIES

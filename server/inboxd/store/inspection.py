@@ -101,17 +101,13 @@ async def list_events(
         # One more than asked tells whether another page follows.
         "limit": page_size + 1,
     }
-    if narrowing is not None:
-        params |= {
-            "event_type": narrowing.event_type,
-            "key_prefix": narrowing.key_prefix,
-            "namespace_patterns": list(narrowing.namespace_patterns),
-        }
-        if namespace is None:
-            cur = await conn.execute(QUERIES["event_list_filtered_everywhere"], params)
-        else:
-            cur = await conn.execute(QUERIES["event_list_filtered_in_namespace"], {**params, "namespace": namespace})
-    elif namespace is None:
+    narrowing = narrowing or ListNarrowing()
+    params |= {
+        "event_type": narrowing.event_type,
+        "key_prefix": narrowing.key_prefix,
+        "namespace_patterns": list(narrowing.namespace_patterns),
+    }
+    if namespace is None:
         cur = await conn.execute(QUERIES["event_list_everywhere"], params)
     else:
         cur = await conn.execute(QUERIES["event_list_in_namespace"], {**params, "namespace": namespace})

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from inboxd.runtime.wakeups import Wanted, like_prefix
+from inboxd.domain.namespace_patterns import like_prefix
+from inboxd.domain.vocabulary import Wanted
 from inboxd.store.database import Connection
 from inboxd.store.queries import QUERIES
 

@@ -1,12 +1,15 @@
--- Filtered listings for the operators' console: by event type and key
--- prefix, and across the namespaces a token is granted. Like ListEvents
--- they page by keyset (the last row shown), never by OFFSET. The filters are
--- checked on the rows the listing index hands over, so a page costs the rows
--- scanned until it is full, and no more.
+-- Listings of event summaries, for ListEvents and the operators' console:
+-- newest first, paged by keyset (the last row shown), never by OFFSET, and
+-- without payloads. The console's filters (an event type, a key prefix, the
+-- LIKE patterns of a token's grants) are checked on the rows the scan hands
+-- over, so a page costs the rows scanned until it is full, and no more;
+-- ListEvents passes no filter (NULL, and the pattern '%').
 
--- name: event_list_filtered_in_namespace
+-- name: event_list_in_namespace
 -- One page of a namespace's events in the given states, of one type and/or
 -- under a key prefix (NULL: any), newest first, after a keyset position.
+-- One index range scan per state (inbox_events_listing), merged, so a page
+-- costs O(page size) however large the namespace is.
 SELECT page.*
 FROM unnest(%(states)s::text[]) AS s(state)
 CROSS JOIN LATERAL (
@@ -24,10 +27,11 @@ CROSS JOIN LATERAL (
 ORDER BY page.accepted_at DESC, page.event_key DESC
 LIMIT %(limit)s
 
--- name: event_list_filtered_everywhere
+-- name: event_list_everywhere
 -- One page of the events of every namespace matching one of the LIKE
--- patterns (a token's grants), in the given states, of one type and/or under
--- a key prefix (NULL: any), newest first.
+-- patterns ('%': every namespace), in the given states, of one type and/or
+-- under a key prefix (NULL: any), newest first. Scans the table: operators of
+-- a large inbox name a namespace.
 SELECT e.namespace, e.event_key, e.event_type, e.state, e.attempt, e.accepted_at, e.available_at,
        e.updated_at, coalesce(e.last_error, '')
 FROM inbox_events AS e

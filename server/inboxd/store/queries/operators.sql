@@ -1,6 +1,7 @@
--- What operators read: one event's whole record, listings and counts.
--- Listings carry no payloads; only the whole record of one event does. The
--- one transition operators make (Replay) stands with the others in events.sql.
+-- What operators read: one event's whole record and counts. The listings of
+-- summaries stand in listing.sql; only the whole record of one event carries
+-- its payload. The one transition operators make (Replay) stands with the
+-- others in events.sql.
 
 -- name: event_read
 -- One event's row, payload included (NULL once payload retention dropped it).
@@ -31,37 +32,6 @@ SELECT actor, reason, state_before, replayed_at
 FROM inbox_replays
 WHERE namespace = %(namespace)s AND event_key = %(event_key)s
 ORDER BY id
-
--- name: event_list_in_namespace
--- One page of a namespace's events in the given states, newest first, after
--- a keyset position. One index range scan per state (inbox_events_listing),
--- merged, so a page costs O(page size) however large the namespace is.
-SELECT page.*
-FROM unnest(%(states)s::text[]) AS s(state)
-CROSS JOIN LATERAL (
-    SELECT e.namespace, e.event_key, e.event_type, e.state, e.attempt, e.accepted_at, e.available_at,
-           e.updated_at, coalesce(e.last_error, '') AS last_error
-    FROM inbox_events AS e
-    WHERE e.namespace = %(namespace)s AND e.state = s.state
-      AND (e.accepted_at, e.event_key)
-          < (coalesce(%(after_at)s::timestamptz, 'infinity'), %(after_key)s::text)
-    ORDER BY e.accepted_at DESC, e.event_key DESC
-    LIMIT %(limit)s
-) AS page
-ORDER BY page.accepted_at DESC, page.event_key DESC
-LIMIT %(limit)s
-
--- name: event_list_everywhere
--- One page of every namespace's events in the given states, newest first.
--- Scans the table: operators of a large inbox name a namespace.
-SELECT e.namespace, e.event_key, e.event_type, e.state, e.attempt, e.accepted_at, e.available_at,
-       e.updated_at, coalesce(e.last_error, '')
-FROM inbox_events AS e
-WHERE e.state = ANY(%(states)s::text[])
-  AND (e.accepted_at, e.namespace, e.event_key)
-      < (coalesce(%(after_at)s::timestamptz, 'infinity'), %(after_namespace)s::text, %(after_key)s::text)
-ORDER BY e.accepted_at DESC, e.namespace DESC, e.event_key DESC
-LIMIT %(limit)s
 
 -- name: stats_on_one_core
 -- For this transaction only: no parallel workers. Stats reads the whole
