@@ -18,8 +18,7 @@ import psycopg
 import pytest
 
 from inboxd.domain.errors import InboxError
-from inboxd.domain.vocabulary import ClaimRequest, Disposition, EventKey, Fence, Namespace, NewEvent
-from inboxd.store.claims import Completion
+from inboxd.domain.vocabulary import ClaimRequest, Completion, Disposition, EventKey, Fence, Namespace, NewEvent
 from inboxd.store.database import Database
 from inboxd.usecases.inbox import Inbox
 from inboxd_client.v1 import inbox_pb2

@@ -22,8 +22,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from inboxd.domain.vocabulary import ClaimRequest, Disposition, EventKey, Fence, Namespace, NewEvent
-from inboxd.store.claims import Completion
+from inboxd.domain.vocabulary import ClaimRequest, Completion, Disposition, EventKey, Fence, Namespace, NewEvent
 from inboxd.store.database import Database
 from inboxd.usecases.inbox import Inbox
 from tests.conftest import CLOCKED_SETTINGS

@@ -21,6 +21,7 @@ from inboxd.domain.vocabulary import (
     ClaimedEvent,
     ClaimRequest,
     ClaimToken,
+    Completion,
     Disposition,
     EventKey,
     EventState,
@@ -28,7 +29,6 @@ from inboxd.domain.vocabulary import (
     Namespace,
     NewEvent,
 )
-from inboxd.store.claims import Completion
 from inboxd_client.v1 import inbox_pb2, types_pb2
 
 

@@ -14,8 +14,7 @@ import grpc
 from inboxd.api import convert
 from inboxd.api.identity import current_caller
 from inboxd.domain.errors import InboxError, InvalidArgument, RefusedEvent, TooManyRequests
-from inboxd.domain.vocabulary import ClaimRequest
-from inboxd.store.claims import Completion
+from inboxd.domain.vocabulary import ClaimRequest, Completion
 from inboxd.usecases.inbox import Inbox
 from inboxd_client.v1 import inbox_pb2
 

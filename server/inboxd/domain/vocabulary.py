@@ -169,6 +169,15 @@ class Fence:
 
 
 @dataclass(frozen=True, slots=True)
+class Completion:
+    """One Complete: the claim it speaks for, and how the event ends."""
+
+    fence: Fence
+    disposition: Disposition
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
 class FailResult:
     state: EventState
     # When the retry becomes claimable; None when dead-lettered.

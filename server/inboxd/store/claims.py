@@ -8,7 +8,6 @@ row, `_refusal` says why, in the design's order: the event's identity
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -24,7 +23,7 @@ from inboxd.domain.vocabulary import (
     ClaimedEvent,
     ClaimRequest,
     ClaimToken,
-    Disposition,
+    Completion,
     EventKey,
     EventState,
     Fence,
@@ -148,15 +147,6 @@ async def renew_lease(conn: Connection, fence: Fence, lease: timedelta, now: dat
         raise await _refusal(conn, fence)
     expires: datetime = row[0]
     return expires
-
-
-@dataclass(frozen=True, slots=True)
-class Completion:
-    """One Complete: the claim it speaks for, and how the event ends."""
-
-    fence: Fence
-    disposition: Disposition
-    reason: str
 
 
 class RowLocked(Unavailable):

@@ -30,6 +30,7 @@ from inboxd.domain.vocabulary import (
     ActionState,
     ClaimBatch,
     ClaimRequest,
+    Completion,
     Disposition,
     FailResult,
     Fence,
@@ -42,7 +43,6 @@ from inboxd.runtime.group_commit import Coalescer
 from inboxd.runtime.wakeups import WakeBus
 from inboxd.store import actions, claims
 from inboxd.store.accepts import accept_events
-from inboxd.store.claims import Completion
 from inboxd.store.database import Connection, Database
 from inboxd.store.notifications import ReplicaSignals
 
