@@ -135,16 +135,19 @@ async def test_a_failed_batch_transaction_leaves_none_of_its_events(
     # A trigger that fails the transaction after earlier rows of the batch were inserted. It fires
     # for this test's namespace only: other tests share inbox_events.
     async def install(conn: object) -> None:
+        # One statement per execute: the pool's connections prepare what they run.
         await conn.execute(  # type: ignore[attr-defined]
             """
             CREATE OR REPLACE FUNCTION test_explode() RETURNS trigger LANGUAGE plpgsql AS $$
             BEGIN
               IF NEW.event_type = 'test.explode' THEN RAISE EXCEPTION 'boom'; END IF;
               RETURN NEW;
-            END $$;
+            END $$
             """
-            + f"CREATE TRIGGER test_explode BEFORE INSERT ON inbox_events FOR EACH ROW"
-            f" WHEN (NEW.namespace = '{ns}') EXECUTE FUNCTION test_explode();"
+        )
+        await conn.execute(  # type: ignore[attr-defined]
+            f"CREATE TRIGGER test_explode BEFORE INSERT ON inbox_events FOR EACH ROW"
+            f" WHEN (NEW.namespace = '{ns}') EXECUTE FUNCTION test_explode()"
         )
 
     async def remove(conn: object) -> None:

@@ -186,3 +186,33 @@ async def test_the_work_paths_statements_are_planned_once_per_connection(migrate
     for name in ("event_claim", "event_complete_many", "event_accept_many"):
         generic, custom = found[f"-- inboxd: {name}"]
         assert generic > 0 and custom == 0, f"{name}: {generic} generic plans, {custom} custom: {found}"
+
+
+async def test_the_work_paths_statements_are_prepared_at_their_first_execution(migrated_url: str) -> None:
+    """A new connection planned the claim statement six times (about 7 ms each) before it kept a plan."""
+    async with own_database(migrated_url, prefix="inboxd_plans") as url:
+        db = Database(url, min_size=1, max_size=1)
+        await db.open()
+        try:
+            inbox = Inbox(db, CLOCKED_SETTINGS)
+            await inbox.accept([NewEvent(Namespace("plans/first"), EventKey("k"), "t", "{}")])
+            request = ClaimRequest(
+                namespaces=("plans/first",),
+                event_types=(),
+                max_events=1,
+                lease=timedelta(seconds=30),
+                wait=timedelta(0),
+                worker_id="w",
+            )
+            [event] = (await inbox.claim(request)).events
+            await inbox.complete(Fence(event.namespace, event.event_key, event.claim_token), Disposition.APPLIED, "")
+
+            async def plans(conn: Any) -> dict[str, tuple[int, int]]:
+                cur = await conn.execute("SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements")
+                return {text.split("\n", 1)[0]: (generic, custom) for text, generic, custom in await cur.fetchall()}
+
+            found = await db.run(plans, transaction=False)
+        finally:
+            await db.close()
+    for name in ("event_accept_many", "event_claim", "event_complete_many"):
+        assert found.get(f"-- inboxd: {name}") == (1, 0), f"{name} after one execution: {found}"

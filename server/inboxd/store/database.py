@@ -52,6 +52,13 @@ GENERIC_PLANS = "SET plan_cache_mode = force_generic_plan"
 # beside a 100,000-event backlog): then every execution compiles it, about
 # 100 ms. Statements this short never earn that back.
 NO_JIT = "SET jit = off"
+# psycopg prepares a statement on its first execution on a connection, not its
+# sixth (its default): the claim statement takes PostgreSQL about 7 ms to plan,
+# and each new connection of the pool planned it six times, first the five
+# unprepared runs, then the generic plan. That was most of what the first
+# seconds after a start (or after the pool grew) cost beyond the steady state.
+# (So a text of several statements cannot run on the pool; inboxd sends none.)
+PREPARE_AT_FIRST_USE = 0
 # An operator's read (Stats of one namespace or all, a listing) is planned for
 # its actual parameters, inside its own transaction.
 CUSTOM_PLANS = "SELECT set_config('plan_cache_mode', 'force_custom_plan', true)"
@@ -88,7 +95,7 @@ class Database:
             min_size=min_size,
             max_size=max_size,
             open=False,
-            kwargs={"autocommit": True},
+            kwargs={"autocommit": True, "prepare_threshold": PREPARE_AT_FIRST_USE},
             timeout=acquire_timeout,
             name="inboxd",
             configure=self._configure,
