@@ -142,6 +142,12 @@ async def test_a_fenced_write_reads_a_bounded_number_of_buffers_after_many_claim
     )
 
 
+async def _prepared_plans(conn: Any) -> dict[str, tuple[int, int]]:
+    """This connection's prepared statements, by their first line (`-- inboxd: name`): (generic, custom) plans."""
+    cur = await conn.execute("SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements")
+    return {text.split("\n", 1)[0]: (generic, custom) for text, generic, custom in await cur.fetchall()}
+
+
 async def test_the_work_paths_statements_are_planned_once_per_connection(migrated_url: str) -> None:
     """PostgreSQL re-planned the claim and completion statements on every call when left to choose."""
     async with own_database(migrated_url, prefix="inboxd_plans") as url:
@@ -169,16 +175,12 @@ async def test_the_work_paths_statements_are_planned_once_per_connection(migrate
                     ]
                 )
 
-            async def plans(conn: Any) -> dict[str, tuple[int, int]]:
-                cur = await conn.execute("SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements")
-                return {text.split("\n", 1)[0]: (generic, custom) for text, generic, custom in await cur.fetchall()}
-
             async def jit(conn: Any) -> str:
                 cur = await conn.execute("SELECT current_setting('jit')")
                 row = await cur.fetchone()
                 return str(row[0])
 
-            found = await db.run(plans, transaction=False)
+            found = await db.run(_prepared_plans, transaction=False)
             # Nor is a generic plan ever JIT-compiled on every execution.
             assert await db.run(jit, transaction=False) == "off"
         finally:
@@ -206,12 +208,7 @@ async def test_the_work_paths_statements_are_prepared_at_their_first_execution(m
             )
             [event] = (await inbox.claim(request)).events
             await inbox.complete(Fence(event.namespace, event.event_key, event.claim_token), Disposition.APPLIED, "")
-
-            async def plans(conn: Any) -> dict[str, tuple[int, int]]:
-                cur = await conn.execute("SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements")
-                return {text.split("\n", 1)[0]: (generic, custom) for text, generic, custom in await cur.fetchall()}
-
-            found = await db.run(plans, transaction=False)
+            found = await db.run(_prepared_plans, transaction=False)
         finally:
             await db.close()
     for name in ("event_accept_many", "event_claim", "event_complete_many"):
