@@ -34,8 +34,8 @@ import os
 import signal
 import socket
 import threading
-from collections.abc import Awaitable, Callable, Iterable
-from typing import cast
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
+from typing import Any, cast
 
 from inboxd_client.aio_client import AsyncInboxClient
 from inboxd_client.completions import DEFAULT_MAX_ITEMS, DEFAULT_WINDOW, CompletionBatcher, Pending
@@ -257,7 +257,7 @@ class Worker:
                         continue
                     # A long-poll would keep completions waiting: while it is out, they go as a CompleteBatch.
                     self.completions.hold_for_claims(carrying and self.wait == 0)
-                    claiming = self._poll(min(free, MAX_EVENTS_PER_CLAIM))
+                    claiming = self._poll(free)
                 try:
                     events = await claiming
                 except TRANSIENT_CLAIM_ERRORS as exc:
@@ -275,6 +275,20 @@ class Worker:
         finally:
             self.completions.hold_for_claims(False)
 
+    def _claim(
+        self, free: int, wait: float, completions: Sequence[inbox_pb2.CompleteRequest] = ()
+    ) -> Coroutine[Any, Any, inbox_pb2.ClaimResponse]:
+        """This worker's Claim for up to `free` events (at most a Claim's limit), carrying `completions`."""
+        return self.client.claim(
+            namespaces=self.namespaces,
+            event_types=self.event_types,
+            max_events=min(free, MAX_EVENTS_PER_CLAIM),
+            lease=self.lease,
+            wait=wait,
+            worker_id=self.worker_id,
+            completions=completions,
+        )
+
     async def _claim_carrying(self, carried: list[Pending]) -> list[inbox_pb2.ClaimedEvent]:
         """A Claim that first commits `carried`: the worker's cycle in one call instead of two.
 
@@ -290,15 +304,7 @@ class Worker:
             self.completions.send(carried)
             return []
         try:
-            answer = await self.client.claim(
-                namespaces=self.namespaces,
-                event_types=self.event_types,
-                max_events=min(free, MAX_EVENTS_PER_CLAIM),
-                lease=self.lease,
-                wait=0,
-                worker_id=self.worker_id,
-                completions=[request for request, _ in carried],
-            )
+            answer = await self._claim(free, 0, [request for request, _ in carried])
         except BaseException:
             # In doubt: the server may have committed them or not. Sent again
             # (as a CompleteBatch, with its retries), a committed one answers OK.
@@ -330,17 +336,8 @@ class Worker:
             for waiter in waiters:
                 waiter.cancel()
 
-    async def _poll(self, max_events: int) -> list[inbox_pb2.ClaimedEvent]:
-        claim = asyncio.ensure_future(
-            self.client.claim(
-                namespaces=self.namespaces,
-                event_types=self.event_types,
-                max_events=max_events,
-                lease=self.lease,
-                wait=self.wait,
-                worker_id=self.worker_id,
-            )
-        )
+    async def _poll(self, free: int) -> list[inbox_pb2.ClaimedEvent]:
+        claim = asyncio.ensure_future(self._claim(free, self.wait))
         stopping = asyncio.ensure_future(self._stopping.wait())
         try:
             await asyncio.wait({claim, stopping}, return_when=asyncio.FIRST_COMPLETED)
