@@ -9,6 +9,7 @@ so timing does not reveal which entries exist.
 from __future__ import annotations
 
 import enum
+import functools
 import hashlib
 import hmac
 import json
@@ -59,7 +60,13 @@ class Caller:
 
     def like_patterns(self) -> tuple[str, ...]:
         """The namespace patterns as SQL LIKE patterns (for a Claim that names no namespace)."""
-        return tuple(grant_to_like(p) for p in self.namespaces)
+        return _as_like(self.namespaces)
+
+
+@functools.lru_cache(maxsize=4096)
+def _as_like(grants: tuple[str, ...]) -> tuple[str, ...]:
+    """Translated once per token's grants: every fenced call of a batch checks its item's namespace."""
+    return tuple(grant_to_like(p) for p in grants)
 
 
 ANONYMOUS = Caller("anonymous", frozenset(Scope), ("*",))
