@@ -61,7 +61,7 @@ async def test_the_command_serves_a_toml_routes_file_and_stops_cleanly_on_sigter
         assert await asyncio.wait_for(proc.wait(), 30) == 0
         _, stderr = await proc.communicate()
         # One log line per request, naming neither the secret nor the body.
-        assert b"status=200 outcome=accepted" in stderr
+        assert b'status="200" outcome="accepted"' in stderr
         assert STRIPE_NEW_SECRET.encode() not in stderr
         assert acct.encode() not in stderr
     finally:

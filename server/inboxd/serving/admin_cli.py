@@ -17,6 +17,7 @@ from typing import Any
 import grpc
 
 from inboxd.serving import admin_output as out
+from inboxd_client.plaintext import PlaintextTokenRefused, refuse_plaintext_token
 from inboxd_client.v1 import admin_pb2, admin_pb2_grpc, types_pb2
 
 COMMANDS = ("stats", "events", "show", "replay", "dead-letters")
@@ -45,6 +46,12 @@ def add_admin_commands(commands: Any) -> None:
     conn.add_argument("--token", default=os.environ.get("INBOXD_TOKEN"), help="bearer token (INBOXD_TOKEN)")
     conn.add_argument("--tls-ca", default=os.environ.get("INBOXD_TLS_CA"), help="CA certificate: use TLS")
     conn.add_argument("--tls", action="store_true", help="use TLS with the system's root certificates")
+    conn.add_argument(
+        "--trusted-network",
+        action="store_true",
+        default=_env_flag("INBOXD_TRUSTED_NETWORK"),
+        help="allow the token in plaintext beyond loopback (INBOXD_TRUSTED_NETWORK): TLS ends at a proxy you trust",
+    )
     conn.add_argument("--timeout", type=float, default=30.0, help="seconds per call (default 30)")
     common.add_argument("--json", action="store_true", help="JSON instead of a table")
 
@@ -74,8 +81,19 @@ def add_admin_commands(commands: Any) -> None:
     replay.add_argument("--dry-run", action="store_true", help="list what would be replayed, change nothing")
 
 
+def _env_flag(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in {"1", "true", "yes", "on"}
+
+
 def run_admin_command(args: argparse.Namespace) -> int:
     """Runs one admin subcommand; returns the exit status (1 when a call failed)."""
+    try:
+        refuse_plaintext_token(
+            args.target, token=args.token, tls=bool(args.tls_ca or args.tls), trusted_network=args.trusted_network
+        )
+    except PlaintextTokenRefused as exc:
+        print(f"inboxd {args.command}: {exc}", file=sys.stderr)
+        return 2
     try:
         with _channel(args) as channel:
             client = _Client(admin_pb2_grpc.InboxAdminServiceStub(channel), args)  # type: ignore[no-untyped-call]

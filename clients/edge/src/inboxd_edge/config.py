@@ -70,6 +70,9 @@ class InboxdSettings:
     token_env: str = "INBOXD_TOKEN"
     # A PEM file of CAs: set it to reach inboxd over TLS.
     tls_ca_file: str | None = None
+    # Allows the bearer token in plaintext beyond loopback (the server's INBOXD_TRUSTED_NETWORK): TLS ends at
+    # a proxy on a network you trust. Without it, a token and a remote target without a CA are refused.
+    trusted_network: bool = False
 
 
 @dataclass(frozen=True)
@@ -123,6 +126,8 @@ def config_from_data(data: Mapping[str, Any], environ: Mapping[str, str]) -> Edg
     known = {f.name for f in fields(InboxdSettings)}
     if unknown := set(inboxd) - known:
         raise ConfigError(f"[inboxd]: unknown keys {sorted(unknown)}")
+    if not isinstance(inboxd.get("trusted_network", False), bool):
+        raise ConfigError("[inboxd]: trusted_network must be true or false")
     routes_data = data.get("routes")
     if not isinstance(routes_data, list) or not routes_data:
         raise ConfigError("at least one [[routes]] table is required")

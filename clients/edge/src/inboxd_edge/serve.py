@@ -11,8 +11,9 @@ import grpc
 import grpc.aio
 from aiohttp import web
 
+from inboxd_client.plaintext import PlaintextTokenRefused, refuse_plaintext_token
 from inboxd_edge.app import Clock, build_app
-from inboxd_edge.config import EdgeConfig, InboxdSettings
+from inboxd_edge.config import ConfigError, EdgeConfig, InboxdSettings
 from inboxd_edge.forward import Forwarder
 
 
@@ -35,6 +36,10 @@ class RunningEdge:
         await self.channel.close(None)
 
 
+def _env_flag(text: str) -> bool:
+    return text.strip().lower() in {"1", "true", "yes", "on"}
+
+
 def open_channel(settings: InboxdSettings) -> grpc.aio.Channel:
     """An insecure channel on loopback, or TLS when a CA file is configured."""
     if settings.tls_ca_file:
@@ -52,8 +57,17 @@ async def start_edge(
 ) -> RunningEdge:
     """Opens the channel and starts listening; `listen` overrides the configured address."""
     host, _, port = (listen or config.listen).rpartition(":")
-    channel = open_channel(config.inboxd)
     token = environ.get(config.inboxd.token_env) or None
+    try:
+        refuse_plaintext_token(
+            config.inboxd.target,
+            token=token,
+            tls=bool(config.inboxd.tls_ca_file),
+            trusted_network=config.inboxd.trusted_network or _env_flag(environ.get("INBOXD_TRUSTED_NETWORK", "")),
+        )
+    except PlaintextTokenRefused as exc:
+        raise ConfigError(f"[inboxd] {exc}") from exc
+    channel = open_channel(config.inboxd)
     forwarder = Forwarder(channel, deadline=config.inboxd.deadline_seconds, token=token)
     app = build_app(config, forwarder) if clock is None else build_app(config, forwarder, clock=clock)
     # The edge logs its own one line per request; aiohttp's access log would repeat it.
