@@ -27,6 +27,19 @@ STRIPE_NEW_SECRET = "whsec_stripe_new_secret"
 MAILERA_SECRET = "mailera-test-secret"
 HIDEMY_SECRET = "hidemy-test-secret"
 STD_MAX_BODY = 2048
+# The std route binds its path's {account} to a secret per account (path_secrets): each test takes an account
+# of its own from this pool, and signs with that account's secret.
+STD_ACCOUNTS = {
+    f"acct{i:03d}": "whsec_" + base64.b64encode(hashlib.sha256(f"std-account-{i}".encode()).digest()).decode()
+    for i in range(200)
+}
+_unused_accounts = iter(STD_ACCOUNTS)
+MAILERA_JUNK_SECRET = "mailera-junk-test-secret"
+
+
+def std_account() -> str:
+    """An account of the std route that no other test of this run has used."""
+    return next(_unused_accounts)
 
 
 def routes_config(target: str, *, deadline: float = 5.0) -> dict[str, Any]:
@@ -38,7 +51,7 @@ def routes_config(target: str, *, deadline: float = 5.0) -> dict[str, Any]:
                 "name": "std",
                 "path": "/hooks/std/{account}",
                 "scheme": "standard-webhooks",
-                "secrets": [STD_SECRET],
+                "path_secrets": {"placeholder": "account", "secrets": {a: [k] for a, k in STD_ACCOUNTS.items()}},
                 "namespace": "std/{account}",
                 "allowed_types": ["invoice.paid", "invoice.voided"],
                 "max_body_bytes": STD_MAX_BODY,
@@ -53,19 +66,24 @@ def routes_config(target: str, *, deadline: float = 5.0) -> dict[str, Any]:
                 "vars": {"account": "body:/account"},
                 "allowed_types": ["payment_intent.succeeded"],
             },
-            {
-                "name": "mailera",
-                "path": "/hooks/mailera/{account}",
-                "scheme": "mailera",
-                "secrets": [MAILERA_SECRET],
-                "namespace": "mailera/{account}/{subscription}",
-                "vars": {"subscription": "body:/subscription_id"},
-                "event_key": "body:/message/message_id",
-                "message_id": "body:/message/message_id",
-                # One Message-ID can be both received and junk: the type must be part of the key.
-                "key_includes_type": True,
-                "allowed_types": ["message.received", "message.junk"],
-            },
+            # Mailera's X-MailHub-Event is unsigned, so the type is the route's: one route (and secret) per type.
+            *(
+                {
+                    "name": f"mailera-{kind}",
+                    "path": f"/hooks/mailera/{kind}",
+                    "scheme": "mailera",
+                    "secrets": [secret],
+                    "namespace": "mailera/{subscription}",
+                    "vars": {"subscription": "body:/subscription_id"},
+                    "event_key": "body:/message/message_id",
+                    "event_type": f"const:message.{kind}",
+                    "message_id": "body:/message/message_id",
+                    # One Message-ID can be both received and junk: the type must be part of the key.
+                    "key_includes_type": True,
+                    "allowed_types": [f"message.{kind}"],
+                }
+                for kind, secret in (("received", MAILERA_SECRET), ("junk", MAILERA_JUNK_SECRET))
+            ),
             {
                 "name": "hidemy",
                 "path": "/hooks/hidemy",
@@ -82,10 +100,13 @@ def routes_config(target: str, *, deadline: float = 5.0) -> dict[str, Any]:
     }
 
 
-def sign_standard(body: bytes, msg_id: str, *, at: float | None = None, secret: str = STD_SECRET) -> dict[str, str]:
-    """Standard Webhooks headers, signed by the `standardwebhooks` library itself."""
+def sign_standard(
+    body: bytes, msg_id: str, *, account: str | None = None, at: float | None = None, secret: str | None = None
+) -> dict[str, str]:
+    """Standard Webhooks headers, signed by the `standardwebhooks` library itself (with `account`'s secret if named)."""
     stamp = datetime.fromtimestamp(int(time.time() if at is None else at), tz=UTC)
-    signature = Webhook(secret).sign(msg_id, stamp, body.decode())
+    key = secret or (STD_ACCOUNTS[account] if account else STD_SECRET)
+    signature = Webhook(key).sign(msg_id, stamp, body.decode())
     return {"webhook-id": msg_id, "webhook-timestamp": str(int(stamp.timestamp())), "webhook-signature": signature}
 
 

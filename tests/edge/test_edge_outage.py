@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections.abc import AsyncIterator
 
 import aiohttp
@@ -12,7 +11,7 @@ import pytest
 from inboxd.store.database import Database
 from inboxd_edge.config import config_from_data
 from inboxd_edge.serve import start_edge
-from tests.edge.rig import as_body, post, routes_config, sign_standard, stored_events
+from tests.edge.rig import as_body, post, routes_config, sign_standard, std_account, stored_events
 from tests.harness import ServerProcess
 
 
@@ -31,13 +30,13 @@ async def test_with_inboxd_stopped_the_edge_answers_503_and_stores_nothing(
 ) -> None:
     edge = await start_edge(config_from_data(routes_config(inboxd_process.target), {}), listen="127.0.0.1:0")
     try:
-        acct = uuid.uuid4().hex[:12]
+        acct = std_account()
         url = f"{edge.url}/hooks/std/{acct}"
         before = as_body({"type": "invoice.paid", "n": 1})
-        assert (await post(http, url, before, sign_standard(before, "before"))).status == 200
+        assert (await post(http, url, before, sign_standard(before, "before", account=acct))).status == 200
         inboxd_process.kill()
         during = as_body({"type": "invoice.paid", "n": 2})
-        reply = await post(http, url, during, sign_standard(during, "during"))
+        reply = await post(http, url, during, sign_standard(during, "during", account=acct))
         assert (reply.status, reply.outcome) == (503, "unavailable")
         assert set(await stored_events(db, f"std/{acct}")) == {"before"}
     finally:
@@ -59,9 +58,9 @@ async def test_an_inboxd_that_never_answers_gets_503_when_the_deadline_passes(
         config_from_data(routes_config(f"127.0.0.1:{port}", deadline=0.5), {}), listen="127.0.0.1:0"
     )
     try:
-        acct = uuid.uuid4().hex[:12]
+        acct = std_account()
         body = as_body({"type": "invoice.paid"})
-        reply = await post(http, f"{edge.url}/hooks/std/{acct}", body, sign_standard(body, "m"))
+        reply = await post(http, f"{edge.url}/hooks/std/{acct}", body, sign_standard(body, "m", account=acct))
         assert (reply.status, reply.outcome) == (503, "deadline_exceeded")
         assert await stored_events(db, f"std/{acct}") == {}
     finally:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,7 @@ import pytest
 from inboxd_edge.config import ConfigError, Route, config_from_data, load_config
 from inboxd_edge.keys import UnsupportedType, resolve
 from inboxd_edge.sources import MissingValue, Request, Source
-from tests.edge.rig import routes_config
+from tests.edge.rig import STD_SECRET, routes_config
 
 
 def route(name: str) -> Route:
@@ -20,8 +21,10 @@ def route(name: str) -> Route:
 
 
 def with_route(**changes: Any) -> dict[str, Any]:
+    """One plain standard-webhooks route (a single secret, a fixed namespace), changed by `changes`."""
     data = routes_config("127.0.0.1:1")
-    data["routes"] = [{**data["routes"][0], **changes}]
+    plain = {k: v for k, v in data["routes"][0].items() if k != "path_secrets"}
+    data["routes"] = [{**plain, "path": "/hooks/plain", "namespace": "std", "secrets": [STD_SECRET], **changes}]
     return data
 
 
@@ -48,12 +51,13 @@ def test_source_refuses_unknown_forms(text: str) -> None:
         Source.parse(text)
 
 
-def test_mailera_key_carries_the_type_and_the_delivery_goes_to_metadata_only() -> None:
-    mailera = route("mailera")
+def test_mailera_key_carries_the_routes_type_and_the_delivery_goes_to_metadata_only() -> None:
+    mailera = route("mailera-junk")
     document = {"subscription_id": "sub_1", "message": {"message_id": "<m1@example.com>"}}
-    headers = {"X-MailHub-Event": "message.junk", "X-MailHub-Delivery": "dlv_42"}
-    event = resolve(mailera, Request(document, headers, {"account": "acme"}), b"{}")
-    assert event.namespace == "mailera/acme/sub_1"
+    # The unsigned event header is never read: the route fixes the type.
+    headers = {"X-MailHub-Event": "message.received", "X-MailHub-Delivery": "dlv_42"}
+    event = resolve(mailera, Request(document, headers, {}), b"{}")
+    assert event.namespace == "mailera/sub_1"
     assert event.event_key == "message.junk:<m1@example.com>"
     assert "dlv_42" not in event.event_key
     assert event.metadata["delivery_id"] == "dlv_42"
@@ -61,10 +65,10 @@ def test_mailera_key_carries_the_type_and_the_delivery_goes_to_metadata_only() -
 
 
 def test_a_slash_in_a_namespace_value_cannot_forge_another_namespace() -> None:
-    mailera = route("mailera")
+    mailera = route("mailera-received")
     document = {"subscription_id": "b/c", "message": {"message_id": "m"}}
-    event = resolve(mailera, Request(document, {"X-MailHub-Event": "message.received"}, {"account": "a"}), b"{}")
-    assert event.namespace == "mailera/a/b%2Fc"
+    event = resolve(mailera, Request(document, {}, {}), b"{}")
+    assert event.namespace == "mailera/b%2Fc"
 
 
 def test_a_type_the_route_does_not_take_is_unsupported() -> None:
@@ -104,20 +108,28 @@ def test_secrets_come_from_the_environment_when_the_file_names_them(tmp_path: Pa
     path.write_text(json.dumps(data))
     with pytest.raises(ConfigError, match="STD_SECRET"):
         load_config(path, {})
-    secret = routes_config("x")["routes"][0]["secrets"][0]
-    assert load_config(path, {"STD_SECRET": secret}).routes[0].name == "std"
+    assert load_config(path, {"STD_SECRET": STD_SECRET}).routes[0].name == "std"
 
 
 def test_the_example_routes_file_loads() -> None:
     example = Path(__file__).resolve().parents[2] / "clients" / "edge" / "examples" / "routes.toml"
     names = [
-        "BILLING_WEBHOOK_SECRET",
         "STRIPE_WEBHOOK_SECRET",
         "STRIPE_WEBHOOK_SECRET_PREVIOUS",
-        "MAILERA_WEBHOOK_SECRET",
+        "MAILERA_RECEIVED_WEBHOOK_SECRET",
+        "MAILERA_JUNK_WEBHOOK_SECRET",
         "HIDEMY_WEBHOOK_SECRET",
         "ACME_WEBHOOK_SECRET",
     ]
-    environ = {name: "whsec_" + "QUJD" * 8 for name in names}
+    # Every secret its own: routes that share one are refused.
+    environ = {name: "whsec_" + base64.b64encode(name.encode()).decode() for name in names}
+    environ |= {f"BILLING_ACCT_{i}_SECRET": "whsec_" + base64.b64encode(f"acct {i}".encode()).decode() for i in (1, 2)}
     config = load_config(example, environ)
-    assert [r.name for r in config.routes] == ["billing", "stripe", "mailera", "hidemy", "acme"]
+    assert [r.name for r in config.routes] == [
+        "billing",
+        "stripe",
+        "mailera-received",
+        "mailera-junk",
+        "hidemy",
+        "acme",
+    ]

@@ -14,7 +14,6 @@ import json
 import os
 import re
 import shutil
-import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -25,7 +24,7 @@ from inboxd.serving.server import RunningServer
 from inboxd.store.database import Connection, Database
 from inboxd_edge.config import config_from_data
 from inboxd_edge.serve import RunningEdge, start_edge
-from tests.edge.rig import as_body, post, routes_config, sign_standard
+from tests.edge.rig import as_body, post, routes_config, sign_standard, std_account
 from tests.harness import REPO
 
 NODE_PACKAGE = REPO / "clients" / "node"
@@ -75,12 +74,12 @@ async def test_node_worker_completes_edge_events_renews_leases_and_is_fenced(
     server: RunningServer, edge: RunningEdge, db: Database
 ) -> None:
     node = node_or_fail()
-    acct = f"node-{uuid.uuid4().hex[:10]}"
+    acct = std_account()
     keys = [f"msg_{i}" for i in range(3)]
     async with aiohttp.ClientSession() as http:
         for key in keys:
             body = as_body({"type": "invoice.paid", "data": {"id": key}})
-            reply = await post(http, f"{edge.url}/hooks/std/{acct}", body, sign_standard(body, key))
+            reply = await post(http, f"{edge.url}/hooks/std/{acct}", body, sign_standard(body, key, account=acct))
             assert (reply.status, reply.outcome) == (200, "accepted")
 
     env = {

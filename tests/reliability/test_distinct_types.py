@@ -1,8 +1,9 @@
 """Scenario 2: distinct event types for one message stay distinct events, through the real edge.
 
 Mailera sends `message.received` and `message.junk` for one Message-ID, and its
-ids do not tell the two apart, so the edge's Mailera route sets
-`key_includes_type`. Every notification is delivered twice (a retry: another
+ids do not tell the two apart, so the edge's Mailera routes set
+`key_includes_type`. Its event-type header is not signed, so each type has a
+route (and a secret) of its own that fixes the type. Every notification is delivered twice (a retry: another
 delivery id, a fresh timestamp and signature), all at once, and some messages
 arrive under two subscriptions, which name two sources. Each (subscription,
 message, type) must be one row of its own type, ACCEPTED once and DUPLICATE
@@ -40,28 +41,39 @@ NAIVE_MESSAGES = 30
 REQUESTS_IN_FLIGHT = 64
 
 
+# This run's namespaces: mailera/RUN/<subscription> and, for the control, naive/RUN/<subscription>.
+RUN = uuid.uuid4().hex[:10]
+
+
+def secret(kind: str, event_type: str) -> str:
+    """Each route its own secret: a delivery signed for one type's route verifies on no other."""
+    return f"{SECRET}-{kind}-{event_type}"
+
+
+def url(edge: RunningEdge, kind: str, event_type: str) -> str:
+    return f"{edge.url}/hooks/{kind}/{event_type}"
+
+
 def routes(target: str) -> dict[str, Any]:
-    mailera = {
-        "scheme": "mailera",
-        "secrets": [SECRET],
-        "namespace": "mailera/{account}/{subscription}",
-        "vars": {"subscription": "body:/subscription_id"},
-        "event_key": "body:/message/message_id",
-        "message_id": "body:/message/message_id",
-        "allowed_types": list(TYPES),
-    }
+    def route(kind: str, event_type: str, *, keyed: bool) -> dict[str, Any]:
+        return {
+            "name": f"{kind}-{event_type}",
+            "path": f"/hooks/{kind}/{event_type}",
+            "scheme": "mailera",
+            "secrets": [secret(kind, event_type)],
+            "namespace": f"{kind}/{RUN}/{{subscription}}",
+            "vars": {"subscription": "body:/subscription_id"},
+            "event_key": "body:/message/message_id",
+            "event_type": f"const:{event_type}",
+            "message_id": "body:/message/message_id",
+            "allowed_types": [event_type],
+            "key_includes_type": keyed,
+        }
+
     return {
         "inboxd": {"target": target, "deadline_seconds": 10.0},
-        "routes": [
-            {**mailera, "name": "mailera", "path": "/hooks/mailera/{account}", "key_includes_type": True},
-            # The mistake the setting exists for: the provider's id alone as the key.
-            {
-                **mailera,
-                "name": "naive",
-                "path": "/hooks/naive/{account}",
-                "namespace": "naive/{account}/{subscription}",
-            },
-        ],
+        # The control ("naive") is the mistake the setting exists for: the provider's id alone as the key.
+        "routes": [route(kind, t, keyed=kind == "mailera") for kind in ("mailera", "naive") for t in TYPES],
     }
 
 
@@ -85,10 +97,10 @@ def body(subscription: str, message_id: str) -> bytes:
     ).encode()
 
 
-def mailera_headers(raw: bytes, event_type: str) -> dict[str, str]:
+def mailera_headers(raw: bytes, kind: str, event_type: str) -> dict[str, str]:
     """Signed the way the Mailera preset verifies: HMAC-SHA256 over "{timestamp}.{body}", hex."""
     stamp = str(int(time.time()))
-    mac = hmac.new(SECRET.encode(), stamp.encode() + b"." + raw, hashlib.sha256).hexdigest()
+    mac = hmac.new(secret(kind, event_type).encode(), stamp.encode() + b"." + raw, hashlib.sha256).hexdigest()
     return {
         "Content-Type": "application/json",
         "X-MailHub-Signature": f"sha256={mac}",
@@ -98,8 +110,11 @@ def mailera_headers(raw: bytes, event_type: str) -> dict[str, str]:
     }
 
 
-async def deliver(http: aiohttp.ClientSession, url: str, raw: bytes, event_type: str) -> tuple[int, str]:
-    async with http.post(url, data=raw, headers=mailera_headers(raw, event_type)) as response:
+async def deliver(
+    http: aiohttp.ClientSession, edge: RunningEdge, kind: str, raw: bytes, event_type: str
+) -> tuple[int, str]:
+    headers = mailera_headers(raw, kind, event_type)
+    async with http.post(url(edge, kind, event_type), data=raw, headers=headers) as response:
         answer = await response.json()
         return response.status, str(answer.get("outcome"))
 
@@ -109,7 +124,6 @@ async def test_received_and_junk_for_one_message_stay_two_events_through_the_edg
 ) -> None:
     tally = ledger.open_tally(SCENARIO)
     rng = ledger.rng_for(SCENARIO)
-    account = uuid.uuid4().hex[:10]
     message_ids = [f"<{i}.{uuid.uuid4().hex[:8]}@mail.example.com>" for i in range(MESSAGES)]
     # (subscription, message id, type): one logical event each.
     logical = [("sub_a", m, t) for m in message_ids for t in TYPES]
@@ -124,9 +138,7 @@ async def test_received_and_junk_for_one_message_stay_two_events_through_the_edg
         async def one(event: tuple[str, str, str]) -> None:
             subscription, message_id, event_type = event
             async with limit:
-                reply = await deliver(
-                    http, f"{edge.url}/hooks/mailera/{account}", body(subscription, message_id), event_type
-                )
+                reply = await deliver(http, edge, "mailera", body(subscription, message_id), event_type)
             answers[event].append(reply)
 
         await asyncio.gather(*(one(event) for event in deliveries))
@@ -135,14 +147,12 @@ async def test_received_and_junk_for_one_message_stay_two_events_through_the_edg
         naive: list[str] = []
         for message_id in message_ids[:NAIVE_MESSAGES]:
             for event_type in TYPES:
-                status, outcome = await deliver(
-                    http, f"{edge.url}/hooks/naive/{account}", body("sub_a", message_id), event_type
-                )
+                status, outcome = await deliver(http, edge, "naive", body("sub_a", message_id), event_type)
                 assert status == 200
                 naive.append(outcome)
 
     def ns(subscription: str) -> str:
-        return f"mailera/{account}/{subscription}"
+        return f"mailera/{RUN}/{subscription}"
 
     def key(message_id: str, event_type: str) -> str:
         return f"{event_type}:{message_id}"
@@ -181,7 +191,7 @@ async def test_received_and_junk_for_one_message_stay_two_events_through_the_edg
     # Without the type in the key, the junk notice is refused as a conflict: one event silently lost.
     assert naive == ["accepted", "conflict"] * NAIVE_MESSAGES
     naive_rows = await query(
-        reliable_url, "SELECT count(*) FROM inbox_events WHERE namespace = %s", (f"naive/{account}/sub_a",)
+        reliable_url, "SELECT count(*) FROM inbox_events WHERE namespace = %s", (f"naive/{RUN}/sub_a",)
     )
     assert naive_rows[0][0] == NAIVE_MESSAGES
     tally.close()

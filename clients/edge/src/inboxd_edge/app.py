@@ -19,6 +19,7 @@ from aiohttp import web
 
 from inboxd_edge.config import EdgeConfig, Route
 from inboxd_edge.forward import Answer, Forwarder
+from inboxd_edge.identity import constrained_path, placeholder_values_fit
 from inboxd_edge.keys import UnsupportedType, resolve
 from inboxd_edge.signatures import SignatureError
 from inboxd_edge.sources import MissingValue, Request
@@ -45,7 +46,7 @@ def build_app(config: EdgeConfig, forwarder: Forwarder, *, clock: Clock = time.t
     """An aiohttp application with one POST handler per configured route."""
     app = web.Application()
     for route in config.routes:
-        app.router.add_post(route.path, _handler(route, forwarder, clock))
+        app.router.add_post(constrained_path(route.path), _handler(route, forwarder, clock))
     return app
 
 
@@ -94,11 +95,15 @@ def _escaped(value: str) -> str:
 
 async def receive(route: Route, forwarder: Forwarder, clock: Clock, request: web.Request) -> Reply:
     """Runs one webhook through the route and says what to answer."""
+    verifier = route.verifier_for(request.match_info)
+    if verifier is None or not placeholder_values_fit(request.match_info):
+        # No secret for this account (or no account by that name could be configured): nothing to verify with.
+        return Reply(Answer(404, "not_found"), reason="no secret for this path")
     body = await _read_limited(request, route.max_body_bytes)
     if body is None:
         return Reply(Answer(413, "too_large"))
     try:
-        route.verifier.verify(body, request.headers, clock())
+        verifier.verify(body, request.headers, clock())
     except SignatureError as exc:
         return Reply(Answer(401, "unauthenticated"), reason=str(exc))
     try:

@@ -16,6 +16,12 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from inboxd_edge.identity import (
+    check_signed,
+    check_unshared,
+    fingerprint,
+    namespace_sources,
+)
 from inboxd_edge.presets import PRESETS
 from inboxd_edge.signatures import (
     HmacScheme,
@@ -52,7 +58,9 @@ _ROUTE_KEYS = {
     "keep_headers",
     "payload_drop",
     "hmac",
+    "path_secrets",
 }
+_PATH_SECRETS_KEYS = {"placeholder", "secrets", "secrets_env"}
 
 
 class ConfigError(Exception):
@@ -82,7 +90,9 @@ class Route:
     name: str
     path: str
     scheme: str
-    verifier: Verifier
+    # The route's verifier under "", or, with path_secrets, one per value of that placeholder.
+    verifiers: Mapping[str, Verifier]
+    secret_placeholder: str | None
     max_body_bytes: int
     allowed_types: frozenset[str]
     # A str.format template over `variables` and the path's placeholders, e.g. "mailera/{account}".
@@ -98,6 +108,12 @@ class Route:
     keep_headers: tuple[str, ...]
     # Delivery-only body members removed before Accept, so a retry stays a DUPLICATE.
     payload_drop: tuple[Source, ...]
+    # (owner, fingerprint) of every secret, to refuse two routes or accounts that share one.
+    secret_owners: tuple[tuple[str, str], ...] = ()
+
+    def verifier_for(self, path_params: Mapping[str, str]) -> Verifier | None:
+        """The verifier for this request's path, or None for an account the route has no secret for."""
+        return self.verifiers.get(path_params.get(self.secret_placeholder, "") if self.secret_placeholder else "")
 
 
 @dataclass(frozen=True)
@@ -135,6 +151,10 @@ def config_from_data(data: Mapping[str, Any], environ: Mapping[str, str]) -> Edg
     paths = [r.path for r in routes]
     if len(set(paths)) != len(paths):
         raise ConfigError("two routes share one path")
+    try:
+        check_unshared(owner for r in routes for owner in r.secret_owners)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from exc
     return EdgeConfig(
         listen=str(edge.get("listen", "127.0.0.1:8080")),
         inboxd=InboxdSettings(**inboxd),
@@ -193,11 +213,24 @@ def _build_route(data: dict[str, Any], environ: Mapping[str, str], where: str) -
     event_key = source("event_key", required=True)
     event_type = source("event_type", required=True)
     assert event_key is not None and event_type is not None
+    name = str(data.get("name", path))
+    bound, verifiers, owners = _verifiers(data, environ, scheme, name, _path_params(path))
+    signed = next(iter(verifiers.values())).signed_headers
+    identity = {"event_key": event_key, "event_type": event_type}
+    if ordering_key := source("ordering_key", required=False):
+        identity["ordering_key"] = ordering_key
+    template_names = _template_names(namespace)
+    for var, var_source in namespace_sources(template_names, variables, _path_params(path)).items():
+        identity[f"namespace's {{{var}}}"] = var_source
+    for field_name, field_source in identity.items():
+        check_signed(field_name, field_source, scheme=scheme, verifier_headers=signed, bound=bound)
     return Route(
-        name=str(data.get("name", path)),
+        name=name,
         path=path,
         scheme=scheme,
-        verifier=_verifier(data, environ, scheme, where),
+        verifiers=verifiers,
+        secret_placeholder=bound,
+        secret_owners=owners,
         max_body_bytes=int(data.get("max_body_bytes", DEFAULT_MAX_BODY_BYTES)),
         allowed_types=frozenset(allowed),
         namespace=namespace,
@@ -207,20 +240,57 @@ def _build_route(data: dict[str, Any], environ: Mapping[str, str], where: str) -
         key_includes_type=bool(data.get("key_includes_type", False)),
         delivery_id=source("delivery_id", required=False),
         message_id=source("message_id", required=False),
-        ordering_key=source("ordering_key", required=False),
+        ordering_key=ordering_key,
         keep_headers=keep,
         payload_drop=drops,
     )
 
 
-def _verifier(data: dict[str, Any], environ: Mapping[str, str], scheme: str, where: str) -> Verifier:
+def _verifiers(
+    data: dict[str, Any], environ: Mapping[str, str], scheme: str, name: str, path_params: set[str]
+) -> tuple[str | None, dict[str, Verifier], tuple[tuple[str, str], ...]]:
+    """The bound placeholder (or None), the verifiers by its value (or under ""), and each secret's owner."""
+    table = data.get("path_secrets")
+    if table is None:
+        secrets = _secrets(data, environ, "")
+        return None, {"": _verifier(data, secrets, scheme)}, tuple((f"route {name}", fingerprint(s)) for s in secrets)
+    if not isinstance(table, dict):
+        raise ValueError("path_secrets must be a table")
+    if unknown := set(table) - _PATH_SECRETS_KEYS:
+        raise ValueError(f"path_secrets: unknown keys {sorted(unknown)} (it takes {sorted(_PATH_SECRETS_KEYS)})")
+    if "secrets" in data or "secrets_env" in data:
+        raise ValueError("a route with path_secrets takes its secrets from there only")
+    placeholder = table.get("placeholder")
+    if placeholder not in path_params:
+        raise ValueError(f"path_secrets.placeholder must name one of the path's placeholders {sorted(path_params)}")
+    values = set(_dict(table, "secrets")) | set(_dict(table, "secrets_env"))
+    if not values:
+        raise ValueError("path_secrets needs secrets or secrets_env, a list per account")
+    verifiers: dict[str, Verifier] = {}
+    owners: list[tuple[str, str]] = []
+    for value in sorted(values):
+        per_value = {
+            "secrets": _dict(table, "secrets").get(value, []),
+            "secrets_env": _dict(table, "secrets_env").get(value, []),
+        }
+        secrets = _secrets(per_value, environ, f"path_secrets for {placeholder}={value!r}: ")
+        verifiers[value] = _verifier(data, secrets, scheme)
+        owners.extend((f"route {name} {placeholder}={value!r}", fingerprint(s)) for s in secrets)
+    return str(placeholder), verifiers, tuple(owners)
+
+
+def _secrets(data: Mapping[str, Any], environ: Mapping[str, str], where: str) -> list[str]:
     secrets = [str(s) for s in data.get("secrets", [])]
     for name in data.get("secrets_env", []):
         if not environ.get(name):
-            raise ValueError(f"secrets_env names {name!r}, which is unset or empty")
+            raise ValueError(f"{where}secrets_env names {name!r}, which is unset or empty")
         secrets.append(environ[name])
     if not secrets or not all(secrets):
-        raise ValueError("at least one non-empty secret is required (secrets or secrets_env)")
+        raise ValueError(f"{where}at least one non-empty secret is required (secrets or secrets_env)")
+    return secrets
+
+
+def _verifier(data: dict[str, Any], secrets: list[str], scheme: str) -> Verifier:
     tolerance = float(data.get("tolerance_seconds", DEFAULT_TOLERANCE_SECONDS))
     preset = PRESETS[scheme]
     if preset.verifier == "standard-webhooks":
@@ -257,7 +327,11 @@ def _path_params(path: str) -> set[str]:
     return set(re.findall(r"\{(\w+)(?::[^}]*)?\}", path))
 
 
+def _template_names(template: str) -> set[str]:
+    return {name for _, name, _, _ in string.Formatter().parse(template) if name is not None}
+
+
 def _check_template(template: str, names: set[str]) -> None:
-    used = {name for _, name, _, _ in string.Formatter().parse(template) if name is not None}
+    used = _template_names(template)
     if missing := used - names:
         raise ValueError(f"namespace uses {sorted(missing)}, which neither vars nor the path define")

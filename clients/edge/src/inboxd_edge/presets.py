@@ -41,6 +41,8 @@ PRESETS: Mapping[str, Preset] = {
     # Mailera: two signature header names, a timestamp header, the event type and delivery in headers.
     # Assumed: HMAC-SHA256 over "{timestamp}.{body}", lowercase hex, optional "sha256=" prefix.
     # The delivery header names an attempt, not the event: it goes to metadata (never to the key).
+    # X-MailHub-Event is not signed, so it cannot name the event's type: a route sets event_type itself
+    # (const: on a route per event type, each with its own secret, or a body: source).
     "mailera": Preset(
         "hmac",
         HmacScheme(
@@ -50,7 +52,7 @@ PRESETS: Mapping[str, Preset] = {
             encoding="hex",
             signature_prefix="sha256=",
         ),
-        defaults={"event_type": "header:X-MailHub-Event", "delivery_id": "header:X-MailHub-Delivery"},
+        defaults={"delivery_id": "header:X-MailHub-Delivery"},
     ),
     # HideMy.world signs "the timestamp and raw body" with HMAC-SHA256 in X-HideMy-Signature.
     # Assumed: the timestamp header is X-HideMy-Timestamp, joined as "{timestamp}.{body}", lowercase hex.

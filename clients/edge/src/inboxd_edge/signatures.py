@@ -31,6 +31,11 @@ class Verifier(Protocol):
 
     def verify(self, body: bytes, headers: Mapping[str, str], now: float) -> None: ...
 
+    @property
+    def signed_headers(self) -> frozenset[str]:
+        """The headers (lowercase) whose values the signature covers besides the body: a source may trust these."""
+        ...
+
 
 def _header(headers: Mapping[str, str], name: str) -> str | None:
     """A header by case-insensitive name, whatever mapping the caller has."""
@@ -74,6 +79,11 @@ class StandardWebhooksVerifier:
         except Exception as exc:  # the library raises binascii.Error or its own types
             raise ValueError("a standard-webhooks secret is not whsec_ + base64") from exc
 
+    @property
+    def signed_headers(self) -> frozenset[str]:
+        # The library signs "{webhook-id}.{webhook-timestamp}.{body}".
+        return frozenset({"webhook-id", "webhook-timestamp"})
+
     def verify(self, body: bytes, headers: Mapping[str, str], now: float) -> None:
         wanted = {name: _header(headers, name) for name in ("webhook-id", "webhook-timestamp", "webhook-signature")}
         if not all(wanted.values()):
@@ -100,6 +110,11 @@ class StripeVerifier:
     secrets: tuple[bytes, ...]
     tolerance: float
     header: str = "Stripe-Signature"
+
+    @property
+    def signed_headers(self) -> frozenset[str]:
+        # The timestamp rides inside Stripe-Signature itself; no other header is signed.
+        return frozenset()
 
     def verify(self, body: bytes, headers: Mapping[str, str], now: float) -> None:
         value = _header(headers, self.header)
@@ -157,6 +172,11 @@ class HmacVerifier:
     scheme: HmacScheme
     secrets: tuple[bytes, ...]
     tolerance: float
+
+    @property
+    def signed_headers(self) -> frozenset[str]:
+        stamp = self.scheme.timestamp_header
+        return frozenset({stamp.lower()}) if stamp and "{timestamp}" in self.scheme.signed_content else frozenset()
 
     def verify(self, body: bytes, headers: Mapping[str, str], now: float) -> None:
         value = next((v for name in self.scheme.signature_headers if (v := _header(headers, name))), None)

@@ -5,7 +5,13 @@ A source is written as one string in the configuration:
 - ``body:/data/object/id`` a JSON pointer (RFC 6901) into the body;
 - ``body:data.object.id`` the same as a dotted path;
 - ``header:X-MailHub-Event`` a request header (case-insensitive);
-- ``path:account`` a ``{account}`` placeholder of the route's path.
+- ``path:account`` a ``{account}`` placeholder of the route's path;
+- ``const:message.received`` a value fixed by the route's configuration.
+
+Body sources and ``const:`` values are covered by the signature or by the
+configuration; headers only where the route's scheme signs them, and path
+placeholders only where the route binds them to per-account secrets
+(``inboxd_edge.identity`` holds those rules).
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-SourceKind = Literal["body", "header", "path"]
+SourceKind = Literal["body", "header", "path", "const"]
 
 
 class MissingValue(Exception):
@@ -48,7 +54,7 @@ class Source:
         kind, sep, where = text.partition(":")
         if not sep or not where:
             raise ValueError(
-                f"source {text!r} must look like body:/pointer, body:dotted.path, header:Name or path:name"
+                f"source {text!r} must look like body:/pointer, body:dotted.path, header:Name, path:name or const:value"
             )
         if kind == "body":
             return cls("body", where, _body_tokens(where))
@@ -56,7 +62,9 @@ class Source:
             return cls("header", where)
         if kind == "path":
             return cls("path", where)
-        raise ValueError(f"source {text!r}: unknown kind {kind!r} (body, header or path)")
+        if kind == "const":
+            return cls("const", where)
+        raise ValueError(f"source {text!r}: unknown kind {kind!r} (body, header, path or const)")
 
     def __str__(self) -> str:
         return f"{self.kind}:{self.name}"
@@ -64,6 +72,8 @@ class Source:
     def read(self, request: Request) -> str:
         """The value as a string; raises MissingValue when absent, empty, or not a string or integer."""
         value: Any
+        if self.kind == "const":
+            return self.name
         if self.kind == "header":
             value = request.headers.get(self.name)
         elif self.kind == "path":
