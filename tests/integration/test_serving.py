@@ -9,6 +9,7 @@ import base64
 import json
 import os
 import shutil
+import socket
 import subprocess
 import tempfile
 from collections.abc import AsyncIterator
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+import psycopg
 import pytest
 from google.protobuf.descriptor_pb2 import FileDescriptorProto
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -157,12 +159,26 @@ async def test_serve_without_database_url_runs_embedded_postgres_stops_it_on_sig
             assert serve.port > 0
             assert (cluster / "PG_VERSION").exists(), "the embedded cluster is not in INBOXD_DATA_DIR/postgres"
             assert await _accept_once(serve.target, ns) == expected, f"run {run}"
+            assert await asyncio.to_thread(_cluster_sessions, cluster) == {"inboxd"}, "inboxd's own role only"
             code = await asyncio.to_thread(serve.terminate)
             assert code == 0, f"run {run}: exit {code}\n{serve.log_tail()}"
         finally:
             serve.kill()
         assert not (cluster / "postmaster.pid").exists(), f"run {run}: PostgreSQL left running\n{serve.log_tail()}"
         assert not await asyncio.to_thread(postgres_running, cluster)
+
+
+def _cluster_sessions(cluster: Path) -> set[str]:
+    """Who inboxd's sessions are, read as the superuser over the cluster's own socket; TCP must be refused."""
+    port = int((cluster / "postmaster.pid").read_text().splitlines()[3])
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        assert sock.connect_ex(("127.0.0.1", port)) != 0, "the embedded cluster listens on 127.0.0.1"
+    url = f"host={cluster} port={port} user=postgres dbname=postgres passfile={cluster / 'inboxd.pgpass'}"
+    with psycopg.connect(url) as conn:
+        rows = conn.execute(
+            "SELECT DISTINCT usename FROM pg_stat_activity WHERE datname = 'inboxd' AND pid <> pg_backend_pid()"
+        ).fetchall()
+    return {str(r[0]) for r in rows}
 
 
 def _start_then_terminate_at_once(database_url: str) -> int:

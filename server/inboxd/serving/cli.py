@@ -104,9 +104,10 @@ class _Database:
     def start(self) -> str:
         if self.settings.database_url:
             return self.settings.database_url
-        self.embedded = EmbeddedPostgres(data_dir=_embedded_dir(self.settings))
+        # No TCP port, and inboxd's sessions as the database's owner rather than the superuser.
+        self.embedded = EmbeddedPostgres(data_dir=_embedded_dir(self.settings), socket_only=True, app_role="inboxd")
         url = self.embedded.start()
-        log.info("embedded PostgreSQL in %s on 127.0.0.1:%d", self.embedded.data_dir, self.embedded.port)
+        log.info("embedded PostgreSQL in %s, on its Unix socket there alone (no TCP port)", self.embedded.data_dir)
         return url
 
     def stop(self) -> None:

@@ -6,20 +6,25 @@ pg_ctl refuse to run as root, so as root the cluster belongs to the
 `postgres` user and every command runs as that user.
 
 Only who holds the cluster's secret gets in: password authentication
-(scram-sha-256) over TCP on 127.0.0.1, no Unix socket. The secret is generated
-at initdb and kept in the data folder as a libpq password file, mode 0600
-(`inboxd.pgpass`); the URL names that file, never the secret. A cluster made by
-an older inboxd (initdb --auth=trust) is switched over at its next start.
+(scram-sha-256). The secret is generated at initdb and kept in the data folder
+as a libpq password file, mode 0600 (`inboxd.pgpass`); the URL names that
+file, never the secret. A cluster made by an older inboxd (initdb
+--auth=trust) is switched over at its next start.
+
+`inboxd serve`'s cluster (`socket_only`) listens on no TCP port at all: its
+only socket is inside the 0700 data folder, so no other local account can even
+begin a connection (on 127.0.0.1, anyone could hold hundreds of them in the
+password exchange and lock inboxd out). inboxd's own sessions there run as
+`app_role`, a plain login that owns the database, not as the superuser. The
+test harness's throwaway clusters keep 127.0.0.1 and the superuser.
 """
 
 from __future__ import annotations
 
-import glob
 import logging
 import os
 import pwd
 import secrets
-import shutil
 import socket
 import subprocess
 import tempfile
@@ -27,11 +32,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
-from inboxd.store.bootstrap import create_database_if_absent, set_superuser_password
+from inboxd.serving.pg_binaries import EmbeddedPostgresError, find_binaries
+from inboxd.serving.pgpass import read_entries, write_entries, write_private
+from inboxd.store.bootstrap import create_database_if_absent, ensure_owner_role, set_superuser_password
+
+__all__ = ["EmbeddedPostgres", "EmbeddedPostgresError", "find_binaries", "free_port", "private_parent"]
 
 log = logging.getLogger(__name__)
 
-_REQUIRED = ("initdb", "pg_ctl", "postgres")
 PASSFILE_NAME = "inboxd.pgpass"
 # Password authentication everywhere; pg_hba.conf as inboxd writes it when it
 # takes over a cluster that trusted every local user.
@@ -44,38 +52,8 @@ local   replication     all                                     scram-sha-256
 host    replication     all             127.0.0.1/32            scram-sha-256
 host    replication     all             ::1/128                 scram-sha-256
 """
-_INSTALL_HINT = (
-    "PostgreSQL server binaries (initdb, pg_ctl, postgres) were not found. Install them "
-    "(Debian/Ubuntu: apt-get install postgresql; Fedora: dnf install postgresql-server; "
-    "macOS: brew install postgresql), set INBOXD_PG_BIN to the folder that holds them, "
-    "or set DATABASE_URL to a PostgreSQL server you run yourself."
-)
-
-
-class EmbeddedPostgresError(RuntimeError):
-    """The embedded PostgreSQL could not be set up; the message says what to do."""
-
-
-def find_binaries() -> Path:
-    """The folder holding initdb, pg_ctl and postgres, newest version first."""
-    candidates: list[str] = []
-    if os.environ.get("INBOXD_PG_BIN"):
-        candidates.append(os.environ["INBOXD_PG_BIN"])
-    candidates += sorted(glob.glob("/usr/lib/postgresql/*/bin"), key=_version_key, reverse=True)
-    candidates += sorted(glob.glob("/usr/pgsql-*/bin"), key=_version_key, reverse=True)
-    candidates += ["/opt/homebrew/bin", "/usr/local/bin"]
-    on_path = shutil.which("initdb")
-    if on_path:
-        candidates.append(str(Path(on_path).parent))
-    for folder in candidates:
-        if all((Path(folder) / name).exists() for name in _REQUIRED):
-            return Path(folder)
-    raise EmbeddedPostgresError(_INSTALL_HINT)
-
-
-def _version_key(path: str) -> tuple[int, ...]:
-    digits = "".join(ch if ch.isdigit() else " " for ch in path).split()
-    return tuple(int(d) for d in digits)
+# A Unix socket's path must fit in sockaddr_un.sun_path (108 bytes with its NUL on Linux).
+_MAX_SOCKET_PATH = 107
 
 
 def private_parent(path: Path) -> Path | None:
@@ -108,21 +86,34 @@ class EmbeddedPostgres:
     durable: bool = True
     database: str = "inboxd"
     port: int = 0
+    # No TCP: the only socket is in the data folder. For `inboxd serve`.
+    socket_only: bool = False
+    # The login the conninfo names: a role that owns the database, not the superuser. None: the superuser.
+    app_role: str | None = None
     bin_dir: Path = field(default_factory=find_binaries)
     _started_here: bool = False
 
     @property
     def conninfo(self) -> str:
-        return self.url(self.database)
+        return self.url(self.database, self.app_role or "postgres")
 
     @property
     def passfile(self) -> Path:
         """The libpq password file holding the cluster's secret (mode 0600)."""
         return self.data_dir / PASSFILE_NAME
 
-    def url(self, database: str) -> str:
+    @property
+    def host(self) -> str:
+        """Where the cluster listens: 127.0.0.1, or the folder of its Unix socket."""
+        return str(self.data_dir) if self.socket_only else "127.0.0.1"
+
+    def url(self, database: str, user: str = "postgres") -> str:
         """A URL for `database` on this cluster; it names the password file, not the secret."""
-        return f"postgresql://postgres@127.0.0.1:{self.port}/{database}?passfile={quote(str(self.passfile), safe='/')}"
+        passfile = quote(str(self.passfile), safe="/")
+        if self.socket_only:
+            where = f"host={quote(self.host, safe='/')}&port={self.port}"
+            return f"postgresql://{user}@/{database}?{where}&passfile={passfile}"
+        return f"postgresql://{user}@127.0.0.1:{self.port}/{database}?passfile={passfile}"
 
     def start(self) -> str:
         """Creates the cluster if needed, starts it, creates the database; returns the URL."""
@@ -131,6 +122,11 @@ class EmbeddedPostgres:
         if not (self.data_dir / "PG_VERSION").exists():
             self._initdb()
         running = self._running_port()
+        if running is not None and self.socket_only and self._listens_on_tcp():
+            # Left running by an older inboxd, on 127.0.0.1: start it again on its socket alone.
+            self.port = running
+            self.stop()
+            running = None
         if running is not None:
             # A server left running on this directory (say, after a SIGKILL): reuse it.
             log.info("embedded PostgreSQL already running on port %d; reusing it", running)
@@ -139,7 +135,10 @@ class EmbeddedPostgres:
             self._start_server()
         if self._trusts_local_users():
             self._require_password()
-        self._create_database()
+        if self.app_role is None:
+            self._create_database()
+        else:
+            self._hand_database_to_app_role(self.app_role)
         return self.conninfo
 
     def stop(self) -> None:
@@ -198,7 +197,7 @@ class EmbeddedPostgres:
         # initdb wants an empty data folder, so its copy of the secret waits in a private one.
         with tempfile.TemporaryDirectory(prefix="inboxd-initdb-") as folder:
             pwfile = Path(folder) / "pw"
-            _write_private(pwfile, secret + "\n")
+            write_private(pwfile, secret + "\n")
             self._give_to_postgres(Path(folder), pwfile)
             self._run(
                 [
@@ -216,10 +215,27 @@ class EmbeddedPostgres:
             )
         self._write_passfile(secret)
 
-    def _write_passfile(self, secret: str) -> None:
-        # Any port: the embedded cluster picks a free one at each start.
-        _write_private(self.passfile, f"127.0.0.1:*:*:postgres:{secret}\n")
+    def _write_passfile(self, secret: str, user: str = "postgres") -> None:
+        """Sets `user`'s line of the password file, keeping the others."""
+        write_entries(self.passfile, {**read_entries(self.passfile), user: secret})
         self._give_to_postgres(self.passfile)
+
+    def _hand_database_to_app_role(self, role: str) -> None:
+        """The app role exists, logs in with its own secret, and owns the database and its objects."""
+        minted = None
+        if role not in read_entries(self.passfile):
+            minted = secrets.token_urlsafe(32)
+        ensure_owner_role(self.url("postgres"), self.url(self.database), role, minted)
+        if minted is not None:
+            self._write_passfile(minted, user=role)
+
+    def _listens_on_tcp(self) -> bool:
+        """True when the running server's postmaster.pid names a listen address (line 6)."""
+        try:
+            lines = (self.data_dir / "postmaster.pid").read_text().splitlines()
+        except OSError:
+            return False
+        return len(lines) > 5 and bool(lines[5].strip())
 
     def _give_to_postgres(self, *paths: Path) -> None:
         """As root, the cluster's files belong to `postgres` (root still reads them)."""
@@ -269,10 +285,7 @@ class EmbeddedPostgres:
 
     def _start_server(self, *, keep_port: bool = False) -> None:
         settings = [
-            "-h",
-            "127.0.0.1",
-            "-c",
-            "unix_socket_directories=",
+            *self._listen_settings(),
             "-c",
             "max_connections=400",
             "-c",
@@ -307,13 +320,24 @@ class EmbeddedPostgres:
         assert last_error is not None
         raise last_error
 
+    def _listen_settings(self) -> list[str]:
+        if not self.socket_only:
+            return ["-h", "127.0.0.1", "-c", "unix_socket_directories="]
+        if "'" in str(self.data_dir) or len(f"{self.data_dir}/.s.PGSQL.65535") > _MAX_SOCKET_PATH:
+            raise EmbeddedPostgresError(
+                f"the embedded PostgreSQL's socket would live in {self.data_dir}, whose path is too long for a "
+                f"Unix socket ({_MAX_SOCKET_PATH} bytes at most) or holds a quote. Choose a shorter data "
+                "directory (--data-dir or INBOXD_DATA_DIR), for example under /var/lib/inboxd."
+            )
+        # pg_ctl hands -o to a shell: the quotes keep the folder one word, and '' is "no TCP address".
+        return [
+            "-c",
+            "listen_addresses=''",
+            "-c",
+            f"unix_socket_directories='{self.data_dir}'",
+            "-c",
+            "unix_socket_permissions=0700",
+        ]
+
     def _create_database(self) -> None:
         create_database_if_absent(self.url("postgres"), self.database)
-
-
-def _write_private(path: Path, text: str) -> None:
-    """Writes `text` readable by the owner alone, from the first byte (libpq ignores looser files)."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    os.fchmod(fd, 0o600)
-    with os.fdopen(fd, "w") as out:
-        out.write(text)
