@@ -1,4 +1,4 @@
-"""`inboxd serve`'s embedded PostgreSQL: no TCP port for strangers to hold, and inboxd's sessions without superuser rights.
+"""`inboxd serve`'s embedded PostgreSQL: no TCP port for strangers to hold, and inboxd without superuser rights.
 
 An unprivileged local user once held 393 connections in the password exchange
 of a cluster on 127.0.0.1 and locked inboxd out ("too many clients already").
