@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from datetime import timedelta
 
 import grpc
@@ -65,7 +66,10 @@ async def test_get_event_returns_the_whole_record_with_claims_actions_and_confli
     assert [(a.action, a.state, a.external_ref) for a in event.actions] == [
         ("send:v1", types_pb2.ACTION_STATE_SUCCEEDED, "msg_9")
     ]
-    assert [c.payload for c in event.conflicts] == [b'{"n": 2}']
+    # A copy's payload travels only when asked for; its digest always.
+    assert [(c.payload, c.payload_sha256) for c in event.conflicts] == [(b"", hashlib.sha256(b'{"n": 2}').digest())]
+    asked = admin_pb2.GetEventRequest(namespace=ns, event_key="k", include_conflict_payloads=True)
+    assert [c.payload for c in (await clocked_admin.GetEvent(asked)).event.conflicts] == [b'{"n": 2}']
     assert list(event.replays) == []
 
 

@@ -155,7 +155,8 @@ async def test_payload_retention_drops_payloads_and_keeps_key_state_and_actions(
     assert (await retention_at(db, ns, completed_at + DAY - timedelta(seconds=1))).payloads_dropped == 0
     counts = await retention_at(db, ns, completed_at + 2 * DAY)
     assert (counts.payloads_dropped, counts.rows_deleted) == (1, 0)
-    record = (await admin.GetEvent(admin_pb2.GetEventRequest(namespace=ns, event_key="k"))).event
+    asked = admin_pb2.GetEventRequest(namespace=ns, event_key="k", include_conflict_payloads=True)
+    record = (await admin.GetEvent(asked)).event
     assert record.payload == b""
     assert [c.payload for c in record.conflicts] == [b""]
     assert record.summary.state == types_pb2.EVENT_STATE_COMPLETED
@@ -189,10 +190,11 @@ async def test_a_conflicting_copy_that_arrives_after_the_payload_was_dropped_los
     def copies(record: admin_pb2.Event) -> list[bytes]:
         return [c.payload for c in record.conflicts]
 
-    record = (await admin.GetEvent(admin_pb2.GetEventRequest(namespace=ns, event_key="k"))).event
+    asked = admin_pb2.GetEventRequest(namespace=ns, event_key="k", include_conflict_payloads=True)
+    record = (await admin.GetEvent(asked)).event
     assert len(copies(record)) == 1 and copies(record)[0], "the late copy is recorded with its payload"
     await retention_at(db, ns, completed_at + 3 * DAY)
-    record = (await admin.GetEvent(admin_pb2.GetEventRequest(namespace=ns, event_key="k"))).event
+    record = (await admin.GetEvent(asked)).event
     assert copies(record) == [b""], "retention must revisit a copy that arrived after its event's payload went"
 
 

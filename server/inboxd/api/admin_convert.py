@@ -10,6 +10,13 @@ from inboxd.api.convert import (
     instant_to_proto,
 )
 from inboxd.domain import validation
+from inboxd.domain.conflict_copies import (
+    DEFAULT_CONFLICTS_PAGE,
+    ConflictOverflow,
+    ConflictWindow,
+    decode_conflicts_token,
+    encode_conflicts_token,
+)
 from inboxd.domain.errors import InvalidArgument
 from inboxd.domain.operator_views import (
     ActionHistoryEntry,
@@ -98,12 +105,35 @@ def _claim_to_proto(claim: ClaimRecord) -> admin_pb2.ClaimRecord:
     return out
 
 
+def conflicts_window(request: admin_pb2.GetEventRequest) -> ConflictWindow:
+    """Which conflicting copies GetEvent answers, checked (0 means the default page)."""
+    after = decode_conflicts_token(request.conflicts_page_token) if request.conflicts_page_token else 0
+    size = request.conflicts_page_size or DEFAULT_CONFLICTS_PAGE
+    return ConflictWindow(after_id=after, page_size=size, with_payloads=request.include_conflict_payloads)
+
+
+def conflicts_next_page_token(record: EventRecord) -> str:
+    after = record.conflicts_continue_after
+    return "" if after is None else encode_conflicts_token(after)
+
+
 def _conflict_to_proto(copy: ConflictingCopy) -> admin_pb2.ConflictingCopy:
     return admin_pb2.ConflictingCopy(
         event_type=copy.event_type,
         payload=copy.payload_json.encode("utf-8") if copy.payload_json is not None else b"",
         metadata=copy.metadata,
         received_at=instant_to_proto(copy.received_at),
+        payload_sha256=copy.payload_sha256 or b"",
+        payload_size=copy.payload_bytes or 0,
+    )
+
+
+def _overflow_to_proto(overflow: ConflictOverflow) -> admin_pb2.ConflictOverflow:
+    return admin_pb2.ConflictOverflow(
+        copies=overflow.copies,
+        first_received_at=instant_to_proto(overflow.first_received_at),
+        last_received_at=instant_to_proto(overflow.last_received_at),
+        last_payload_sha256=overflow.last_payload_sha256,
     )
 
 
@@ -143,7 +173,10 @@ def event_to_proto(record: EventRecord) -> admin_pb2.Event:
         claims=[_claim_to_proto(c) for c in record.claims],
         replays=[_replay_to_proto(r) for r in record.replays],
         action_history=[_history_to_proto(h) for h in record.action_history],
+        conflict_count=record.conflict_count,
     )
+    if record.conflicts_overflow is not None:
+        out.conflicts_overflow.CopyFrom(_overflow_to_proto(record.conflicts_overflow))
     if record.lease_expires_at is not None:
         out.lease_expires_at.CopyFrom(instant_to_proto(record.lease_expires_at))
     if record.completed_at is not None:

@@ -23,8 +23,10 @@ class AdminServicer:
 
     async def GetEvent(self, request: admin_pb2.GetEventRequest, context: Context) -> admin_pb2.GetEventResponse:
         namespace, event_key = convert.event_identity(request)
-        record = await self.operators.get_event(namespace, event_key)
-        return admin_pb2.GetEventResponse(event=convert.event_to_proto(record))
+        record = await self.operators.get_event(namespace, event_key, convert.conflicts_window(request))
+        return admin_pb2.GetEventResponse(
+            event=convert.event_to_proto(record), conflicts_next_page_token=convert.conflicts_next_page_token(record)
+        )
 
     async def ListEvents(self, request: admin_pb2.ListEventsRequest, context: Context) -> admin_pb2.ListEventsResponse:
         namespace = convert.optional_namespace(request)

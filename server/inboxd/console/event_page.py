@@ -10,7 +10,8 @@ import json
 
 from inboxd.console.html import csrf_input, event_url, h, page, state_badge, table, url, when
 from inboxd.console.pages import event_ref
-from inboxd.domain.operator_views import EventRecord
+from inboxd.domain.conflict_copies import KEPT_CONFLICT_COPIES
+from inboxd.domain.operator_views import ConflictingCopy, EventRecord
 from inboxd.domain.vocabulary import EventState
 
 REPLAYABLE = (EventState.COMPLETED, EventState.DEAD_LETTERED)
@@ -98,11 +99,11 @@ def _ledgers(record: EventRecord, show_payload: bool) -> str:
         ),
         empty="No external actions recorded.",
     )
-    conflicts = table(
+    conflicts = _conflicts_note(record) + table(
         "Conflicting copies (same key, another type or payload; the original was kept)",
         ("Received", "Type", "Payload"),
         (
-            [when(c.received_at), h(c.event_type), _pretty(c.payload_json) if show_payload else "hidden"]
+            [when(c.received_at), h(c.event_type), _pretty(c.payload_json) if show_payload else _digest(c)]
             for c in record.conflicts
         ),
         empty="None.",
@@ -124,6 +125,27 @@ def _ledgers(record: EventRecord, show_payload: bool) -> str:
         f'<section aria-labelledby="{anchor}"><h2 id="{anchor}">{title}</h2>{content}</section>'
         for anchor, title, content in sections
     )
+
+
+def _digest(copy: ConflictingCopy) -> str:
+    """A hidden copy by its payload's size and SHA-256, so copies can be told apart unread."""
+    if copy.payload_sha256 is None:
+        return "hidden"
+    return f"hidden: {copy.payload_bytes} bytes, SHA-256 <code>{copy.payload_sha256.hex()[:16]}</code>…"
+
+
+def _conflicts_note(record: EventRecord) -> str:
+    """How many copies the key received, when more arrived than are kept (or than this page shows)."""
+    overflow = record.conflicts_overflow
+    if overflow is None and record.conflict_count <= len(record.conflicts):
+        return ""
+    note = f"{record.conflict_count} copies received; the first {KEPT_CONFLICT_COPIES} are kept whole"
+    if overflow is not None:
+        note += (
+            f", {overflow.copies} more only counted (last {when(overflow.last_received_at)}, SHA-256 "
+            f"<code>{overflow.last_payload_sha256.hex()[:16]}</code>…)"
+        )
+    return f"<p>{note}.</p>"
 
 
 def _replay_form(record: EventRecord, csrf: str) -> str:

@@ -27,6 +27,7 @@ from inboxd.console.pages import (
     replay_result_page,
 )
 from inboxd.domain import validation
+from inboxd.domain.conflict_copies import ConflictWindow
 from inboxd.domain.errors import InboxError, InvalidArgument
 from inboxd.domain.operator_views import ListNarrowing, NamespaceStats
 from inboxd.domain.page_tokens import decode_page_token, encode_page_token
@@ -109,8 +110,9 @@ class Views:
         namespace = validation.check_identity("namespace", request.query.get("namespace", ""))
         event_key = validation.check_identity("key", request.query.get("key", ""))
         session.caller.require_namespace(namespace)
-        record = await self.operators.get_event(namespace, event_key)
         show = request.query.get("payload") == "1"
+        # The conflicting copies' payloads are read only when the page shows them.
+        record = await self.operators.get_event(namespace, event_key, ConflictWindow(with_payloads=show))
         return _html(event_page(record, show_payload=show, who=session.caller.name, csrf=session.csrf))
 
     async def dead_letters(self, request: web.Request) -> web.Response:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from inboxd.domain.conflict_copies import ConflictOverflow
 from inboxd.domain.vocabulary import (
     ActionRecord,
     ActionState,
@@ -52,10 +53,13 @@ class ConflictingCopy:
     """A copy that arrived under an existing key with another type or payload."""
 
     event_type: str
-    # None once payload retention dropped it.
+    # None once payload retention dropped it, or when the read did not ask for payloads.
     payload_json: str | None
     metadata: dict[str, str]
     received_at: datetime
+    # The payload's SHA-256 and size as kept, to tell copies apart unread (None for copies kept before 0015).
+    payload_sha256: bytes | None = None
+    payload_bytes: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +105,11 @@ class EventRecord:
     claims: tuple[ClaimRecord, ...] = ()
     replays: tuple[ReplayRecord, ...] = ()
     action_history: tuple[ActionHistoryEntry, ...] = ()
+    # Every conflicting copy the key received: kept (`conflicts` is one page of them) and counted only.
+    conflict_count: int = 0
+    conflicts_overflow: ConflictOverflow | None = None
+    # The last copy of this page when more kept copies follow it, else None.
+    conflicts_continue_after: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -71,6 +71,9 @@ def add_admin_commands(commands: Any) -> None:
     show = commands.add_parser("show", parents=[common], help="one event's whole record")
     show.add_argument("namespace")
     show.add_argument("event_key")
+    show.add_argument(
+        "--conflict-payloads", action="store_true", help="the conflicting copies' payloads too (else size and digest)"
+    )
 
     replay = commands.add_parser("replay", parents=[common], help="return COMPLETED or DEAD_LETTERED events to PENDING")
     replay.add_argument("--namespace", "-n", required=True)
@@ -175,7 +178,9 @@ def _listing(
 
 
 def _show(client: _Client, args: argparse.Namespace) -> int:
-    request = admin_pb2.GetEventRequest(namespace=args.namespace, event_key=args.event_key)
+    request = admin_pb2.GetEventRequest(
+        namespace=args.namespace, event_key=args.event_key, include_conflict_payloads=args.conflict_payloads
+    )
     event = client.call("GetEvent", request).event
     print(json.dumps(out.as_json(event), indent=2, ensure_ascii=False) if args.json else out.event_text(event))
     return 0

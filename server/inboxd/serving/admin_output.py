@@ -84,6 +84,15 @@ def dead_letters_table(events: Sequence[admin_pb2.EventSummary]) -> str:
     return table(["NAMESPACE", "KEY", "TYPE", "ATTEMPTS", "DEAD SINCE", "LAST ERROR"], rows)
 
 
+def _copy_payload(copy: admin_pb2.ConflictingCopy) -> str:
+    """The copy's payload when the answer has it, else its size and digest (show --conflict-payloads)."""
+    if copy.payload:
+        return copy.payload.decode("utf-8", "replace")
+    if copy.payload_sha256:
+        return f"{copy.payload_size} bytes, sha256 {copy.payload_sha256.hex()[:16]}"
+    return "-"
+
+
 def event_text(event: admin_pb2.Event) -> str:
     """The whole record: fields, then claims, actions and their history, conflicts, replays, and the payload."""
     s = event.summary
@@ -130,8 +139,14 @@ def event_text(event: admin_pb2.Event) -> str:
         for h in event.action_history
     ]
     parts.append("action history\n" + table(["ACTION", "STATE", "FENCING", "EFFECT", "RECORDED", "DETAIL"], history))
-    conflicts = [[c.event_type, when(c.received_at), c.payload.decode("utf-8", "replace")] for c in event.conflicts]
-    parts.append("conflicting copies\n" + table(["TYPE", "RECEIVED", "PAYLOAD"], conflicts))
+    conflicts = [[c.event_type, when(c.received_at), _copy_payload(c)] for c in event.conflicts]
+    received = f" ({event.conflict_count} received" + (
+        f"; {event.conflicts_overflow.copies} beyond the first 20 only counted)"
+        if event.HasField("conflicts_overflow")
+        else ")"
+    )
+    title = "conflicting copies" + (received if event.conflict_count else "")
+    parts.append(title + "\n" + table(["TYPE", "RECEIVED", "PAYLOAD"], conflicts))
     replays = [[r.actor, when(r.replayed_at), state_name(r.state_before), r.reason] for r in event.replays]
     parts.append("replays\n" + table(["ACTOR", "WHEN", "FROM", "REASON"], replays))
     parts.append("metadata\n" + (json.dumps(dict(event.metadata), indent=2, sort_keys=True) if event.metadata else "-"))

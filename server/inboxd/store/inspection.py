@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+from inboxd.domain.conflict_copies import FIRST_PAGE, ConflictOverflow, ConflictWindow
 from inboxd.domain.operator_views import (
     ClaimRecord,
     ConflictingCopy,
@@ -24,8 +25,10 @@ from inboxd.store.database import Connection
 from inboxd.store.queries import QUERIES
 
 
-async def read_event(conn: Connection, namespace: str, event_key: str) -> EventRecord | None:
-    """The whole record of one event with its histories; None when there is no such event."""
+async def read_event(
+    conn: Connection, namespace: str, event_key: str, conflicts_window: ConflictWindow = FIRST_PAGE
+) -> EventRecord | None:
+    """The whole record of one event with its histories and one page of its conflicting copies; None: no such event."""
     key = {"namespace": namespace, "event_key": event_key}
     cur = await conn.execute(QUERIES["event_read"], key)
     row = await cur.fetchone()
@@ -37,7 +40,18 @@ async def read_event(conn: Connection, namespace: str, event_key: str) -> EventR
         QUERIES["action_list_for_events"], {"namespaces": [namespace], "event_keys": [event_key]}
     )
     claims = await conn.execute(QUERIES["event_claims"], key)
-    conflicts = await conn.execute(QUERIES["event_conflicts"], key)
+    window = {
+        **key,
+        "after_id": conflicts_window.after_id,
+        "page_size": conflicts_window.page_size,
+        "with_payloads": conflicts_window.with_payloads,
+    }
+    copies = await (await conn.execute(QUERIES["event_conflicts"], window)).fetchall()
+    more = len(copies) > conflicts_window.page_size
+    copies = copies[: conflicts_window.page_size]
+    totals = await (await conn.execute(QUERIES["event_conflict_totals"], key)).fetchone()
+    assert totals is not None, "one row, always"
+    kept, overflow_copies, first_at, last_at, last_digest = totals
     replays = await conn.execute(QUERIES["event_replays"], key)
     history = await action_history(conn, namespace, event_key)
     return EventRecord(
@@ -57,9 +71,16 @@ async def read_event(conn: Connection, namespace: str, event_key: str) -> EventR
             for fencing, worker, attempt, claimed_at, ended_at, outcome in await claims.fetchall()
         ),
         conflicts=tuple(
-            ConflictingCopy(event_type, copy, dict(meta or {}), received_at)
-            for event_type, copy, meta, received_at in await conflicts.fetchall()
+            ConflictingCopy(event_type, copy, dict(meta or {}), received_at, digest, size)
+            for _, event_type, copy, meta, received_at, digest, size in copies
         ),
+        conflict_count=kept + (overflow_copies or 0),
+        conflicts_overflow=(
+            None
+            if overflow_copies is None
+            else ConflictOverflow(overflow_copies, first_at, last_at, bytes(last_digest))
+        ),
+        conflicts_continue_after=copies[-1][0] if more else None,
         replays=tuple(
             ReplayRecord(actor, reason, EventState(before), at)
             for actor, reason, before, at in await replays.fetchall()

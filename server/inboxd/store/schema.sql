@@ -285,6 +285,21 @@ CREATE TABLE public.inbox_claims (
 
 
 --
+-- Name: inbox_conflict_overflow; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.inbox_conflict_overflow (
+    namespace text NOT NULL,
+    event_key text NOT NULL,
+    copies bigint NOT NULL,
+    first_received_at timestamp with time zone NOT NULL,
+    last_received_at timestamp with time zone NOT NULL,
+    last_payload_sha256 bytea NOT NULL,
+    CONSTRAINT inbox_conflict_overflow_copies_check CHECK ((copies > 0))
+);
+
+
+--
 -- Name: inbox_conflicts; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -295,7 +310,9 @@ CREATE TABLE public.inbox_conflicts (
     event_type text NOT NULL,
     payload jsonb,
     metadata jsonb DEFAULT '{}'::jsonb NOT NULL,
-    received_at timestamp with time zone NOT NULL
+    received_at timestamp with time zone NOT NULL,
+    payload_sha256 bytea,
+    payload_bytes integer
 );
 
 
@@ -455,6 +472,14 @@ ALTER TABLE ONLY public.inbox_claims
 
 ALTER TABLE ONLY public.inbox_claims
     ADD CONSTRAINT inbox_claims_pkey PRIMARY KEY (fencing_token);
+
+
+--
+-- Name: inbox_conflict_overflow inbox_conflict_overflow_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.inbox_conflict_overflow
+    ADD CONSTRAINT inbox_conflict_overflow_pkey PRIMARY KEY (namespace, event_key);
 
 
 --
@@ -638,6 +663,14 @@ ALTER TABLE ONLY public.inbox_actions
 
 ALTER TABLE ONLY public.inbox_claims
     ADD CONSTRAINT inbox_claims_namespace_event_key_fkey FOREIGN KEY (namespace, event_key) REFERENCES public.inbox_events(namespace, event_key) ON DELETE CASCADE;
+
+
+--
+-- Name: inbox_conflict_overflow inbox_conflict_overflow_namespace_event_key_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.inbox_conflict_overflow
+    ADD CONSTRAINT inbox_conflict_overflow_namespace_event_key_fkey FOREIGN KEY (namespace, event_key) REFERENCES public.inbox_events(namespace, event_key) ON DELETE CASCADE;
 
 
 --

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from inboxd.domain.conflict_copies import FIRST_PAGE, ConflictWindow
 from inboxd.domain.errors import NotFound
 from inboxd.domain.operator_views import EventPage, EventRecord, ListNarrowing, ListPosition, NamespaceStats
 from inboxd.domain.vocabulary import EventState
@@ -26,8 +27,9 @@ class Operators:
     inbox: Inbox
     observer: InboxObserver = field(default_factory=InboxObserver)
 
-    async def get_event(self, namespace: str, event_key: str) -> EventRecord:
-        record = await self.inbox.db.run(lambda conn: inspection.read_event(conn, namespace, event_key))
+    async def get_event(self, namespace: str, event_key: str, conflicts: ConflictWindow = FIRST_PAGE) -> EventRecord:
+        """The whole record, with one page of its conflicting copies (their payloads only when the window asks)."""
+        record = await self.inbox.db.run(lambda conn: inspection.read_event(conn, namespace, event_key, conflicts))
         if record is None:
             raise NotFound.event(namespace, event_key)
         return record

@@ -98,12 +98,39 @@ WITH incoming AS (
         WHERE w.event_key IS NULL AND s.namespace = i.namespace AND s.event_key = i.event_key
         LIMIT 1
     ) AS s ON true
-), conflicts AS (
-    INSERT INTO inbox_conflicts (namespace, event_key, event_type, payload, metadata, received_at)
-    SELECT j.namespace, j.event_key, j.event_type, j.payload, j.metadata, inboxd_now(%(now)s)
+), copies AS (
+    -- Each conflicting copy's number among its key's copies: those kept before,
+    -- then this group's in request order. Conflicts are rare, so the count runs
+    -- for few rows, and stays short: at most 20 rows are kept per key.
+    SELECT j.ord, j.namespace, j.event_key, j.event_type, j.payload, j.metadata,
+           sha256(convert_to(j.payload::text, 'UTF8')) AS payload_sha256,
+           octet_length(j.payload::text) AS payload_bytes,
+           (SELECT count(*) FROM inbox_conflicts AS c WHERE c.namespace = j.namespace AND c.event_key = j.event_key)
+           + row_number() OVER (PARTITION BY j.namespace, j.event_key ORDER BY j.ord) AS copy_number
     FROM judged AS j
     WHERE j.outcome = 'conflict'
-    ORDER BY j.ord
+), kept AS (
+    -- The first 20 copies of a key are kept whole (migration 0015).
+    INSERT INTO inbox_conflicts
+        (namespace, event_key, event_type, payload, metadata, received_at, payload_sha256, payload_bytes)
+    SELECT c.namespace, c.event_key, c.event_type, c.payload, c.metadata, inboxd_now(%(now)s),
+           c.payload_sha256, c.payload_bytes
+    FROM copies AS c
+    WHERE c.copy_number <= 20
+    ORDER BY c.ord
+), counted AS (
+    -- The rest are counted, with the digest of the last.
+    INSERT INTO inbox_conflict_overflow AS o
+        (namespace, event_key, copies, first_received_at, last_received_at, last_payload_sha256)
+    SELECT c.namespace, c.event_key, count(*), inboxd_now(%(now)s), inboxd_now(%(now)s),
+           (array_agg(c.payload_sha256 ORDER BY c.ord DESC))[1]
+    FROM copies AS c
+    WHERE c.copy_number > 20
+    GROUP BY c.namespace, c.event_key
+    ORDER BY c.namespace, c.event_key
+    ON CONFLICT (namespace, event_key) DO UPDATE
+        SET copies = o.copies + excluded.copies, last_received_at = excluded.last_received_at,
+            last_payload_sha256 = excluded.last_payload_sha256
 )
 SELECT ord, outcome, state, accepted_at FROM judged
 

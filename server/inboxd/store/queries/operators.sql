@@ -19,11 +19,25 @@ WHERE namespace = %(namespace)s AND event_key = %(event_key)s
 ORDER BY fencing_token
 
 -- name: event_conflicts
--- The conflicting copies kept for investigation, in arrival order.
-SELECT event_type, payload::text, metadata, received_at
+-- One page of the conflicting copies kept for investigation, in arrival order,
+-- after the copy `after_id` (0: from the first); one row more than the page
+-- says whether another follows. Their payloads only when asked: a page of 20
+-- copies of 1 MiB each is 20 MiB nobody wanted to read.
+SELECT id, event_type, CASE WHEN %(with_payloads)s THEN payload::text END, metadata, received_at,
+       payload_sha256, payload_bytes
 FROM inbox_conflicts
-WHERE namespace = %(namespace)s AND event_key = %(event_key)s
+WHERE namespace = %(namespace)s AND event_key = %(event_key)s AND id > %(after_id)s
 ORDER BY id
+LIMIT %(page_size)s + 1
+
+-- name: event_conflict_totals
+-- How many conflicting copies the key received: those kept, and those only
+-- counted beyond the first 20, with the last one's digest.
+SELECT (SELECT count(*) FROM inbox_conflicts AS c
+        WHERE c.namespace = %(namespace)s AND c.event_key = %(event_key)s) AS kept,
+       o.copies, o.first_received_at, o.last_received_at, o.last_payload_sha256
+FROM (SELECT 1) AS one
+LEFT JOIN inbox_conflict_overflow AS o ON o.namespace = %(namespace)s AND o.event_key = %(event_key)s
 
 -- name: event_replays
 -- The replay audit of one key, oldest first. It outlives deleted rows, so a

@@ -27,7 +27,7 @@ from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__
 from . import types_pb2 as inboxd_dot_v1_dot_types__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15inboxd/v1/admin.proto\x12\tinboxd.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15inboxd/v1/types.proto\"7\n\x0fGetEventRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x11\n\tevent_key\x18\x02 \x01(\t\"3\n\x10GetEventResponse\x12\x1f\n\x05\x65vent\x18\x01 \x01(\x0b\x32\x10.inboxd.v1.Event\"s\n\x11ListEventsRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12$\n\x05state\x18\x02 \x01(\x0e\x32\x15.inboxd.v1.EventState\x12\x11\n\tpage_size\x18\x03 \x01(\x05\x12\x12\n\npage_token\x18\x04 \x01(\t\"V\n\x12ListEventsResponse\x12\'\n\x06\x65vents\x18\x01 \x03(\x0b\x32\x17.inboxd.v1.EventSummary\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"E\n\rReplayRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x11\n\tevent_key\x18\x02 \x01(\t\x12\x0e\n\x06reason\x18\x03 \x01(\t\"1\n\x0eReplayResponse\x12\x1f\n\x05\x65vent\x18\x01 \x01(\x0b\x32\x10.inboxd.v1.Event\"!\n\x0cStatsRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\">\n\rStatsResponse\x12-\n\nnamespaces\x18\x01 \x03(\x0b\x32\x19.inboxd.v1.NamespaceStats\"\x9d\x02\n\x0eNamespaceStats\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x0f\n\x07pending\x18\x02 \x01(\x03\x12\x12\n\nprocessing\x18\x03 \x01(\x03\x12\x11\n\tcompleted\x18\x04 \x01(\x03\x12\x15\n\rdead_lettered\x18\x05 \x01(\x03\x12\x37\n\x14oldest_claimable_age\x18\x06 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x1a\n\x12unresolved_actions\x18\x07 \x01(\x03\x12\x1d\n\x15\x62locked_ordering_keys\x18\x08 \x01(\x03\x12\x35\n\x12oldest_blocked_age\x18\t \x01(\x0b\x32\x19.google.protobuf.Duration\"\xa6\x02\n\x0c\x45ventSummary\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x11\n\tevent_key\x18\x02 \x01(\t\x12\x12\n\nevent_type\x18\x03 \x01(\t\x12$\n\x05state\x18\x04 \x01(\x0e\x32\x15.inboxd.v1.EventState\x12\x0f\n\x07\x61ttempt\x18\x05 \x01(\x05\x12/\n\x0b\x61\x63\x63\x65pted_at\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x30\n\x0c\x61vailable_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nupdated_at\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x12\n\nlast_error\x18\t \x01(\t\"\xf4\x04\n\x05\x45vent\x12(\n\x07summary\x18\x01 \x01(\x0b\x32\x17.inboxd.v1.EventSummary\x12\x0f\n\x07payload\x18\x02 \x01(\x0c\x12\x30\n\x08metadata\x18\x03 \x03(\x0b\x32\x1e.inboxd.v1.Event.MetadataEntry\x12\x12\n\nmessage_id\x18\x04 \x01(\t\x12\x14\n\x0cordering_key\x18\x05 \x01(\t\x12\x10\n\x08revision\x18\x06 \x01(\x03\x12+\n\x0b\x64isposition\x18\x07 \x01(\x0e\x32\x16.inboxd.v1.Disposition\x12\x1a\n\x12\x64isposition_reason\x18\x08 \x01(\t\x12\x34\n\x10lease_expires_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x30\n\x0c\x63ompleted_at\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12(\n\x07\x61\x63tions\x18\x0b \x03(\x0b\x32\x17.inboxd.v1.ActionRecord\x12-\n\tconflicts\x18\x0c \x03(\x0b\x32\x1a.inboxd.v1.ConflictingCopy\x12&\n\x06\x63laims\x18\r \x03(\x0b\x32\x16.inboxd.v1.ClaimRecord\x12(\n\x07replays\x18\x0e \x03(\x0b\x32\x17.inboxd.v1.ReplayRecord\x12\x35\n\x0e\x61\x63tion_history\x18\x0f \x03(\x0b\x32\x1d.inboxd.v1.ActionHistoryEntry\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xca\x01\n\x12\x41\x63tionHistoryEntry\x12\x0e\n\x06\x61\x63tion\x18\x01 \x01(\t\x12%\n\x05state\x18\x02 \x01(\x0e\x32\x16.inboxd.v1.ActionState\x12\x14\n\x0c\x65xternal_ref\x18\x03 \x01(\t\x12\x0e\n\x06\x64\x65tail\x18\x04 \x01(\t\x12\x15\n\rfencing_token\x18\x05 \x01(\x03\x12\x0f\n\x07\x61pplied\x18\x06 \x01(\x08\x12/\n\x0brecorded_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\xd4\x01\n\x0f\x43onflictingCopy\x12\x12\n\nevent_type\x18\x01 \x01(\t\x12\x0f\n\x07payload\x18\x02 \x01(\x0c\x12:\n\x08metadata\x18\x03 \x03(\x0b\x32(.inboxd.v1.ConflictingCopy.MetadataEntry\x12/\n\x0breceived_at\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xb7\x01\n\x0b\x43laimRecord\x12\x15\n\rfencing_token\x18\x01 \x01(\x03\x12\x11\n\tworker_id\x18\x02 \x01(\t\x12\x0f\n\x07\x61ttempt\x18\x03 \x01(\x05\x12.\n\nclaimed_at\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12,\n\x08\x65nded_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0f\n\x07outcome\x18\x06 \x01(\t\"\x8b\x01\n\x0cReplayRecord\x12\r\n\x05\x61\x63tor\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12+\n\x0cstate_before\x18\x03 \x01(\x0e\x32\x15.inboxd.v1.EventState\x12/\n\x0breplayed_at\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp2\x9e\x02\n\x11InboxAdminService\x12\x43\n\x08GetEvent\x12\x1a.inboxd.v1.GetEventRequest\x1a\x1b.inboxd.v1.GetEventResponse\x12I\n\nListEvents\x12\x1c.inboxd.v1.ListEventsRequest\x1a\x1d.inboxd.v1.ListEventsResponse\x12=\n\x06Replay\x12\x18.inboxd.v1.ReplayRequest\x1a\x19.inboxd.v1.ReplayResponse\x12:\n\x05Stats\x12\x17.inboxd.v1.StatsRequest\x1a\x18.inboxd.v1.StatsResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15inboxd/v1/admin.proto\x12\tinboxd.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15inboxd/v1/types.proto\"\x95\x01\n\x0fGetEventRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x11\n\tevent_key\x18\x02 \x01(\t\x12\x1b\n\x13\x63onflicts_page_size\x18\x03 \x01(\x05\x12\x1c\n\x14\x63onflicts_page_token\x18\x04 \x01(\t\x12!\n\x19include_conflict_payloads\x18\x05 \x01(\x08\"V\n\x10GetEventResponse\x12\x1f\n\x05\x65vent\x18\x01 \x01(\x0b\x32\x10.inboxd.v1.Event\x12!\n\x19\x63onflicts_next_page_token\x18\x02 \x01(\t\"s\n\x11ListEventsRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12$\n\x05state\x18\x02 \x01(\x0e\x32\x15.inboxd.v1.EventState\x12\x11\n\tpage_size\x18\x03 \x01(\x05\x12\x12\n\npage_token\x18\x04 \x01(\t\"V\n\x12ListEventsResponse\x12\'\n\x06\x65vents\x18\x01 \x03(\x0b\x32\x17.inboxd.v1.EventSummary\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"E\n\rReplayRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x11\n\tevent_key\x18\x02 \x01(\t\x12\x0e\n\x06reason\x18\x03 \x01(\t\"1\n\x0eReplayResponse\x12\x1f\n\x05\x65vent\x18\x01 \x01(\x0b\x32\x10.inboxd.v1.Event\"!\n\x0cStatsRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\">\n\rStatsResponse\x12-\n\nnamespaces\x18\x01 \x03(\x0b\x32\x19.inboxd.v1.NamespaceStats\"\x9d\x02\n\x0eNamespaceStats\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x0f\n\x07pending\x18\x02 \x01(\x03\x12\x12\n\nprocessing\x18\x03 \x01(\x03\x12\x11\n\tcompleted\x18\x04 \x01(\x03\x12\x15\n\rdead_lettered\x18\x05 \x01(\x03\x12\x37\n\x14oldest_claimable_age\x18\x06 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x1a\n\x12unresolved_actions\x18\x07 \x01(\x03\x12\x1d\n\x15\x62locked_ordering_keys\x18\x08 \x01(\x03\x12\x35\n\x12oldest_blocked_age\x18\t \x01(\x0b\x32\x19.google.protobuf.Duration\"\xa6\x02\n\x0c\x45ventSummary\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x11\n\tevent_key\x18\x02 \x01(\t\x12\x12\n\nevent_type\x18\x03 \x01(\t\x12$\n\x05state\x18\x04 \x01(\x0e\x32\x15.inboxd.v1.EventState\x12\x0f\n\x07\x61ttempt\x18\x05 \x01(\x05\x12/\n\x0b\x61\x63\x63\x65pted_at\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x30\n\x0c\x61vailable_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nupdated_at\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x12\n\nlast_error\x18\t \x01(\t\"\xc5\x05\n\x05\x45vent\x12(\n\x07summary\x18\x01 \x01(\x0b\x32\x17.inboxd.v1.EventSummary\x12\x0f\n\x07payload\x18\x02 \x01(\x0c\x12\x30\n\x08metadata\x18\x03 \x03(\x0b\x32\x1e.inboxd.v1.Event.MetadataEntry\x12\x12\n\nmessage_id\x18\x04 \x01(\t\x12\x14\n\x0cordering_key\x18\x05 \x01(\t\x12\x10\n\x08revision\x18\x06 \x01(\x03\x12+\n\x0b\x64isposition\x18\x07 \x01(\x0e\x32\x16.inboxd.v1.Disposition\x12\x1a\n\x12\x64isposition_reason\x18\x08 \x01(\t\x12\x34\n\x10lease_expires_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x30\n\x0c\x63ompleted_at\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12(\n\x07\x61\x63tions\x18\x0b \x03(\x0b\x32\x17.inboxd.v1.ActionRecord\x12-\n\tconflicts\x18\x0c \x03(\x0b\x32\x1a.inboxd.v1.ConflictingCopy\x12&\n\x06\x63laims\x18\r \x03(\x0b\x32\x16.inboxd.v1.ClaimRecord\x12(\n\x07replays\x18\x0e \x03(\x0b\x32\x17.inboxd.v1.ReplayRecord\x12\x35\n\x0e\x61\x63tion_history\x18\x0f \x03(\x0b\x32\x1d.inboxd.v1.ActionHistoryEntry\x12\x16\n\x0e\x63onflict_count\x18\x10 \x01(\x03\x12\x37\n\x12\x63onflicts_overflow\x18\x11 \x01(\x0b\x32\x1b.inboxd.v1.ConflictOverflow\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xac\x01\n\x10\x43onflictOverflow\x12\x0e\n\x06\x63opies\x18\x01 \x01(\x03\x12\x35\n\x11\x66irst_received_at\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x34\n\x10last_received_at\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x1b\n\x13last_payload_sha256\x18\x04 \x01(\x0c\"\xca\x01\n\x12\x41\x63tionHistoryEntry\x12\x0e\n\x06\x61\x63tion\x18\x01 \x01(\t\x12%\n\x05state\x18\x02 \x01(\x0e\x32\x16.inboxd.v1.ActionState\x12\x14\n\x0c\x65xternal_ref\x18\x03 \x01(\t\x12\x0e\n\x06\x64\x65tail\x18\x04 \x01(\t\x12\x15\n\rfencing_token\x18\x05 \x01(\x03\x12\x0f\n\x07\x61pplied\x18\x06 \x01(\x08\x12/\n\x0brecorded_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\x82\x02\n\x0f\x43onflictingCopy\x12\x12\n\nevent_type\x18\x01 \x01(\t\x12\x0f\n\x07payload\x18\x02 \x01(\x0c\x12:\n\x08metadata\x18\x03 \x03(\x0b\x32(.inboxd.v1.ConflictingCopy.MetadataEntry\x12/\n\x0breceived_at\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x16\n\x0epayload_sha256\x18\x05 \x01(\x0c\x12\x14\n\x0cpayload_size\x18\x06 \x01(\x03\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xb7\x01\n\x0b\x43laimRecord\x12\x15\n\rfencing_token\x18\x01 \x01(\x03\x12\x11\n\tworker_id\x18\x02 \x01(\t\x12\x0f\n\x07\x61ttempt\x18\x03 \x01(\x05\x12.\n\nclaimed_at\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12,\n\x08\x65nded_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0f\n\x07outcome\x18\x06 \x01(\t\"\x8b\x01\n\x0cReplayRecord\x12\r\n\x05\x61\x63tor\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12+\n\x0cstate_before\x18\x03 \x01(\x0e\x32\x15.inboxd.v1.EventState\x12/\n\x0breplayed_at\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp2\x9e\x02\n\x11InboxAdminService\x12\x43\n\x08GetEvent\x12\x1a.inboxd.v1.GetEventRequest\x1a\x1b.inboxd.v1.GetEventResponse\x12I\n\nListEvents\x12\x1c.inboxd.v1.ListEventsRequest\x1a\x1d.inboxd.v1.ListEventsResponse\x12=\n\x06Replay\x12\x18.inboxd.v1.ReplayRequest\x1a\x19.inboxd.v1.ReplayResponse\x12:\n\x05Stats\x12\x17.inboxd.v1.StatsRequest\x1a\x18.inboxd.v1.StatsResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -38,40 +38,42 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_EVENT_METADATAENTRY']._serialized_options = b'8\001'
   _globals['_CONFLICTINGCOPY_METADATAENTRY']._loaded_options = None
   _globals['_CONFLICTINGCOPY_METADATAENTRY']._serialized_options = b'8\001'
-  _globals['_GETEVENTREQUEST']._serialized_start=124
-  _globals['_GETEVENTREQUEST']._serialized_end=179
-  _globals['_GETEVENTRESPONSE']._serialized_start=181
-  _globals['_GETEVENTRESPONSE']._serialized_end=232
-  _globals['_LISTEVENTSREQUEST']._serialized_start=234
-  _globals['_LISTEVENTSREQUEST']._serialized_end=349
-  _globals['_LISTEVENTSRESPONSE']._serialized_start=351
-  _globals['_LISTEVENTSRESPONSE']._serialized_end=437
-  _globals['_REPLAYREQUEST']._serialized_start=439
-  _globals['_REPLAYREQUEST']._serialized_end=508
-  _globals['_REPLAYRESPONSE']._serialized_start=510
-  _globals['_REPLAYRESPONSE']._serialized_end=559
-  _globals['_STATSREQUEST']._serialized_start=561
-  _globals['_STATSREQUEST']._serialized_end=594
-  _globals['_STATSRESPONSE']._serialized_start=596
-  _globals['_STATSRESPONSE']._serialized_end=658
-  _globals['_NAMESPACESTATS']._serialized_start=661
-  _globals['_NAMESPACESTATS']._serialized_end=946
-  _globals['_EVENTSUMMARY']._serialized_start=949
-  _globals['_EVENTSUMMARY']._serialized_end=1243
-  _globals['_EVENT']._serialized_start=1246
-  _globals['_EVENT']._serialized_end=1874
-  _globals['_EVENT_METADATAENTRY']._serialized_start=1827
-  _globals['_EVENT_METADATAENTRY']._serialized_end=1874
-  _globals['_ACTIONHISTORYENTRY']._serialized_start=1877
-  _globals['_ACTIONHISTORYENTRY']._serialized_end=2079
-  _globals['_CONFLICTINGCOPY']._serialized_start=2082
-  _globals['_CONFLICTINGCOPY']._serialized_end=2294
-  _globals['_CONFLICTINGCOPY_METADATAENTRY']._serialized_start=1827
-  _globals['_CONFLICTINGCOPY_METADATAENTRY']._serialized_end=1874
-  _globals['_CLAIMRECORD']._serialized_start=2297
-  _globals['_CLAIMRECORD']._serialized_end=2480
-  _globals['_REPLAYRECORD']._serialized_start=2483
-  _globals['_REPLAYRECORD']._serialized_end=2622
-  _globals['_INBOXADMINSERVICE']._serialized_start=2625
-  _globals['_INBOXADMINSERVICE']._serialized_end=2911
+  _globals['_GETEVENTREQUEST']._serialized_start=125
+  _globals['_GETEVENTREQUEST']._serialized_end=274
+  _globals['_GETEVENTRESPONSE']._serialized_start=276
+  _globals['_GETEVENTRESPONSE']._serialized_end=362
+  _globals['_LISTEVENTSREQUEST']._serialized_start=364
+  _globals['_LISTEVENTSREQUEST']._serialized_end=479
+  _globals['_LISTEVENTSRESPONSE']._serialized_start=481
+  _globals['_LISTEVENTSRESPONSE']._serialized_end=567
+  _globals['_REPLAYREQUEST']._serialized_start=569
+  _globals['_REPLAYREQUEST']._serialized_end=638
+  _globals['_REPLAYRESPONSE']._serialized_start=640
+  _globals['_REPLAYRESPONSE']._serialized_end=689
+  _globals['_STATSREQUEST']._serialized_start=691
+  _globals['_STATSREQUEST']._serialized_end=724
+  _globals['_STATSRESPONSE']._serialized_start=726
+  _globals['_STATSRESPONSE']._serialized_end=788
+  _globals['_NAMESPACESTATS']._serialized_start=791
+  _globals['_NAMESPACESTATS']._serialized_end=1076
+  _globals['_EVENTSUMMARY']._serialized_start=1079
+  _globals['_EVENTSUMMARY']._serialized_end=1373
+  _globals['_EVENT']._serialized_start=1376
+  _globals['_EVENT']._serialized_end=2085
+  _globals['_EVENT_METADATAENTRY']._serialized_start=2038
+  _globals['_EVENT_METADATAENTRY']._serialized_end=2085
+  _globals['_CONFLICTOVERFLOW']._serialized_start=2088
+  _globals['_CONFLICTOVERFLOW']._serialized_end=2260
+  _globals['_ACTIONHISTORYENTRY']._serialized_start=2263
+  _globals['_ACTIONHISTORYENTRY']._serialized_end=2465
+  _globals['_CONFLICTINGCOPY']._serialized_start=2468
+  _globals['_CONFLICTINGCOPY']._serialized_end=2726
+  _globals['_CONFLICTINGCOPY_METADATAENTRY']._serialized_start=2038
+  _globals['_CONFLICTINGCOPY_METADATAENTRY']._serialized_end=2085
+  _globals['_CLAIMRECORD']._serialized_start=2729
+  _globals['_CLAIMRECORD']._serialized_end=2912
+  _globals['_REPLAYRECORD']._serialized_start=2915
+  _globals['_REPLAYRECORD']._serialized_end=3054
+  _globals['_INBOXADMINSERVICE']._serialized_start=3057
+  _globals['_INBOXADMINSERVICE']._serialized_end=3343
 # @@protoc_insertion_point(module_scope)

@@ -12,18 +12,26 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class GetEventRequest(_message.Message):
-    __slots__ = ("namespace", "event_key")
+    __slots__ = ("namespace", "event_key", "conflicts_page_size", "conflicts_page_token", "include_conflict_payloads")
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     EVENT_KEY_FIELD_NUMBER: _ClassVar[int]
+    CONFLICTS_PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    CONFLICTS_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    INCLUDE_CONFLICT_PAYLOADS_FIELD_NUMBER: _ClassVar[int]
     namespace: str
     event_key: str
-    def __init__(self, namespace: _Optional[str] = ..., event_key: _Optional[str] = ...) -> None: ...
+    conflicts_page_size: int
+    conflicts_page_token: str
+    include_conflict_payloads: bool
+    def __init__(self, namespace: _Optional[str] = ..., event_key: _Optional[str] = ..., conflicts_page_size: _Optional[int] = ..., conflicts_page_token: _Optional[str] = ..., include_conflict_payloads: _Optional[bool] = ...) -> None: ...
 
 class GetEventResponse(_message.Message):
-    __slots__ = ("event",)
+    __slots__ = ("event", "conflicts_next_page_token")
     EVENT_FIELD_NUMBER: _ClassVar[int]
+    CONFLICTS_NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     event: Event
-    def __init__(self, event: _Optional[_Union[Event, _Mapping]] = ...) -> None: ...
+    conflicts_next_page_token: str
+    def __init__(self, event: _Optional[_Union[Event, _Mapping]] = ..., conflicts_next_page_token: _Optional[str] = ...) -> None: ...
 
 class ListEventsRequest(_message.Message):
     __slots__ = ("namespace", "state", "page_size", "page_token")
@@ -118,7 +126,7 @@ class EventSummary(_message.Message):
     def __init__(self, namespace: _Optional[str] = ..., event_key: _Optional[str] = ..., event_type: _Optional[str] = ..., state: _Optional[_Union[_types_pb2.EventState, str]] = ..., attempt: _Optional[int] = ..., accepted_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., available_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_error: _Optional[str] = ...) -> None: ...
 
 class Event(_message.Message):
-    __slots__ = ("summary", "payload", "metadata", "message_id", "ordering_key", "revision", "disposition", "disposition_reason", "lease_expires_at", "completed_at", "actions", "conflicts", "claims", "replays", "action_history")
+    __slots__ = ("summary", "payload", "metadata", "message_id", "ordering_key", "revision", "disposition", "disposition_reason", "lease_expires_at", "completed_at", "actions", "conflicts", "claims", "replays", "action_history", "conflict_count", "conflicts_overflow")
     class MetadataEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -141,6 +149,8 @@ class Event(_message.Message):
     CLAIMS_FIELD_NUMBER: _ClassVar[int]
     REPLAYS_FIELD_NUMBER: _ClassVar[int]
     ACTION_HISTORY_FIELD_NUMBER: _ClassVar[int]
+    CONFLICT_COUNT_FIELD_NUMBER: _ClassVar[int]
+    CONFLICTS_OVERFLOW_FIELD_NUMBER: _ClassVar[int]
     summary: EventSummary
     payload: bytes
     metadata: _containers.ScalarMap[str, str]
@@ -156,7 +166,21 @@ class Event(_message.Message):
     claims: _containers.RepeatedCompositeFieldContainer[ClaimRecord]
     replays: _containers.RepeatedCompositeFieldContainer[ReplayRecord]
     action_history: _containers.RepeatedCompositeFieldContainer[ActionHistoryEntry]
-    def __init__(self, summary: _Optional[_Union[EventSummary, _Mapping]] = ..., payload: _Optional[bytes] = ..., metadata: _Optional[_Mapping[str, str]] = ..., message_id: _Optional[str] = ..., ordering_key: _Optional[str] = ..., revision: _Optional[int] = ..., disposition: _Optional[_Union[_types_pb2.Disposition, str]] = ..., disposition_reason: _Optional[str] = ..., lease_expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., completed_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., actions: _Optional[_Iterable[_Union[_types_pb2.ActionRecord, _Mapping]]] = ..., conflicts: _Optional[_Iterable[_Union[ConflictingCopy, _Mapping]]] = ..., claims: _Optional[_Iterable[_Union[ClaimRecord, _Mapping]]] = ..., replays: _Optional[_Iterable[_Union[ReplayRecord, _Mapping]]] = ..., action_history: _Optional[_Iterable[_Union[ActionHistoryEntry, _Mapping]]] = ...) -> None: ...
+    conflict_count: int
+    conflicts_overflow: ConflictOverflow
+    def __init__(self, summary: _Optional[_Union[EventSummary, _Mapping]] = ..., payload: _Optional[bytes] = ..., metadata: _Optional[_Mapping[str, str]] = ..., message_id: _Optional[str] = ..., ordering_key: _Optional[str] = ..., revision: _Optional[int] = ..., disposition: _Optional[_Union[_types_pb2.Disposition, str]] = ..., disposition_reason: _Optional[str] = ..., lease_expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., completed_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., actions: _Optional[_Iterable[_Union[_types_pb2.ActionRecord, _Mapping]]] = ..., conflicts: _Optional[_Iterable[_Union[ConflictingCopy, _Mapping]]] = ..., claims: _Optional[_Iterable[_Union[ClaimRecord, _Mapping]]] = ..., replays: _Optional[_Iterable[_Union[ReplayRecord, _Mapping]]] = ..., action_history: _Optional[_Iterable[_Union[ActionHistoryEntry, _Mapping]]] = ..., conflict_count: _Optional[int] = ..., conflicts_overflow: _Optional[_Union[ConflictOverflow, _Mapping]] = ...) -> None: ...
+
+class ConflictOverflow(_message.Message):
+    __slots__ = ("copies", "first_received_at", "last_received_at", "last_payload_sha256")
+    COPIES_FIELD_NUMBER: _ClassVar[int]
+    FIRST_RECEIVED_AT_FIELD_NUMBER: _ClassVar[int]
+    LAST_RECEIVED_AT_FIELD_NUMBER: _ClassVar[int]
+    LAST_PAYLOAD_SHA256_FIELD_NUMBER: _ClassVar[int]
+    copies: int
+    first_received_at: _timestamp_pb2.Timestamp
+    last_received_at: _timestamp_pb2.Timestamp
+    last_payload_sha256: bytes
+    def __init__(self, copies: _Optional[int] = ..., first_received_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_received_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_payload_sha256: _Optional[bytes] = ...) -> None: ...
 
 class ActionHistoryEntry(_message.Message):
     __slots__ = ("action", "state", "external_ref", "detail", "fencing_token", "applied", "recorded_at")
@@ -177,7 +201,7 @@ class ActionHistoryEntry(_message.Message):
     def __init__(self, action: _Optional[str] = ..., state: _Optional[_Union[_types_pb2.ActionState, str]] = ..., external_ref: _Optional[str] = ..., detail: _Optional[str] = ..., fencing_token: _Optional[int] = ..., applied: _Optional[bool] = ..., recorded_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class ConflictingCopy(_message.Message):
-    __slots__ = ("event_type", "payload", "metadata", "received_at")
+    __slots__ = ("event_type", "payload", "metadata", "received_at", "payload_sha256", "payload_size")
     class MetadataEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -189,11 +213,15 @@ class ConflictingCopy(_message.Message):
     PAYLOAD_FIELD_NUMBER: _ClassVar[int]
     METADATA_FIELD_NUMBER: _ClassVar[int]
     RECEIVED_AT_FIELD_NUMBER: _ClassVar[int]
+    PAYLOAD_SHA256_FIELD_NUMBER: _ClassVar[int]
+    PAYLOAD_SIZE_FIELD_NUMBER: _ClassVar[int]
     event_type: str
     payload: bytes
     metadata: _containers.ScalarMap[str, str]
     received_at: _timestamp_pb2.Timestamp
-    def __init__(self, event_type: _Optional[str] = ..., payload: _Optional[bytes] = ..., metadata: _Optional[_Mapping[str, str]] = ..., received_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    payload_sha256: bytes
+    payload_size: int
+    def __init__(self, event_type: _Optional[str] = ..., payload: _Optional[bytes] = ..., metadata: _Optional[_Mapping[str, str]] = ..., received_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., payload_sha256: _Optional[bytes] = ..., payload_size: _Optional[int] = ...) -> None: ...
 
 class ClaimRecord(_message.Message):
     __slots__ = ("fencing_token", "worker_id", "attempt", "claimed_at", "ended_at", "outcome")
