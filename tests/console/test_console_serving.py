@@ -1,4 +1,4 @@
-"""The console as served: refused where it would leak, over TLS where asked, open on loopback without tokens."""
+"""The console as served: refused where it would leak, over TLS where asked, its headers, no secret in logs."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from inboxd.config.tokens import TokenRegistry
 from inboxd.serving.server import start_server
 from inboxd.store.database import Database
 from tests.conftest import NO_RESCUER
-from tests.console.rig import Rig, write_tokens
+from tests.console.rig import Rig, http_sign_in, write_tokens
 from tests.harness import ServerProcess
 from tests.integration.certs import make_certs
 
@@ -66,33 +66,6 @@ async def test_the_console_serves_tls_beyond_loopback_with_secure_cookies(db: Da
         await running.stop(1.0)
 
 
-# unsafe=True: the jar keeps cookies of an IP address such as 127.0.0.1 (browsers do).
-
-
-async def _sign_in(http: aiohttp.ClientSession, base: str, token: str) -> aiohttp.ClientResponse:
-    async with http.get(f"{base}/signin") as form:
-        page = await form.text()
-    csrf = page.split('name="csrf" value="', 1)[1].split('"', 1)[0]
-    return await http.post(f"{base}/signin", data={"token": token, "csrf": csrf}, allow_redirects=False)
-
-
-async def test_without_a_tokens_file_the_console_is_open_on_loopback_as_the_rpcs_are(db: Database) -> None:
-    running = await start_server(
-        Settings(rescue_interval=NO_RESCUER, listen="127.0.0.1:0", console_listen="127.0.0.1:0"), db
-    )
-    base = f"http://127.0.0.1:{running.console_port}"
-    try:
-        async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as http:
-            async with http.get(f"{base}/overview", allow_redirects=False) as before:
-                assert (before.status, before.headers["Location"]) == (303, "/signin")
-            signed_in = await _sign_in(http, base, "")
-            assert signed_in.status == 303
-            async with http.get(f"{base}/overview") as overview:
-                assert "Signed in as <strong>anonymous</strong>" in await overview.text()
-    finally:
-        await running.stop(1.0)
-
-
 async def test_every_answer_carries_the_security_headers(rig: Rig) -> None:
     async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as http:
         for path in ("/signin", "/overview", "/static/console.js", "/no-such-page"):
@@ -107,7 +80,7 @@ async def test_a_sign_in_without_its_csrf_token_is_refused(rig: Rig) -> None:
     async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as http:
         async with http.post(f"{rig.base}/signin", data={"token": rig.tokens.operator}, allow_redirects=False) as bad:
             assert bad.status == 403
-            assert "inboxd_console=" not in bad.headers.get("Set-Cookie", "")
+            assert "inboxd_console_session=" not in bad.headers.get("Set-Cookie", "")
 
 
 async def test_the_payload_and_the_token_never_reach_the_logs(rig: Rig, caplog: pytest.LogCaptureFixture) -> None:
@@ -115,7 +88,7 @@ async def test_the_payload_and_the_token_never_reach_the_logs(rig: Rig, caplog: 
     await rig.accept(ns, "evt_private", payload={"ssn": "078-05-1120"})
     caplog.set_level(logging.DEBUG)
     async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as http:
-        await _sign_in(http, rig.base, rig.tokens.operator)
+        await http_sign_in(http, rig.base, rig.tokens.operator)
         async with http.get(f"{rig.base}/event", params={"namespace": ns, "key": "evt_private", "payload": "1"}) as ok:
             assert "078-05-1120" in await ok.text()
     assert "078-05-1120" not in caplog.text
