@@ -22,8 +22,8 @@ from inboxd_client.v1 import types_pb2
 from tests.conftest import NO_RESCUER
 from tests.console.rig import Rig, cookie_jar, http_sign_in, page_csrf, unique_tenants, write_tokens
 
-_SIGNIN_LINK = re.compile(r"operators' console on (http://\S+/signin\?token=\S+)")
-_NEXT_LINK = re.compile(r"the next sign-in takes (http://\S+/signin\?token=\S+)")
+_SIGNIN_LINK = re.compile(r"operators' console on (http://\S+/signin\?token=[A-Za-z0-9_-]+)")
+_NEXT_LINK = re.compile(r"the next sign-in takes (http://\S+/signin\?token=[A-Za-z0-9_-]+)")
 
 
 async def _status(base: str, path: str, host: str) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import re
 import socket
 import ssl
 import subprocess
@@ -19,8 +20,8 @@ from inboxd.config.tokens import TokenRegistry
 from inboxd.serving.server import start_server
 from inboxd.store.database import Database
 from tests.conftest import NO_RESCUER
-from tests.console.rig import Rig, http_sign_in, write_tokens
-from tests.harness import ServerProcess
+from tests.console.rig import Rig, cookie_jar, http_sign_in, write_tokens
+from tests.harness import serve_on_free_port
 from tests.integration.certs import make_certs
 
 
@@ -119,14 +120,26 @@ def _free_port() -> int:
 
 
 @pytest.mark.parametrize("workers", ["1", "2"])
-async def test_inboxd_serve_serves_the_console_on_console_listen(migrated_url: str, workers: str) -> None:
-    """Under --workers 2 the parent serves it, once: a child binding it too would fail to start."""
+async def test_inboxd_serve_serves_the_console_on_console_listen(
+    migrated_url: str, workers: str, tmp_path: Path
+) -> None:
+    """Under --workers 2 the parent serves it, once: a child binding it too would fail to start.
+
+    Without a tokens file its log names the one-time sign-in link, which signs in.
+    """
     port = _free_port()
-    server = ServerProcess(migrated_url, env={"INBOXD_CONSOLE_LISTEN": f"127.0.0.1:{port}", "INBOXD_WORKERS": workers})
-    await asyncio.to_thread(server.start)
+    env = {"INBOXD_CONSOLE_LISTEN": f"127.0.0.1:{port}", "INBOXD_WORKERS": workers, "INBOXD_RESCUE_INTERVAL": "0"}
+    stderr = tmp_path / "stderr.log"
+    proc, _ = await asyncio.to_thread(serve_on_free_port, migrated_url, env, timeout=30.0, stderr_log=stderr)
     try:
-        async with aiohttp.ClientSession() as http, http.get(f"http://127.0.0.1:{port}/signin") as answer:
-            assert answer.status == 200
-            assert "Sign in" in await answer.text()
+        async with aiohttp.ClientSession(cookie_jar=cookie_jar()) as http:
+            async with http.get(f"http://127.0.0.1:{port}/signin") as answer:
+                assert answer.status == 200
+                assert "Sign in" in await answer.text()
+            links = re.findall(rf"http://127\.0\.0\.1:{port}/signin\?token=[A-Za-z0-9_-]+", stderr.read_text())
+            assert len(links) == 1, stderr.read_text()
+            async with http.get(links[0]) as signed_in:
+                assert "Signed in as <strong>anonymous</strong>" in await signed_in.text()
     finally:
-        assert await asyncio.to_thread(server.terminate) == 0
+        proc.terminate()
+        assert await asyncio.to_thread(proc.wait, 30) == 0

@@ -76,7 +76,7 @@ class SignIn:
             log.warning("console: sign-in refused: not the current one-time secret")
             return await self.form(request, _STALE_SECRET, 401)
         response = self._signed_in(request, ANONYMOUS, None)
-        log.info("console: the next sign-in takes %s", self.console.signin_url())
+        log.info("console: the next sign-in takes %s (this link signs in once)", self.console.signin_url())
         return response
 
     def _signed_in(self, request: web.Request, caller: Caller, token: str | None) -> web.Response:
