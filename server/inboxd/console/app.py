@@ -1,4 +1,4 @@
-"""The console's HTTP side: routes, sign-in, CSRF checks, and start/stop beside the gRPC server.
+"""The console's HTTP side: routes, sessions, Host, Origin and CSRF checks, and start/stop beside the gRPC server.
 
 aiohttp serves it on the server's own event loop, so the pages call the
 same `Operators` use cases the admin RPCs call, with the same checks: the
@@ -97,6 +97,7 @@ class Console:
         self.port: int | None = None
         self.hosts: AllowedHosts | None = None
         self._listen_host = "127.0.0.1"
+        self._tls = False
         self._host_warned = -60.0
         self._runner: web.AppRunner | None = None
         folder = resources.files("inboxd.console").joinpath("static")
@@ -128,6 +129,7 @@ class Console:
         # (host, port) for IPv4, (host, port, flow, scope) for IPv6: the port is second either way.
         self.port = int(self._runner.addresses[0][1])
         self._listen_host = host.strip("[]") or "127.0.0.1"
+        self._tls = ssl_context is not None
         self.hosts = AllowedHosts(host.strip("[]"), self.port, self.extra_hosts, https=self.https)
         return self.port
 
@@ -140,7 +142,8 @@ class Console:
         if self.open_secret is None or self.port is None:
             return None
         host = f"[{self._listen_host}]" if ":" in self._listen_host else self._listen_host
-        scheme = "https" if self.https else "http"
+        # The console's own address (a proxy in front has its own): https only when it speaks TLS itself.
+        scheme = "https" if self._tls else "http"
         query = urlencode({security.SECRET_PARAMETER: self.open_secret.value})
         return f"{scheme}://{host}:{self.port}/signin?{query}"
 
