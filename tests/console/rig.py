@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import grpc
 
 from inboxd.config.tokens import Scope, TokenRegistry, entry_toml, new_token
@@ -107,6 +108,23 @@ class Rig:
         )
         event: admin_pb2.Event = answer.event
         return event
+
+
+def page_csrf(page: str) -> str:
+    """The CSRF token of a page's first form."""
+    return page.split('name="csrf" value="', 1)[1].split('"', 1)[0]
+
+
+async def http_sign_in(http: aiohttp.ClientSession, base: str, token: str) -> aiohttp.ClientResponse:
+    """The sign-in form, then its POST, as a browser would (without following the redirect)."""
+    async with http.get(f"{base}/signin") as form:
+        page = await form.text()
+    return await http.post(f"{base}/signin", data={"token": token, "csrf": page_csrf(page)}, allow_redirects=False)
+
+
+def cookie_jar() -> aiohttp.CookieJar:
+    # unsafe=True: the jar keeps cookies of an IP address such as 127.0.0.1 (browsers do).
+    return aiohttp.CookieJar(unsafe=True)
 
 
 def unique_tenants() -> tuple[str, str]:

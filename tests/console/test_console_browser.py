@@ -6,12 +6,14 @@ import os
 from pathlib import Path
 
 import pytest
+from aiohttp import web
 from playwright.async_api import BrowserContext, Page, expect
 
 from inboxd_client.v1 import types_pb2
 from tests.console.rig import Rig
 from tests.harness import REPO
 
+SESSION = "inboxd_console_session"
 # Screenshots for the README: kept under docs/ when INBOXD_UPDATE_SCREENSHOTS=1, else in the test's tmp dir.
 SCREENSHOTS = REPO / "docs"
 
@@ -105,7 +107,7 @@ async def test_several_dead_letters_are_replayed_at_once_and_each_result_shown(r
 async def test_a_worker_scoped_token_cannot_sign_in(rig: Rig, page: Page, context: BrowserContext) -> None:
     await sign_in(page, rig.tokens.worker)
     await expect(page.get_by_role("alert")).to_have_text("token 'worker-shop' lacks the 'admin' scope")
-    assert [c["name"] for c in await context.cookies() if c["name"] == "inboxd_console"] == []
+    assert [c["name"] for c in await context.cookies() if c["name"] == SESSION] == []
     await page.goto("/overview")
     await expect(page).to_have_url("/signin")
 
@@ -120,7 +122,8 @@ async def test_the_session_cookie_is_httponly_and_samesite_strict(
 ) -> None:
     await sign_in(page, rig.tokens.operator)
     await expect(page).to_have_url("/overview")
-    (cookie,) = [c for c in await context.cookies() if c["name"] == "inboxd_console"]
+    (cookie,) = [c for c in await context.cookies() if c["name"] == SESSION]
+    assert rig.tokens.operator not in cookie["value"]
     assert cookie["httpOnly"] is True
     assert cookie["sameSite"] == "Strict"
     assert await page.evaluate("document.cookie") == ""
@@ -128,11 +131,45 @@ async def test_the_session_cookie_is_httponly_and_samesite_strict(
 
 async def test_signing_out_ends_the_session(rig: Rig, page: Page, context: BrowserContext) -> None:
     await sign_in(page, rig.tokens.operator)
+    await expect(page).to_have_url("/overview")
+    kept = await context.cookies()  # every cookie the console set, whatever it is named
+    assert kept
     await page.get_by_role("button", name="Sign out").click()
     await expect(page).to_have_url("/signin")
-    assert [c for c in await context.cookies() if c["name"] == "inboxd_console"] == []
+    assert [c for c in await context.cookies() if c["name"] == SESSION] == []
     await page.goto("/dead-letters")
     await expect(page).to_have_url("/signin")
+    # The cookie put back (a copy kept anywhere): the session it named is over on the server.
+    await context.add_cookies(kept)  # type: ignore[arg-type]
+    await page.goto("/dead-letters")
+    await expect(page).to_have_url("/signin")
+
+
+async def test_the_cookie_another_port_of_this_host_receives_holds_no_token(
+    rig: Rig, page: Page, context: BrowserContext
+) -> None:
+    """Browsers send a host's cookies to each of its ports: what ours hold must be worth nothing there."""
+    seen: list[str] = []
+
+    async def record(request: web.Request) -> web.Response:
+        seen.append(request.headers.get("Cookie", ""))
+        return web.Response(text="another service")
+
+    app = web.Application()
+    app.router.add_get("/", record)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    try:
+        await sign_in(page, rig.tokens.operator)
+        await expect(page).to_have_url("/overview")
+        await page.goto(f"http://127.0.0.1:{runner.addresses[0][1]}/")
+        assert seen, "the other service was not asked"
+        assert rig.tokens.operator not in seen[0], "the bearer token went to another port"
+        assert SESSION in seen[0], seen
+    finally:
+        await runner.cleanup()
 
 
 async def test_a_token_removed_from_the_tokens_file_is_refused_at_its_next_click(rig: Rig, page: Page) -> None:

@@ -1,10 +1,11 @@
-"""The console as served: refused where it would leak, over TLS where asked, open on loopback without tokens."""
+"""The console as served: refused where it would leak, over TLS where asked, its headers, no secret in logs."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import os
+import re
 import socket
 import ssl
 import subprocess
@@ -19,8 +20,8 @@ from inboxd.config.tokens import TokenRegistry
 from inboxd.serving.server import start_server
 from inboxd.store.database import Database
 from tests.conftest import NO_RESCUER
-from tests.console.rig import Rig, write_tokens
-from tests.harness import ServerProcess
+from tests.console.rig import Rig, cookie_jar, http_sign_in, write_tokens
+from tests.harness import serve_on_free_port
 from tests.integration.certs import make_certs
 
 
@@ -66,33 +67,6 @@ async def test_the_console_serves_tls_beyond_loopback_with_secure_cookies(db: Da
         await running.stop(1.0)
 
 
-# unsafe=True: the jar keeps cookies of an IP address such as 127.0.0.1 (browsers do).
-
-
-async def _sign_in(http: aiohttp.ClientSession, base: str, token: str) -> aiohttp.ClientResponse:
-    async with http.get(f"{base}/signin") as form:
-        page = await form.text()
-    csrf = page.split('name="csrf" value="', 1)[1].split('"', 1)[0]
-    return await http.post(f"{base}/signin", data={"token": token, "csrf": csrf}, allow_redirects=False)
-
-
-async def test_without_a_tokens_file_the_console_is_open_on_loopback_as_the_rpcs_are(db: Database) -> None:
-    running = await start_server(
-        Settings(rescue_interval=NO_RESCUER, listen="127.0.0.1:0", console_listen="127.0.0.1:0"), db
-    )
-    base = f"http://127.0.0.1:{running.console_port}"
-    try:
-        async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as http:
-            async with http.get(f"{base}/overview", allow_redirects=False) as before:
-                assert (before.status, before.headers["Location"]) == (303, "/signin")
-            signed_in = await _sign_in(http, base, "")
-            assert signed_in.status == 303
-            async with http.get(f"{base}/overview") as overview:
-                assert "Signed in as <strong>anonymous</strong>" in await overview.text()
-    finally:
-        await running.stop(1.0)
-
-
 async def test_every_answer_carries_the_security_headers(rig: Rig) -> None:
     async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as http:
         for path in ("/signin", "/overview", "/static/console.js", "/no-such-page"):
@@ -107,7 +81,7 @@ async def test_a_sign_in_without_its_csrf_token_is_refused(rig: Rig) -> None:
     async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as http:
         async with http.post(f"{rig.base}/signin", data={"token": rig.tokens.operator}, allow_redirects=False) as bad:
             assert bad.status == 403
-            assert "inboxd_console=" not in bad.headers.get("Set-Cookie", "")
+            assert "inboxd_console_session=" not in bad.headers.get("Set-Cookie", "")
 
 
 async def test_the_payload_and_the_token_never_reach_the_logs(rig: Rig, caplog: pytest.LogCaptureFixture) -> None:
@@ -115,7 +89,7 @@ async def test_the_payload_and_the_token_never_reach_the_logs(rig: Rig, caplog: 
     await rig.accept(ns, "evt_private", payload={"ssn": "078-05-1120"})
     caplog.set_level(logging.DEBUG)
     async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as http:
-        await _sign_in(http, rig.base, rig.tokens.operator)
+        await http_sign_in(http, rig.base, rig.tokens.operator)
         async with http.get(f"{rig.base}/event", params={"namespace": ns, "key": "evt_private", "payload": "1"}) as ok:
             assert "078-05-1120" in await ok.text()
     assert "078-05-1120" not in caplog.text
@@ -146,14 +120,26 @@ def _free_port() -> int:
 
 
 @pytest.mark.parametrize("workers", ["1", "2"])
-async def test_inboxd_serve_serves_the_console_on_console_listen(migrated_url: str, workers: str) -> None:
-    """Under --workers 2 the parent serves it, once: a child binding it too would fail to start."""
+async def test_inboxd_serve_serves_the_console_on_console_listen(
+    migrated_url: str, workers: str, tmp_path: Path
+) -> None:
+    """Under --workers 2 the parent serves it, once: a child binding it too would fail to start.
+
+    Without a tokens file its log names the one-time sign-in link, which signs in.
+    """
     port = _free_port()
-    server = ServerProcess(migrated_url, env={"INBOXD_CONSOLE_LISTEN": f"127.0.0.1:{port}", "INBOXD_WORKERS": workers})
-    await asyncio.to_thread(server.start)
+    env = {"INBOXD_CONSOLE_LISTEN": f"127.0.0.1:{port}", "INBOXD_WORKERS": workers, "INBOXD_RESCUE_INTERVAL": "0"}
+    stderr = tmp_path / "stderr.log"
+    proc, _ = await asyncio.to_thread(serve_on_free_port, migrated_url, env, timeout=30.0, stderr_log=stderr)
     try:
-        async with aiohttp.ClientSession() as http, http.get(f"http://127.0.0.1:{port}/signin") as answer:
-            assert answer.status == 200
-            assert "Sign in" in await answer.text()
+        async with aiohttp.ClientSession(cookie_jar=cookie_jar()) as http:
+            async with http.get(f"http://127.0.0.1:{port}/signin") as answer:
+                assert answer.status == 200
+                assert "Sign in" in await answer.text()
+            links = re.findall(rf"http://127\.0\.0\.1:{port}/signin\?token=[A-Za-z0-9_-]+", stderr.read_text())
+            assert len(links) == 1, stderr.read_text()
+            async with http.get(links[0]) as signed_in:
+                assert "Signed in as <strong>anonymous</strong>" in await signed_in.text()
     finally:
-        assert await asyncio.to_thread(server.terminate) == 0
+        proc.terminate()
+        assert await asyncio.to_thread(proc.wait, 30) == 0

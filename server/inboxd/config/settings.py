@@ -56,6 +56,15 @@ def parse_stale_revisions(name: str, text: str) -> StaleRevisions:
         raise ConfigError(f"{name}={text!r} is neither {choices}") from None
 
 
+def parse_host_names(text: str) -> tuple[str, ...]:
+    """'console.example.com, ops.example.com:8443': host names, each with or without a port."""
+    names = tuple(n.strip().lower() for n in text.split(",") if n.strip())
+    for name in names:
+        if "/" in name or "@" in name or " " in name:
+            raise ValueError(f"{name!r} is not a host name (write it without a scheme or a path)")
+    return names
+
+
 def parse_size(name: str, text: str) -> int:
     match = re.match(r"^\s*(\d+)\s*(B|KiB|MiB|GiB)?\s*$", text)
     if not match:
@@ -72,6 +81,10 @@ class Settings:
     metrics_listen: str | None = None
     # The operators' web console (inboxd.console); None: off.
     console_listen: str | None = None
+    # Host names the console answers besides loopback's and its listen address (behind a proxy, say).
+    console_hosts: tuple[str, ...] = ()
+    # Browsers reach the console over https through a proxy that ends TLS: Secure, __Host- cookies.
+    console_https: bool = False
     tokens_file: Path | None = None
     tls_cert: Path | None = None
     tls_key: Path | None = None
@@ -128,6 +141,8 @@ _ENV: dict[str, tuple[str, object]] = {
     "INBOXD_LISTEN": ("listen", str),
     "INBOXD_METRICS_LISTEN": ("metrics_listen", str),
     "INBOXD_CONSOLE_LISTEN": ("console_listen", str),
+    "INBOXD_CONSOLE_HOSTS": ("console_hosts", parse_host_names),
+    "INBOXD_CONSOLE_HTTPS": ("console_https", parse_flag),
     "INBOXD_TOKENS_FILE": ("tokens_file", Path),
     "INBOXD_TLS_CERT": ("tls_cert", Path),
     "INBOXD_TLS_KEY": ("tls_key", Path),

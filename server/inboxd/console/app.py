@@ -1,4 +1,4 @@
-"""The console's HTTP side: routes, sign-in, CSRF checks, and start/stop beside the gRPC server.
+"""The console's HTTP side: routes, sessions, Host, Origin and CSRF checks, and start/stop beside the gRPC server.
 
 aiohttp serves it on the server's own event loop, so the pages call the
 same `Operators` use cases the admin RPCs call, with the same checks: the
@@ -9,16 +9,21 @@ from __future__ import annotations
 
 import logging
 import ssl
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+import time
+from collections.abc import Awaitable, Callable, Sequence
 from importlib import resources
+from urllib.parse import urlencode
 
 from aiohttp import web
 
 from inboxd.config.settings import ConfigError, Settings
-from inboxd.config.tokens import Caller, TokenRegistry
+from inboxd.config.tokens import Scope, TokenRegistry
 from inboxd.console import security
-from inboxd.console.pages import error_page, signin_page
+from inboxd.console.hosts import AllowedHosts
+from inboxd.console.html import html_response, redirect
+from inboxd.console.pages import error_page
+from inboxd.console.sessions import Clock, Session, Sessions
+from inboxd.console.signin import SignIn
 from inboxd.console.views import Views
 from inboxd.domain.errors import (
     InboxError,
@@ -51,39 +56,49 @@ _HEADERS = {
     "Referrer-Policy": "no-referrer",
 }
 _STATIC = {"console.css": "text/css", "console.js": "text/javascript"}
+# Where a request keeps its session once looked up (the CSRF check, then the page).
+_SESSION_KEY = web.RequestKey("inboxd.console.session", Session)
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
-def html_response(body: str, status: int = 200) -> web.Response:
-    return web.Response(text=body, status=status, content_type="text/html", charset="utf-8")
-
-
-def redirect(location: str) -> web.Response:
-    """303 See Other: after a POST, the browser GETs the next page."""
-    return web.Response(status=303, headers={"Location": location})
-
-
 class CsrfRefused(PermissionDenied):
-    """A POST without its form's CSRF token: perhaps a forged form on another site."""
-
-
-@dataclass(frozen=True)
-class Session:
-    """A signed-in operator: the token's caller and the CSRF token of its forms."""
-
-    caller: Caller
-    csrf: str
+    """A POST without its form's CSRF token, or from another site's page: perhaps a forged form."""
 
 
 class Console:
-    """The console's aiohttp application; `start` binds it, `stop` closes it."""
+    """The console's aiohttp application; `start` binds it, `stop` closes it.
 
-    def __init__(self, operators: Operators, registry: TokenRegistry | None, *, secure_cookies: bool) -> None:
+    `https`: browsers reach it over https (its own TLS, or a proxy's), so its
+    cookies are Secure and __Host- prefixed. `hosts`: Host names it answers
+    besides loopback's and its listen address's. `clock`: the sessions' time.
+    """
+
+    def __init__(
+        self,
+        operators: Operators,
+        registry: TokenRegistry | None,
+        *,
+        https: bool,
+        hosts: Sequence[str] = (),
+        clock: Clock = time.monotonic,
+    ) -> None:
         self.registry = registry
-        self.secure_cookies = secure_cookies
+        self.https = https
+        self.extra_hosts = tuple(hosts)
+        self.sessions = Sessions(clock)
+        self.key = security.InstanceKey()
+        # Open mode (no tokens file): only whoever reads the log may sign in.
+        self.open_secret = security.OpenSecret() if registry is None else None
+        self.session_cookie = security.cookie_name(security.SESSION_COOKIE, secure=https)
+        self.signin_cookie = security.cookie_name(security.SIGNIN_COOKIE, secure=https)
         self.views = Views(operators, self)
+        self.signin = SignIn(self)
         self.port: int | None = None
+        self.hosts: AllowedHosts | None = None
+        self._listen_host = "127.0.0.1"
+        self._tls = False
+        self._host_warned = -60.0
         self._runner: web.AppRunner | None = None
         folder = resources.files("inboxd.console").joinpath("static")
         self._static = {name: folder.joinpath(name).read_bytes() for name in _STATIC}
@@ -92,9 +107,9 @@ class Console:
         app = web.Application(middlewares=[self._guard], client_max_size=1024 * 1024)
         v = self.views
         app.router.add_get("/", self._home)
-        app.router.add_get("/signin", self._signin_form)
-        app.router.add_post("/signin", self._signin)
-        app.router.add_post("/signout", self._signout)
+        app.router.add_get("/signin", self.signin.page)
+        app.router.add_post("/signin", self.signin.submit)
+        app.router.add_post("/signout", self.signin.signout)
         app.router.add_get("/overview", v.overview)
         app.router.add_get("/overview/fragment", v.overview_fragment)
         app.router.add_get("/events", v.events)
@@ -113,42 +128,78 @@ class Console:
         await site.start()
         # (host, port) for IPv4, (host, port, flow, scope) for IPv6: the port is second either way.
         self.port = int(self._runner.addresses[0][1])
+        self._listen_host = host.strip("[]") or "127.0.0.1"
+        self._tls = ssl_context is not None
+        self.hosts = AllowedHosts(host.strip("[]"), self.port, self.extra_hosts, https=self.https)
         return self.port
 
     async def stop(self) -> None:
         if self._runner is not None:
             await self._runner.cleanup()
 
+    def signin_url(self) -> str | None:
+        """Open mode's sign-in link, with the current one-time secret; None with a tokens file."""
+        if self.open_secret is None or self.port is None:
+            return None
+        host = f"[{self._listen_host}]" if ":" in self._listen_host else self._listen_host
+        # The console's own address (a proxy in front has its own): https only when it speaks TLS itself.
+        scheme = "https" if self._tls else "http"
+        query = urlencode({security.SECRET_PARAMETER: self.open_secret.value})
+        return f"{scheme}://{host}:{self.port}/signin?{query}"
+
     def session(self, request: web.Request) -> Session:
-        """The signed-in caller with the admin scope; raises Unauthenticated or PermissionDenied."""
-        cookie = request.cookies.get(security.SESSION_COOKIE)
-        caller = security.signed_in_caller(self.registry, cookie)
-        assert cookie is not None
-        return Session(caller, security.csrf_token(cookie))
+        """The live session, its token still holding the admin scope; raises Unauthenticated."""
+        found: Session | None = request.get(_SESSION_KEY)
+        if found is not None:
+            return found
+        session_id = request.cookies.get(self.session_cookie)
+        # The overview's own refresh is not the operator's activity: a forgotten tab still goes idle.
+        session = self.sessions.find(session_id, touch=request.path != "/overview/fragment")
+        if session is None:
+            raise Unauthenticated("not signed in, or the session ended")
+        if self.registry is not None:
+            try:
+                caller = self.registry.authenticate(session.token)
+                caller.require_scope(Scope.ADMIN)
+            except (Unauthenticated, PermissionDenied):
+                # Revoked by SIGHUP (or its admin scope taken away): the session ends with it.
+                self.sessions.close(session_id)
+                raise Unauthenticated("the token this session signed in with is no longer valid") from None
+            session.caller = caller  # grants as the tokens file says now
+        request[_SESSION_KEY] = session
+        return session
 
     @web.middleware
     async def _guard(self, request: web.Request, handler: Handler) -> web.StreamResponse:
-        """Security headers on every answer; CSRF on every POST; domain errors as pages."""
+        """The Host first; then security headers on every answer, Origin and CSRF on every POST."""
+        if self.hosts is None or not self.hosts.allows(request.headers.get("Host")):
+            self._warn_foreign_host()
+            return _secured(html_response(error_page(421, "This console does not answer for that host name."), 421))
+        response: web.StreamResponse
         try:
             if request.method == "POST":
-                await self._check_csrf(request)
+                await self._check_post(request, self.hosts)
             response = await handler(request)
         except web.HTTPException as exc:  # aiohttp's own: no such route, a method not allowed
             exc.headers.update(_HEADERS)
             exc.headers["Cache-Control"] = "no-store"
             raise
         except Unauthenticated as exc:
-            if request.method == "GET" and request.path != "/overview/fragment":
+            if (request.method == "GET" and request.path != "/overview/fragment") or request.path == "/signout":
                 response = redirect("/signin")
             else:
                 response = html_response(error_page(401, f"{exc}: sign in again"), 401)
         except InboxError as exc:
             status = next((_STATUS[k] for k in type(exc).__mro__ if k in _STATUS), 500)
             response = html_response(error_page(status, str(exc), **self._signed_in_frame(request)), status)
-        response.headers.update(_HEADERS)
-        if "Cache-Control" not in response.headers:
-            response.headers["Cache-Control"] = "no-store"
-        return response
+        return _secured(response)
+
+    def _warn_foreign_host(self) -> None:
+        # At most once a minute: a page that rebinds its name to us may ask many times.
+        now = time.monotonic()
+        if now - self._host_warned >= 60.0:
+            self._host_warned = now
+            log.warning("console: requests for a host name it does not answer were refused (421): DNS rebinding?")
 
     def _signed_in_frame(self, request: web.Request) -> dict[str, str]:
         """An error page keeps the navigation when the visitor is signed in."""
@@ -158,49 +209,24 @@ class Console:
             return {}
         return {"who": session.caller.name, "csrf": session.csrf}
 
-    async def _check_csrf(self, request: web.Request) -> None:
+    async def _check_post(self, request: web.Request, hosts: AllowedHosts) -> None:
+        refusal = hosts.cross_site_refusal(request.headers.get("Origin"), request.headers.get("Sec-Fetch-Site"))
+        if refusal is not None:
+            log.warning("console: %s to %s was refused", refusal, request.path)
+            raise CsrfRefused(f"Refused {refusal}: use the console's own pages.")
         form = await request.post()
         presented = form.get(security.CSRF_FIELD)
         presented_text = presented if isinstance(presented, str) else None
-        cookie_name = security.SIGNIN_COOKIE if request.path == "/signin" else security.SESSION_COOKIE
-        if not security.csrf_matches(request.cookies.get(cookie_name), presented_text):
+        if request.path == "/signin":
+            valid = self.key.signin_csrf_matches(request.cookies.get(self.signin_cookie), presented_text)
+        else:
+            valid = self.session(request).csrf_matches(presented_text)
+        if not valid:
             log.warning("console: a POST to %s without a valid CSRF token was refused", request.path)
             raise CsrfRefused("This form's CSRF token is missing or wrong: reload the page and try again.")
 
     async def _home(self, request: web.Request) -> web.Response:
         return redirect("/overview")
-
-    async def _signin_form(self, request: web.Request, error: str | None = None, status: int = 200) -> web.Response:
-        nonce = request.cookies.get(security.SIGNIN_COOKIE) or security.new_nonce()
-        page = signin_page(security.csrf_token(nonce), error=error, open_mode=self.registry is None)
-        response = html_response(page, status)
-        response.set_cookie(
-            security.SIGNIN_COOKIE, nonce, httponly=True, samesite="Strict", secure=self.secure_cookies, path="/"
-        )
-        return response
-
-    async def _signin(self, request: web.Request) -> web.Response:
-        form = await request.post()
-        token = form.get("token")
-        token = token.strip() if isinstance(token, str) else ""
-        value = security.open_session() if self.registry is None else token
-        try:
-            caller = security.signed_in_caller(self.registry, value)
-        except (Unauthenticated, PermissionDenied) as exc:
-            log.warning("console: sign-in refused: %s", exc)
-            return await self._signin_form(request, str(exc), 401 if isinstance(exc, Unauthenticated) else 403)
-        log.info("console: %s signed in", caller.name)
-        response = redirect("/overview")
-        response.set_cookie(
-            security.SESSION_COOKIE, value, httponly=True, samesite="Strict", secure=self.secure_cookies, path="/"
-        )
-        response.del_cookie(security.SIGNIN_COOKIE, path="/")
-        return response
-
-    async def _signout(self, request: web.Request) -> web.Response:
-        response = redirect("/signin")
-        response.del_cookie(security.SESSION_COOKIE, path="/")
-        return response
 
     async def _static_file(self, request: web.Request) -> web.Response:
         name = request.match_info["name"]
@@ -209,6 +235,13 @@ class Console:
         response = web.Response(body=self._static[name], content_type=_STATIC[name])
         response.headers["Cache-Control"] = "no-cache"
         return response
+
+
+def _secured(response: web.StreamResponse) -> web.StreamResponse:
+    response.headers.update(_HEADERS)
+    if "Cache-Control" not in response.headers:
+        response.headers["Cache-Control"] = "no-store"
+    return response
 
 
 async def start_console(settings: Settings, operators: Operators, registry: TokenRegistry | None) -> Console | None:
@@ -233,10 +266,14 @@ async def start_console(settings: Settings, operators: Operators, registry: Toke
             context.load_cert_chain(settings.tls_cert, settings.tls_key)
         except (OSError, ssl.SSLError) as exc:
             raise ConfigError(f"the console cannot use INBOXD_TLS_CERT/INBOXD_TLS_KEY: {exc}") from None
-    console = Console(operators, registry, secure_cookies=tls)
+    console = Console(operators, registry, https=tls or settings.console_https, hosts=settings.console_hosts)
     try:
         port = await console.start(listen, context)
     except OSError as exc:
         raise ConfigError(f"INBOXD_CONSOLE_LISTEN={listen!r}: cannot listen: {exc.strerror or exc}") from None
-    log.info("operators' console on %s://%s:%d/", "https" if tls else "http", listen.rpartition(":")[0], port)
+    url = console.signin_url()
+    if url is None:
+        log.info("operators' console on %s://%s:%d/", "https" if tls else "http", listen.rpartition(":")[0], port)
+    else:
+        log.info("operators' console on %s (no tokens file: this link signs in once)", url)
     return console

@@ -12,6 +12,8 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from urllib.parse import urlencode
 
+from aiohttp import web
+
 from inboxd.domain.vocabulary import EventState
 
 STATE_LABELS = {
@@ -92,3 +94,12 @@ def page(title: str, body: str, *, who: str | None = None, csrf: str | None = No
         f'<header><p class="brand"><a href="/overview">inboxd console</a></p>{nav}</header>'
         f'<main id="main" tabindex="-1"><h1>{h(title)}</h1>{body}</main></body></html>\n'
     )
+
+
+def html_response(body: str, status: int = 200) -> web.Response:
+    return web.Response(text=body, status=status, content_type="text/html", charset="utf-8")
+
+
+def redirect(location: str) -> web.Response:
+    """303 See Other: after a POST, the browser GETs the next page."""
+    return web.Response(status=303, headers={"Location": location})

@@ -76,8 +76,9 @@ def signin_page(csrf: str, *, error: str | None, open_mode: bool) -> str:
     alert = f'<p class="error" role="alert">{h(error)}</p>' if error else ""
     if open_mode:
         hint = (
-            "<p>inboxd runs without a tokens file, so the console is open on loopback, as the RPCs are. "
-            "Leave the token empty.</p>"
+            "<p>inboxd runs without a tokens file. Sign in with the link it wrote in its log "
+            "(<code>operators' console on http://…/signin?token=…</code>), or paste that token here. "
+            "Each link signs in once; the log then names the next one.</p>"
         )
     else:
         hint = "<p>Sign in with a bearer token that holds the <code>admin</code> scope.</p>"

@@ -1,11 +1,12 @@
-"""Who is signed in to the console, its CSRF tokens, and where it may listen.
+"""The console's cookies, its sign-in form's CSRF tokens, the open mode's secret, and where it may listen.
 
-The session cookie holds the bearer token itself (HttpOnly, SameSite=Strict,
-Secure under TLS), so the console keeps no session state: every request is
-authenticated against the tokens file as an RPC would be, and a token
-revoked by SIGHUP is refused at its next click. A form's CSRF token is an
-HMAC keyed by the cookie's value: a page on another origin can neither read
-the cookie nor compute the token, and any server process can check it.
+The session cookie holds a random session id (`console.sessions`), never
+a bearer token: HttpOnly, SameSite=Strict, and, when the browser reaches
+the console over https (its own TLS, or a proxy's: INBOXD_CONSOLE_HTTPS),
+Secure with the `__Host-` prefix, so no other host or path can set or
+shadow it. Before sign-in, a nonce cookie keys the sign-in form's CSRF
+token under a key of this console instance: a page that plants a nonce
+cookie still cannot compute the token (no login CSRF either).
 """
 
 from __future__ import annotations
@@ -15,47 +16,58 @@ import hmac
 import ipaddress
 import secrets
 
-from inboxd.config.tokens import ANONYMOUS, Caller, Scope, TokenRegistry
-from inboxd.domain.errors import Unauthenticated
-
-SESSION_COOKIE = "inboxd_console"
-# Before sign-in: keys the sign-in form's CSRF token (no login CSRF either).
+SESSION_COOKIE = "inboxd_console_session"
+# Before sign-in: keys the sign-in form's CSRF token.
 SIGNIN_COOKIE = "inboxd_console_signin"
+# Browsers keep a __Host- cookie only when Secure, with Path=/ and no Domain.
+SECURE_PREFIX = "__Host-"
 CSRF_FIELD = "csrf"
-_CSRF_CONTEXT = b"inboxd-console-csrf-v1"
-# Without a tokens file the console is as open as the RPCs (loopback only):
-# the cookie then holds a random value of this form, which only keys CSRF tokens.
-OPEN_SESSION_PREFIX = "open:"
+# The query parameter of the open mode's sign-in link (as Jupyter's ?token=).
+SECRET_PARAMETER = "token"
+_SIGNIN_CONTEXT = b"inboxd-console-signin-csrf-v2"
 
 
-def csrf_token(cookie_value: str) -> str:
-    return hmac.new(cookie_value.encode("utf-8"), _CSRF_CONTEXT, hashlib.sha256).hexdigest()
-
-
-def csrf_matches(cookie_value: str | None, presented: str | None) -> bool:
-    if not cookie_value or not presented:
-        return False
-    return hmac.compare_digest(csrf_token(cookie_value), presented)
+def cookie_name(base: str, *, secure: bool) -> str:
+    return SECURE_PREFIX + base if secure else base
 
 
 def new_nonce() -> str:
     return secrets.token_urlsafe(24)
 
 
-def open_session() -> str:
-    return OPEN_SESSION_PREFIX + new_nonce()
+class InstanceKey:
+    """A key made at start, known to this console only: signs the sign-in form's CSRF token."""
+
+    def __init__(self) -> None:
+        self._key = secrets.token_bytes(32)
+
+    def signin_csrf(self, nonce: str) -> str:
+        return hmac.new(self._key, _SIGNIN_CONTEXT + nonce.encode("utf-8"), hashlib.sha256).hexdigest()
+
+    def signin_csrf_matches(self, nonce: str | None, presented: str | None) -> bool:
+        if not nonce or not presented:
+            return False
+        return hmac.compare_digest(self.signin_csrf(nonce), presented)
 
 
-def signed_in_caller(registry: TokenRegistry | None, cookie_value: str | None) -> Caller:
-    """The caller behind a session cookie, holding the admin scope; raises Unauthenticated/PermissionDenied."""
-    if not cookie_value:
-        raise Unauthenticated("not signed in")
-    if registry is None:
-        caller = ANONYMOUS
-    else:
-        caller = registry.authenticate(cookie_value)
-    caller.require_scope(Scope.ADMIN)
-    return caller
+class OpenSecret:
+    """Open mode's sign-in secret: printed in the log at start, each one good for one sign-in.
+
+    Without a tokens file nothing else stops a page on another site (DNS
+    rebinding) or on another port of this host from using the console: only
+    whoever reads the server's log may sign in. Once used, a fresh one is
+    made, for the next sign-in (another browser, after Sign out).
+    """
+
+    def __init__(self) -> None:
+        self.value = secrets.token_urlsafe(32)
+
+    def redeem(self, presented: str | None) -> bool:
+        """True once for the current secret, which is then replaced."""
+        if not presented or not hmac.compare_digest(self.value.encode(), presented.strip().encode()):
+            return False
+        self.value = secrets.token_urlsafe(32)
+        return True
 
 
 def is_loopback(listen: str) -> bool:

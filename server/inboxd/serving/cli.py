@@ -42,6 +42,7 @@ _SETTING_FLAGS = {
     "--listen": "listen",
     "--metrics-listen": "metrics_listen",
     "--console-listen": "console_listen",
+    "--console-hosts": "console_hosts",
     "--tokens-file": "tokens_file",
     "--tls-cert": "tls_cert",
     "--tls-key": "tls_key",
@@ -57,6 +58,7 @@ _SETTING_FLAGS = {
 _SWITCH_FLAGS = {
     "--force-retention": "retention_force",
     "--trusted-network": "trusted_network",
+    "--console-https": "console_https",
 }
 MIGRATE_WAIT_SECONDS = 60.0
 
