@@ -14,7 +14,10 @@ once that Claim's answer says the server committed it, and its concurrency
 slot stays taken until then. While a long-poll is out (or after a failed
 Claim, or when stopping) they go as a CompleteBatch instead, so no
 completion waits for a poll; a server that ignores a Claim's completions is
-detected by its answer, and CompleteBatch is used from then on.
+detected by its answer, and CompleteBatch is used from then on. Between
+Claims the worker paces itself (`claim_backoff`): after a failure, after an
+empty `wait=0` answer, and with a smaller batch after an answer too big to
+receive.
 
 `stop()` (or SIGTERM/SIGINT) stops claiming at once, sends the completions
 that wait, lets running handlers finish within `grace` seconds, then cancels
@@ -34,28 +37,14 @@ from collections.abc import Coroutine, Iterable, Sequence
 from typing import Any
 
 from inboxd_client.aio_client import AsyncInboxClient
+from inboxd_client.claim_backoff import TRANSIENT_CLAIM_ERRORS, ClaimPacer
 from inboxd_client.completions import DEFAULT_MAX_ITEMS, DEFAULT_WINDOW, CompletionBatcher, Pending
-from inboxd_client.errors import (
-    Cancelled,
-    DeadlineExceeded,
-    Internal,
-    ResourceExhausted,
-    Unavailable,
-    Unknown,
-    claim_completion_outcomes,
-)
+from inboxd_client.errors import claim_completion_outcomes
 from inboxd_client.finishing import Finisher, Job, WorkerStats
 from inboxd_client.handler_runs import AsyncHandler, HandlerRuns, SyncHandler
 from inboxd_client.v1 import inbox_pb2
 
 log = logging.getLogger(__name__)
-
-# Claim errors worth polling again after a pause; any other (UNAUTHENTICATED,
-# PERMISSION_DENIED, INVALID_ARGUMENT ...) is a mistake that waiting cannot fix.
-TRANSIENT_CLAIM_ERRORS = (Unavailable, DeadlineExceeded, Internal, Unknown, Cancelled, ResourceExhausted)
-CLAIM_RETRY_FIRST = 0.5
-CLAIM_RETRY_CAP = 10.0
-MAX_EVENTS_PER_CLAIM = 100
 
 # After grace: how long cancelled handlers get to record outcomes before their releases are given up.
 RELEASE_TIMEOUT = 10.0
@@ -117,6 +106,7 @@ class Worker:
         self.stats = WorkerStats()
         self.completions = CompletionBatcher(client, window=complete_window, max_items=complete_batch)
         self._finisher = Finisher(client, self.stats, self.completions)
+        self._pacer = ClaimPacer()
         self._runs = HandlerRuns(
             client, handler, lease=lease, handler_timeout=handler_timeout, stats=self.stats, finisher=self._finisher
         )
@@ -221,7 +211,6 @@ class Worker:
     # -- claiming --
 
     async def _claim_loop(self) -> None:
-        pause = CLAIM_RETRY_FIRST
         try:
             while not self._stopping.is_set():
                 carrying = self._carries is not False
@@ -232,6 +221,7 @@ class Worker:
                         await self._until(self.completions.due)
                         continue
                     claiming = self._claim_carrying(self.completions.take())
+                    waited = False
                 else:
                     free = self.concurrency - len(self._jobs)
                     if free <= 0:
@@ -241,20 +231,25 @@ class Worker:
                     # A long-poll would keep completions waiting: while it is out, they go as a CompleteBatch.
                     self.completions.hold_for_claims(carrying and self.wait == 0)
                     claiming = self._poll(free)
+                    waited = self.wait > 0
                 try:
                     events = await claiming
                 except TRANSIENT_CLAIM_ERRORS as exc:
-                    log.warning("claim failed, polling again in %.1f s: %s", pause, exc)
                     self.completions.hold_for_claims(False)
-                    await self._until(self._stopping, pause)
-                    pause = min(pause * 2, CLAIM_RETRY_CAP)
+                    await self._until(self._stopping, self._pacer.failed(exc))
                     continue
-                pause = CLAIM_RETRY_FIRST
+                if events is None:
+                    continue  # no slot for a Claim after all: its completions went as a CompleteBatch
                 for event in events:
                     if self._stopping.is_set():
                         self._spawn_release(event)  # claimed as we stopped: hand it straight back
                     else:
                         self._start(event)
+                pause = self._pacer.answered(len(events), waited)
+                if pause:
+                    # An empty wait=0 Claim: the server could not hold it until work came, so
+                    # this worker waits instead, unless completions come due (they ride the next Claim).
+                    await self._until(self.completions.due, pause)
         finally:
             self.completions.hold_for_claims(False)
 
@@ -265,14 +260,14 @@ class Worker:
         return self.client.claim(
             namespaces=self.namespaces,
             event_types=self.event_types,
-            max_events=min(free, MAX_EVENTS_PER_CLAIM),
+            max_events=self._pacer.max_events(free),
             lease=self.lease,
             wait=wait,
             worker_id=self.worker_id,
             completions=completions,
         )
 
-    async def _claim_carrying(self, carried: list[Pending]) -> list[inbox_pb2.ClaimedEvent]:
+    async def _claim_carrying(self, carried: list[Pending]) -> list[inbox_pb2.ClaimedEvent] | None:
         """A Claim that first commits `carried`: the worker's cycle in one call instead of two.
 
         A completion holds its event's concurrency slot until the server has
@@ -280,12 +275,12 @@ class Worker:
         Claim's completions before it leases anything, so this Claim may ask
         for their slots too without the worker ever holding more than
         `concurrency` leased events. It never long-polls: the handlers whose
-        events these are wait for the answer.
+        events these are wait for the answer. None: no slot for a Claim, so none was sent.
         """
         free = self.concurrency - len(self._jobs) + len(carried)
         if free < 1:
             self.completions.send(carried)
-            return []
+            return None
         try:
             answer = await self._claim(free, 0, [request for request, _ in carried])
         except BaseException:
