@@ -42,8 +42,9 @@ async def test_a_renewal_that_hangs_is_tried_again_at_once_and_the_lease_survive
                     "SELECT 1 FROM inbox_events WHERE namespace = %s AND event_key = 'k' FOR UPDATE", (ns,)
                 )
                 await eventually(lambda: _renewal_failed(caplog, ns), "a renewal timed out behind the lock")
-                # The statements still waiting for the lock would land later
-                # and extend the lease on their own: they are cancelled.
+                # The server cancels a renewal's statement once its deadline has
+                # passed; one still waiting would land later and extend the
+                # lease on its own, so any left is cancelled.
                 await hold.execute(
                     "SELECT pg_cancel_backend(pid) FROM pg_stat_activity"
                     " WHERE pg_backend_pid() = ANY(pg_blocking_pids(pid))"
@@ -69,6 +70,8 @@ def _renewal_failed(caplog: pytest.LogCaptureFixture, ns: str) -> bool:
 def test_a_renewal_deadline_is_a_fraction_of_the_interval_between_renewals() -> None:
     from inboxd_client.renewals import renewal_deadline, renewal_interval
 
-    for lease in (1.0, 30.0, 3600.0):
+    for lease in (1.0, 2.0, 30.0, 3600.0):
         assert renewal_interval(lease) == lease / 3
         assert 0 < renewal_deadline(lease) <= renewal_interval(lease) / 2
+    assert renewal_deadline(30.0) == 2.5
+    assert renewal_deadline(2.0) == 0.25  # a short lease's floor

@@ -22,8 +22,11 @@ log = logging.getLogger("inboxd_client.worker")
 # Renewal answers that mean the claim is gone for good.
 LOST_CLAIM_ERRORS = (ClaimSuperseded, NotFound, FailedPrecondition)
 # Each renewal's deadline, as a fraction of the interval between renewals: a
-# 30 s lease renews every 10 s, and gives each try 2.5 s.
+# 30 s lease renews every 10 s, and gives each try 2.5 s. Short leases get at
+# least MIN_DEADLINE (but never over half the interval): a busy loop answers
+# late without having lost anything.
 DEADLINE_FRACTION = 0.25
+MIN_DEADLINE = 0.25
 # The pause before trying a failed renewal again: it doubles up to the deadline.
 RETRY_FIRST = 0.05
 
@@ -35,7 +38,8 @@ def renewal_interval(lease: float) -> float:
 
 def renewal_deadline(lease: float) -> float:
     """The deadline of one renewal of a `lease`-second lease."""
-    return renewal_interval(lease) * DEADLINE_FRACTION
+    interval = renewal_interval(lease)
+    return max(interval * DEADLINE_FRACTION, min(interval / 2, MIN_DEADLINE))
 
 
 async def keep_renewing(client: AsyncInboxClient, job: Job, lease: float, stats: WorkerStats) -> None:
