@@ -40,6 +40,11 @@ def test_a_claim_answer_too_big_for_the_channel_halves_the_batch_down_to_one(
         asked.append(pacer.max_events(8))
     assert asked == [8, 4, 2, 1, 1, 1]
     assert "asking for at most 4 per Claim" in caplog.text
+    # The server's refusal of one more waiting Claim leases nothing: fewer events would not help.
+    pacer = ClaimPacer()
+    pacer.max_events(8)
+    pacer.failed(ResourceExhausted("'w' already holds 16 waiting Claims; claim with wait=0", method="Claim"))
+    assert pacer.max_events(8) == 8
     # Other failures pause, and leave the batch alone.
     pacer = ClaimPacer()
     pacer.max_events(8)

@@ -68,7 +68,7 @@ class ClaimPacer:
     def failed(self, error: InboxError) -> float:
         """The last Claim failed with `error` (one of TRANSIENT_CLAIM_ERRORS): the pause before the next."""
         pause = self._errors.next()
-        if isinstance(error, ResourceExhausted) and self.batch > 1:
+        if _too_big(error) and self.batch > 1:
             self.batch = max(1, min(self.asked, self.batch) // 2)
             log.warning(
                 "a Claim of %d events was answered RESOURCE_EXHAUSTED (%s): asking for at most %d per Claim"
@@ -81,3 +81,15 @@ class ClaimPacer:
         else:
             log.warning("claim failed, polling again in %.1f s: %s", pause, error)
         return pause
+
+
+def _too_big(error: InboxError) -> bool:
+    """Whether a Claim's RESOURCE_EXHAUSTED says its answer was too big, rather than the server's other refusal.
+
+    The server also answers RESOURCE_EXHAUSTED to a caller that holds too many
+    waiting Claims, before it leases anything: fewer events per Claim would not
+    help, so that one (its details name the waiting Claims) leaves the batch
+    alone. Any other is taken for a size limit, gRPC's own ("Received message
+    larger than max"), since guessing wrong that way only costs throughput.
+    """
+    return isinstance(error, ResourceExhausted) and "waiting Claims" not in error.details
