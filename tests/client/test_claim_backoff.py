@@ -21,12 +21,12 @@ def test_a_backoff_doubles_up_to_its_cap_and_starts_over_after_reset() -> None:
 
 def test_empty_wait_0_answers_pause_longer_each_time_and_work_resets_the_pause() -> None:
     pacer = ClaimPacer()
-    pauses = [pacer.answered(0, waited=False) for _ in range(8)]
+    pauses = [pacer.answered(0, long_polls=False) for _ in range(8)]
     assert pauses == sorted(pauses) and pauses[0] > 0 and pauses[-1] == IDLE_CAP
-    assert pacer.answered(3, waited=False) == 0.0
-    assert pacer.answered(0, waited=False) == pauses[0]
-    # An empty long-poll already waited at the server.
-    assert pacer.answered(0, waited=True) == 0.0
+    assert pacer.answered(3, long_polls=False) == 0.0
+    assert pacer.answered(0, long_polls=False) == pauses[0]
+    # A long-polling worker's next Claim waits at the server.
+    assert pacer.answered(0, long_polls=True) == 0.0
 
 
 def test_a_claim_answer_too_big_for_the_channel_halves_the_batch_down_to_one(

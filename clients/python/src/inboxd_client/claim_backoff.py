@@ -57,10 +57,10 @@ class ClaimPacer:
         self.asked = max(1, min(free, self.batch))
         return self.asked
 
-    def answered(self, events: int, waited: bool) -> float:
-        """A Claim (long-polling if `waited`) brought `events`: the pause before the next one (0 for none)."""
+    def answered(self, events: int, *, long_polls: bool) -> float:
+        """A Claim brought `events`: the pause before the next one (0 for none; none when the worker `long_polls`)."""
         self._errors.reset()
-        if events or waited:
+        if events or long_polls:
             self._idle.reset()
             return 0.0
         return self._idle.next()

@@ -221,7 +221,6 @@ class Worker:
                         await self._until(self.completions.due)
                         continue
                     claiming = self._claim_carrying(self.completions.take())
-                    waited = False
                 else:
                     free = self.concurrency - len(self._jobs)
                     if free <= 0:
@@ -231,7 +230,6 @@ class Worker:
                     # A long-poll would keep completions waiting: while it is out, they go as a CompleteBatch.
                     self.completions.hold_for_claims(carrying and self.wait == 0)
                     claiming = self._poll(free)
-                    waited = self.wait > 0
                 try:
                     events = await claiming
                 except TRANSIENT_CLAIM_ERRORS as exc:
@@ -245,10 +243,11 @@ class Worker:
                         self._spawn_release(event)  # claimed as we stopped: hand it straight back
                     else:
                         self._start(event)
-                pause = self._pacer.answered(len(events), waited)
+                # After an empty Claim a long-polling worker's next one waits at
+                # the server; a wait=0 worker's cannot, so it waits here, unless
+                # completions come due (they ride the next Claim).
+                pause = self._pacer.answered(len(events), long_polls=self.wait > 0)
                 if pause:
-                    # An empty wait=0 Claim: the server could not hold it until work came, so
-                    # this worker waits instead, unless completions come due (they ride the next Claim).
                     await self._until(self.completions.due, pause)
         finally:
             self.completions.hold_for_claims(False)
