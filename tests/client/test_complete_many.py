@@ -142,6 +142,7 @@ class RecordingClient(AsyncInboxClient):
         self.batches: list[int] = []
         self.singles = 0
         self.carried: list[int] = []  # the completions each carrying Claim took
+        self.claims = 0  # every Claim, carrying or not
 
     async def complete_many(self, items: Iterable[Any], *, timeout: float | None = None) -> list[InboxError | None]:
         listed = list(items)
@@ -154,6 +155,7 @@ class RecordingClient(AsyncInboxClient):
 
     async def claim(self, *, completions: Iterable[Any] = (), **kwargs: Any) -> inbox_pb2.ClaimResponse:
         listed = list(completions)
+        self.claims += 1
         if listed:
             self.carried.append(len(listed))
         return await super().claim(completions=listed, **kwargs)

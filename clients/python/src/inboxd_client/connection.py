@@ -108,13 +108,16 @@ def channel_options(
         ("grpc.service_config", service_config(retry)),
         # Ours, not whatever a DNS TXT record says.
         ("grpc.service_config_disable_resolution", 1),
-        # A Claim of many events with large payloads easily passes gRPC's 4 MiB default.
+        # A Claim of many events with large payloads easily passes gRPC's 4 MiB
+        # default, and the events of an answer refused for its size are already
+        # leased: no limit, unless the caller sets one (a Worker then claims fewer).
         ("grpc.max_receive_message_length", -1),
     ]
     if tls is not None and tls.server_name:
         options.append(("grpc.ssl_target_name_override", tls.server_name))
-    options.extend(extra)
-    return options
+    # gRPC takes the first of two settings of one name: the caller's own replace ours.
+    given = {name for name, _ in extra}
+    return [option for option in options if option[0] not in given] + list(extra)
 
 
 def channel_settings(

@@ -35,6 +35,7 @@ class WorkerStats:
     released: int = 0
     superseded: int = 0  # the claim was taken over: handler cancelled, or its finish refused
     renewals: int = 0
+    renewal_failures: int = 0  # renewals that failed otherwise and were tried again
     errors: int = 0  # finishing calls that failed otherwise; the lease expiry returns those events
 
 

@@ -1,15 +1,12 @@
 """Worker: claims events, runs a handler for each, keeps their leases alive, and ends every claim.
 
-Each claimed event runs its handler under a lease renewed every third of its
-length. The handler's end decides the claim's: it returned (Complete), it
-returned `Ignore` or called `ctx.ignore` (Complete as IGNORED), it raised
-(Fail: retryable, or permanent for PermanentError). A renewal answered
-ABORTED means another worker took the event over: the handler is cancelled,
-and anything it still tries to finish is refused by the server.
-
-A handler still running after `handler_timeout` seconds is cancelled (a sync
-one is told through ctx.cancelled) and its event Failed with HandlerTimeout,
-counting the attempt: a hung handler would otherwise renew its lease for ever.
+Each claimed event runs its handler (`handler_runs`) under a lease renewed
+every third of its length (`renewals`). The handler's end decides the
+claim's: it returned (Complete), it returned `Ignore` or called `ctx.ignore`
+(Complete as IGNORED), it raised (Fail: retryable, or permanent for
+PermanentError), it ran past `handler_timeout` (Fail, the attempt counted).
+A renewal answered ABORTED means another worker took the event over: the
+handler is cancelled, and anything it still tries to finish is refused.
 
 Completions ride the worker's next Claim (ClaimRequest.completions), so a
 busy worker's cycle is one call: a handler's event is reported done only
@@ -17,7 +14,10 @@ once that Claim's answer says the server committed it, and its concurrency
 slot stays taken until then. While a long-poll is out (or after a failed
 Claim, or when stopping) they go as a CompleteBatch instead, so no
 completion waits for a poll; a server that ignores a Claim's completions is
-detected by its answer, and CompleteBatch is used from then on.
+detected by its answer, and CompleteBatch is used from then on. Between
+Claims the worker paces itself (`claim_backoff`): after a failure, after an
+empty `wait=0` answer, and with a smaller batch after an answer too big to
+receive.
 
 `stop()` (or SIGTERM/SIGINT) stops claiming at once, sends the completions
 that wait, lets running handlers finish within `grace` seconds, then cancels
@@ -28,57 +28,30 @@ second signal skips the grace.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 import os
 import signal
 import socket
 import threading
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
-from typing import Any, cast
+from collections.abc import Coroutine, Iterable, Sequence
+from typing import Any
 
 from inboxd_client.aio_client import AsyncInboxClient
+from inboxd_client.claim_backoff import TRANSIENT_CLAIM_ERRORS, ClaimPacer
 from inboxd_client.completions import DEFAULT_MAX_ITEMS, DEFAULT_WINDOW, CompletionBatcher, Pending
-from inboxd_client.context import EventContext, SyncEventContext
-from inboxd_client.errors import (
-    Cancelled,
-    ClaimSuperseded,
-    DeadlineExceeded,
-    FailedPrecondition,
-    InboxError,
-    Internal,
-    NotFound,
-    ResourceExhausted,
-    Unavailable,
-    Unknown,
-    claim_completion_outcomes,
-)
+from inboxd_client.errors import claim_completion_outcomes
 from inboxd_client.finishing import Finisher, Job, WorkerStats
-from inboxd_client.outcomes import Ignore
-from inboxd_client.sync_bridge import run_in_daemon_thread
+from inboxd_client.handler_runs import AsyncHandler, HandlerRuns, SyncHandler
 from inboxd_client.v1 import inbox_pb2
 
 log = logging.getLogger(__name__)
 
-AsyncHandler = Callable[[EventContext], Awaitable[Ignore | None]]
-SyncHandler = Callable[[SyncEventContext], Ignore | None]
-
-# Claim errors worth polling again after a pause; any other (UNAUTHENTICATED,
-# PERMISSION_DENIED, INVALID_ARGUMENT ...) is a mistake that waiting cannot fix.
-TRANSIENT_CLAIM_ERRORS = (Unavailable, DeadlineExceeded, Internal, Unknown, Cancelled, ResourceExhausted)
-# Renewal answers that mean the claim is gone for good.
-LOST_CLAIM_ERRORS = (ClaimSuperseded, NotFound, FailedPrecondition)
-CLAIM_RETRY_FIRST = 0.5
-CLAIM_RETRY_CAP = 10.0
-MAX_EVENTS_PER_CLAIM = 100
 # After grace: how long cancelled handlers get to record outcomes before their releases are given up.
 RELEASE_TIMEOUT = 10.0
 # 15 minutes: far beyond a webhook's work (seconds), short of "for ever", and the
 # age at which the server already counts an INTENDED action as unresolved
 # (INBOXD_ACTION_STALE_AFTER). Longer jobs pass their own; None turns it off.
 DEFAULT_HANDLER_TIMEOUT = 15 * 60.0
-# After a handler timeout: how long the cancelled handler gets to record its outcomes before the Fail.
-TIMEOUT_CANCEL_GRACE = 10.0
 
 
 class Worker:
@@ -133,10 +106,10 @@ class Worker:
         self.stats = WorkerStats()
         self.completions = CompletionBatcher(client, window=complete_window, max_items=complete_batch)
         self._finisher = Finisher(client, self.stats, self.completions)
-        call = getattr(handler, "__call__", handler)  # noqa: B004 - an object with async __call__ counts
-        self._is_async = inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(call)
-        self._async_handler = cast(AsyncHandler, handler)
-        self._sync_handler = cast(SyncHandler, handler)
+        self._pacer = ClaimPacer()
+        self._runs = HandlerRuns(
+            client, handler, lease=lease, handler_timeout=handler_timeout, stats=self.stats, finisher=self._finisher
+        )
         self._jobs: dict[asyncio.Task[None], Job] = {}
         self._side_tasks: set[asyncio.Task[None]] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -238,7 +211,6 @@ class Worker:
     # -- claiming --
 
     async def _claim_loop(self) -> None:
-        pause = CLAIM_RETRY_FIRST
         try:
             while not self._stopping.is_set():
                 carrying = self._carries is not False
@@ -261,17 +233,22 @@ class Worker:
                 try:
                     events = await claiming
                 except TRANSIENT_CLAIM_ERRORS as exc:
-                    log.warning("claim failed, polling again in %.1f s: %s", pause, exc)
                     self.completions.hold_for_claims(False)
-                    await self._until(self._stopping, pause)
-                    pause = min(pause * 2, CLAIM_RETRY_CAP)
+                    await self._until(self._stopping, self._pacer.failed(exc))
                     continue
-                pause = CLAIM_RETRY_FIRST
+                if events is None:
+                    continue  # no slot for a Claim after all: its completions went as a CompleteBatch
                 for event in events:
                     if self._stopping.is_set():
                         self._spawn_release(event)  # claimed as we stopped: hand it straight back
                     else:
                         self._start(event)
+                # After an empty Claim a long-polling worker's next one waits at
+                # the server; a wait=0 worker's cannot, so it waits here, unless
+                # completions come due (they ride the next Claim).
+                pause = self._pacer.answered(len(events), long_polls=self.wait > 0)
+                if pause:
+                    await self._until(self.completions.due, pause)
         finally:
             self.completions.hold_for_claims(False)
 
@@ -282,14 +259,14 @@ class Worker:
         return self.client.claim(
             namespaces=self.namespaces,
             event_types=self.event_types,
-            max_events=min(free, MAX_EVENTS_PER_CLAIM),
+            max_events=self._pacer.max_events(free),
             lease=self.lease,
             wait=wait,
             worker_id=self.worker_id,
             completions=completions,
         )
 
-    async def _claim_carrying(self, carried: list[Pending]) -> list[inbox_pb2.ClaimedEvent]:
+    async def _claim_carrying(self, carried: list[Pending]) -> list[inbox_pb2.ClaimedEvent] | None:
         """A Claim that first commits `carried`: the worker's cycle in one call instead of two.
 
         A completion holds its event's concurrency slot until the server has
@@ -297,12 +274,12 @@ class Worker:
         Claim's completions before it leases anything, so this Claim may ask
         for their slots too without the worker ever holding more than
         `concurrency` leased events. It never long-polls: the handlers whose
-        events these are wait for the answer.
+        events these are wait for the answer. None: no slot for a Claim, so none was sent.
         """
         free = self.concurrency - len(self._jobs) + len(carried)
         if free < 1:
             self.completions.send(carried)
-            return []
+            return None
         try:
             answer = await self._claim(free, 0, [request for request, _ in carried])
         except BaseException:
@@ -357,8 +334,8 @@ class Worker:
         return list(claim.result().events)
 
     def _start(self, event: inbox_pb2.ClaimedEvent) -> None:
-        job = Job(EventContext(self.client, event), self._is_async)
-        task = asyncio.create_task(self._process(job), name=f"inboxd {event.namespace}/{event.event_key}")
+        job = self._runs.job(event)
+        task = asyncio.create_task(self._runs.run(job), name=f"inboxd {event.namespace}/{event.event_key}")
         self._jobs[task] = job
         task.add_done_callback(self._job_done)
         self.stats.claimed += 1
@@ -373,53 +350,3 @@ class Worker:
         task = asyncio.create_task(self._finisher.release(event))
         self._side_tasks.add(task)
         task.add_done_callback(self._side_tasks.discard)
-
-    # -- one event --
-
-    async def _process(self, job: Job) -> None:
-        context = job.context
-        loop = asyncio.get_running_loop()
-        if self._is_async:
-            job.handler = asyncio.ensure_future(self._async_handler(context))
-        else:
-            sync_context = SyncEventContext(context, loop)
-            name = f"inboxd-handler {context.namespace}/{context.event_key}"
-            job.handler = run_in_daemon_thread(loop, lambda: self._run_sync(sync_context), name)
-        renewer = asyncio.create_task(self._keep_renewing(job))
-        try:
-            await asyncio.wait({job.handler}, timeout=self.handler_timeout)
-            if not job.handler.done() and self.handler_timeout is not None:
-                log.warning("handler for %s/%s timed out: cancelling it", context.namespace, context.event_key)
-                job.time_out(self.handler_timeout)
-                await asyncio.wait({job.handler}, timeout=TIMEOUT_CANCEL_GRACE)
-        finally:
-            renewer.cancel()
-        await self._finisher.finish(job)
-
-    def _run_sync(self, context: SyncEventContext) -> Ignore | None:
-        result = self._sync_handler(context)
-        if inspect.isawaitable(result):
-            # A plain function that returned a coroutine (a lambda around an
-            # async def, say) would otherwise "succeed" without ever running it.
-            raise TypeError("the handler returned an awaitable: declare it `async def` so the worker awaits it")
-        return result
-
-    async def _keep_renewing(self, job: Job) -> None:
-        interval = self.lease / 3
-        event = job.context.event
-        while True:
-            await asyncio.sleep(interval)
-            try:
-                await self.client.renew_lease(event, lease=self.lease, timeout=max(interval, 1.0))
-                self.stats.renewals += 1
-            except LOST_CLAIM_ERRORS as exc:
-                log.warning(
-                    "lost the claim of %s/%s (%s): cancelling its handler", event.namespace, event.event_key, exc
-                )
-                job.interrupt(releasing=False)
-                return
-            except InboxError as exc:
-                # The claim may well still be current: the token, not the clock, is the fence.
-                log.warning(
-                    "renewing the lease of %s/%s failed, trying again: %s", event.namespace, event.event_key, exc
-                )
