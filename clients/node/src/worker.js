@@ -27,6 +27,9 @@
 // poll; the completions of a failed Claim are sent again (a repeat answers OK); a server that
 // ignores a Claim's completions is detected by its answer, and CompleteBatch is used from then on.
 //
+// How soon and how much it claims is src/claim_backoff.js: a worker with waitMs 0 pauses after an
+// empty answer, and a Claim whose answer was too big to receive halves the next Claims' batch.
+//
 // Events (all optional): 'settled' {event, outcome, error} with outcome one of
 // completed, ignored, failed, released, superseded, unfinished; 'renewed'
 // {event, leaseExpiresAt}; 'leaseLost' {event, error}; 'claimError',
@@ -36,6 +39,7 @@ import { EventEmitter } from 'node:events';
 
 import grpc from '@grpc/grpc-js';
 
+import { ClaimBackoff } from './claim_backoff.js';
 import { CompletionBatcher, DEFAULT_MAX_ITEMS, DEFAULT_WINDOW_MS } from './completions.js';
 import { toDate } from './convert.js';
 import { Job } from './job.js';
@@ -111,6 +115,8 @@ export class Worker extends EventEmitter {
       throw new RangeError(`handlerTimeoutMs=${this.handlerTimeoutMs}: must be positive (null: no limit)`);
     }
     this.claimRetryMs = options.claimRetryMs ?? 1_000;
+    // Pauses an idle worker that does not long-poll, and shrinks a batch too big to receive.
+    this.claims = new ClaimBackoff({ waitMs: this.waitMs, maxEvents: MAX_EVENTS_PER_CLAIM });
     this.workerId = options.workerId ?? `node-${process.pid}`;
     // Each handler's event still gets its own answer; only the round trip is shared.
     this.completions = new CompletionBatcher(client, {
@@ -156,6 +162,14 @@ export class Worker extends EventEmitter {
         }
         // A long-poll would keep completions waiting: while it is out, they go as a CompleteBatch.
         this.completions.holdForClaims(carrying && this.waitMs === 0);
+        const idle = this.claims.delayMs();
+        if (idle > 0) {
+          // The last answer was empty: pause, unless completions come to be carried (or stop()).
+          const waits = [this.#pause(idle), this.stopped];
+          if (carrying) waits.push(this.completions.whenDue());
+          await Promise.race(waits);
+          continue;
+        }
         claiming = this.#claim(free, this.waitMs).then(({ events }) => events);
       }
       let events;
@@ -164,9 +178,11 @@ export class Worker extends EventEmitter {
       } catch (err) {
         this.emit('claimError', err);
         this.completions.holdForClaims(false);
-        await this.#pause(this.claimRetryMs);
+        // An answer too big to receive: a smaller batch may claim again at once.
+        if (!this.claims.refused(err)) await this.#pause(this.claimRetryMs);
         continue;
       }
+      this.claims.answered(events);
       for (const event of events) {
         if (this.stopping) await this.#giveBack(event);
         else this.#start(event);
@@ -182,7 +198,7 @@ export class Worker extends EventEmitter {
     return this.client.claim({
       namespaces: this.namespaces,
       eventTypes: this.eventTypes,
-      maxEvents: Math.min(free, MAX_EVENTS_PER_CLAIM),
+      maxEvents: this.claims.batch(free),
       leaseMs: this.leaseMs,
       waitMs,
       workerId: this.workerId,
