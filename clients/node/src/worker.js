@@ -1,7 +1,9 @@
 // The worker loop: claim, keep the lease alive, finish fenced, give work back on shutdown.
 //
 // Each claimed event runs `handler(job)`. While it runs, the lease is renewed
-// every third of its length, so two renewals can fail before it lapses. When
+// every third of its length, so two renewals can fail before it lapses; each
+// renewal has a deadline of half that interval and a failed one is retried at
+// once (src/renewals.js), so one that hangs cannot cost the lease. When
 // the handler resolves the event is completed (or IGNORED when it resolves
 // to {ignored: 'reason'}); when it throws the event is failed, to be retried
 // with backoff (error.retryAfterMs overrides it; error.permanent dead-letters).
@@ -43,10 +45,9 @@ import { ClaimBackoff } from './claim_backoff.js';
 import { CompletionBatcher, DEFAULT_MAX_ITEMS, DEFAULT_WINDOW_MS } from './completions.js';
 import { toDate } from './convert.js';
 import { Job } from './job.js';
+import { LeaseKeeper } from './renewals.js';
 
 const { status } = grpc;
-// Answers that mean the claim token is dead: renewing again cannot help.
-const LEASE_GONE = new Set([status.ABORTED, status.NOT_FOUND, status.FAILED_PRECONDITION]);
 // inboxd keeps 4 KiB of an error; never the payload, only what the handler threw.
 const MAX_ERROR = 4096;
 // 15 minutes: far beyond a webhook's work, short of "for ever", and the age at
@@ -280,13 +281,21 @@ export class Worker extends EventEmitter {
       job: new Job(this.client, event, controller.signal),
       state: 'running',
       lost: false,
-      renewing: false,
     };
     entry.settled = new Promise((resolve) => {
       entry.resolveSettled = resolve;
     });
-    // A third of the lease: two renewals may fail (a blip, a slow call) before it lapses.
-    entry.renewTimer = setInterval(() => void this.#renew(entry), Math.max(1, Math.floor(this.leaseMs / 3)));
+    // Every third of the lease, each renewal with a deadline of its own (src/renewals.js).
+    entry.lease = new LeaseKeeper(this.client, entry.job.fence, {
+      leaseMs: this.leaseMs,
+      onRenewed: (answer) => this.emit('renewed', { event, leaseExpiresAt: toDate(answer.leaseExpiresAt) }),
+      onLost: (err) => {
+        entry.lost = true;
+        controller.abort(new LeaseLost(err));
+        this.emit('leaseLost', { event, error: err });
+      },
+      onError: (err) => this.emit('renewError', err, event),
+    });
     this.inflight.set(event.claimToken, entry);
     void this.#handle(entry);
   }
@@ -302,7 +311,7 @@ export class Worker extends EventEmitter {
     if (entry.timedOut) error = entry.timedOut; // whatever it did once aborted, its time ran out
     if (entry.state !== 'running') return; // released at the end of the grace period
     entry.state = 'finishing';
-    clearInterval(entry.renewTimer);
+    entry.lease.stop();
     const outcome = await this.#finish(entry, result, error);
     this.#settle(entry, outcome, error);
   }
@@ -354,7 +363,7 @@ export class Worker extends EventEmitter {
   async #detach(entry) {
     if (entry.state !== 'running') return;
     entry.state = 'detached';
-    clearInterval(entry.renewTimer);
+    entry.lease.stop();
     let outcome = 'released';
     try {
       await this.client.release(entry.job.fence);
@@ -363,26 +372,6 @@ export class Worker extends EventEmitter {
       if (outcome === 'unfinished') this.emit('finishError', err, entry.event);
     }
     this.#settle(entry, outcome, null);
-  }
-
-  async #renew(entry) {
-    if (entry.renewing || entry.state !== 'running') return;
-    entry.renewing = true;
-    try {
-      const answer = await this.client.renewLease({ ...entry.job.fence, leaseMs: this.leaseMs });
-      this.emit('renewed', { event: entry.event, leaseExpiresAt: toDate(answer.leaseExpiresAt) });
-    } catch (err) {
-      if (LEASE_GONE.has(err?.code)) {
-        entry.lost = true;
-        clearInterval(entry.renewTimer);
-        entry.controller.abort(new LeaseLost(err));
-        this.emit('leaseLost', { event: entry.event, error: err });
-      } else {
-        this.emit('renewError', err, entry.event);
-      }
-    } finally {
-      entry.renewing = false;
-    }
   }
 
   #settle(entry, outcome, error) {
