@@ -12,7 +12,8 @@
 //
 // A handler still running after handlerTimeoutMs (default 15 minutes) has its
 // signal aborted with a HandlerTimeout; the event is then failed, counting the
-// attempt, as soon as the handler settles or at most 10 s later.
+// attempt, as soon as the handler settles or at most 10 s later. One that still
+// runs then keeps its concurrency slot until it returns (src/handler_timeout.js).
 //
 // stop() (and SIGTERM, with handleSignals) stops claiming, sends the completions
 // that wait for a Claim, aborts each job's signal, and gives a grace period: a
@@ -39,40 +40,16 @@
 
 import { EventEmitter } from 'node:events';
 
-import grpc from '@grpc/grpc-js';
-
 import { ClaimBackoff } from './claim_backoff.js';
 import { CompletionBatcher, DEFAULT_MAX_ITEMS, DEFAULT_WINDOW_MS } from './completions.js';
 import { toDate } from './convert.js';
+import { finishClaim, releaseClaim, WorkerStopping } from './finishing.js';
+import { DEFAULT_HANDLER_TIMEOUT_MS, HANDLER_TIMEOUT_GRACE_MS, Overdue, runLimited } from './handler_timeout.js';
 import { Job } from './job.js';
 import { LeaseKeeper } from './renewals.js';
 
-const { status } = grpc;
-// inboxd keeps 4 KiB of an error; never the payload, only what the handler threw.
-const MAX_ERROR = 4096;
-// 15 minutes: far beyond a webhook's work, short of "for ever", and the age at
-// which inboxd already counts an INTENDED action as unresolved.
-const DEFAULT_HANDLER_TIMEOUT_MS = 15 * 60_000;
-// After a timeout: how long an aborted handler gets to record its action outcomes before the Fail.
-const HANDLER_TIMEOUT_GRACE_MS = 10_000;
 // inboxd leases at most 100 events per Claim.
 const MAX_EVENTS_PER_CLAIM = 100;
-
-/** The reason a job's signal aborts when the worker stops. */
-export class WorkerStopping extends Error {
-  constructor() {
-    super('the worker is stopping');
-    this.name = 'WorkerStopping';
-  }
-}
-
-/** The reason a job's signal aborts when its handler ran past handlerTimeoutMs; the event is failed. */
-export class HandlerTimeout extends Error {
-  constructor(ms) {
-    super(`the handler ran longer than handlerTimeoutMs=${ms} and was aborted`);
-    this.name = 'HandlerTimeout';
-  }
-}
 
 /** The reason a job's signal aborts when its claim was superseded or ended. */
 export class LeaseLost extends Error {
@@ -94,6 +71,7 @@ export class Worker extends EventEmitter {
    * @param {number} [options.concurrency] events handled at once.
    * @param {number} [options.shutdownGraceMs] how long stop() lets running handlers finish.
    * @param {number|null} [options.handlerTimeoutMs] how long one handler may run (null: no limit).
+   * @param {number} [options.handlerTimeoutGraceMs] how long a timed-out handler may take to honour its signal.
    * @param {number} [options.claimRetryMs] pause after a failed Claim.
    * @param {string} [options.workerId] recorded in the claim history.
    * @param {number} [options.completeWindowMs] completions finishing within this many ms share one Claim or CompleteBatch.
@@ -115,6 +93,9 @@ export class Worker extends EventEmitter {
     if (this.handlerTimeoutMs !== null && !(this.handlerTimeoutMs > 0)) {
       throw new RangeError(`handlerTimeoutMs=${this.handlerTimeoutMs}: must be positive (null: no limit)`);
     }
+    this.handlerTimeoutGraceMs = options.handlerTimeoutGraceMs ?? HANDLER_TIMEOUT_GRACE_MS;
+    // Timed-out handlers still running after their event was failed: each keeps its slot.
+    this.overdue = new Overdue();
     this.claimRetryMs = options.claimRetryMs ?? 1_000;
     // Pauses an idle worker that does not long-poll, and shrinks a batch too big to receive.
     this.claims = new ClaimBackoff({ waitMs: this.waitMs, maxEvents: MAX_EVENTS_PER_CLAIM });
@@ -154,7 +135,7 @@ export class Worker extends EventEmitter {
         }
         claiming = this.#claimCarrying(this.completions.take());
       } else {
-        const free = this.concurrency - this.inflight.size;
+        const free = this.concurrency - this.#busy;
         if (free <= 0) {
           const waits = [this.#somethingSettles(), this.stopped];
           if (carrying) waits.push(this.completions.whenDue());
@@ -216,7 +197,7 @@ export class Worker extends EventEmitter {
    * more than `concurrency` leased events. It never long-polls: those events' handlers wait for it.
    */
   async #claimCarrying(carried) {
-    const free = this.concurrency - this.inflight.size + carried.length;
+    const free = this.concurrency - this.#busy + carried.length;
     if (free < 1) {
       this.completions.send(carried);
       return [];
@@ -233,7 +214,7 @@ export class Worker extends EventEmitter {
       // A server older than ClaimRequest.completions ignored them: complete them as before, from now on.
       this.carries = false;
       this.completions.send(carried);
-      const allowed = Math.max(this.concurrency - this.inflight.size, 0);
+      const allowed = Math.max(this.concurrency - this.#busy, 0);
       // It leased into the slots of the completions it ignored: give those events back.
       for (const event of answer.events.slice(allowed)) await this.#giveBack(event);
       return answer.events.slice(0, allowed);
@@ -304,7 +285,10 @@ export class Worker extends EventEmitter {
     let result;
     let error = null;
     try {
-      result = await this.#limited(entry, () => this.handler(entry.job));
+      result = await runLimited(entry, () => this.handler(entry.job), {
+        timeoutMs: this.handlerTimeoutMs,
+        graceMs: this.handlerTimeoutGraceMs,
+      });
     } catch (err) {
       error = err;
     }
@@ -316,81 +300,41 @@ export class Worker extends EventEmitter {
     this.#settle(entry, outcome, error);
   }
 
-  /** Runs the handler; past handlerTimeoutMs, aborts its signal and gives up on it after a short grace. */
-  #limited(entry, run) {
-    const running = Promise.resolve().then(run);
-    if (this.handlerTimeoutMs === null) return running;
-    let timer;
-    const expired = new Promise((_, reject) => {
-      timer = setTimeout(() => {
-        entry.timedOut = new HandlerTimeout(this.handlerTimeoutMs);
-        entry.controller.abort(entry.timedOut);
-        timer = setTimeout(() => reject(entry.timedOut), HANDLER_TIMEOUT_GRACE_MS);
-      }, this.handlerTimeoutMs);
-    });
-    return Promise.race([running, expired]).finally(() => clearTimeout(timer));
-  }
-
   async #finish(entry, result, error) {
     if (entry.lost) return 'superseded';
-    const fence = entry.job.fence;
-    try {
-      // Only a handler that gave up because the worker stops is released; a crash counts.
-      if (error && this.stopping && isStopping(error)) {
-        await this.client.release(fence);
-        return 'released';
-      }
-      if (error) {
-        await this.client.fail({
-          ...fence,
-          error: describe(error),
-          permanent: error?.permanent === true,
-          retryAfterMs: error?.retryAfterMs,
-        });
-        return 'failed';
-      }
-      const reason = result?.ignored;
-      await this.completions.complete({ ...fence, disposition: reason ? 'IGNORED' : 'APPLIED', reason: reason || '' });
-      return reason ? 'ignored' : 'completed';
-    } catch (err) {
-      if (err?.code === status.ABORTED) return 'superseded';
-      // The lease will lapse and the event come back: at-least-once, never lost.
-      this.emit('finishError', err, entry.event);
-      return 'unfinished';
-    }
+    const onError = (err) => this.emit('finishError', err, entry.event);
+    return finishClaim(this, entry.job.fence, { result, error, stopping: this.stopping, onError });
   }
 
   async #detach(entry) {
     if (entry.state !== 'running') return;
     entry.state = 'detached';
     entry.lease.stop();
-    let outcome = 'released';
-    try {
-      await this.client.release(entry.job.fence);
-    } catch (err) {
-      outcome = err?.code === status.ABORTED ? 'superseded' : 'unfinished';
-      if (outcome === 'unfinished') this.emit('finishError', err, entry.event);
-    }
+    const outcome = await releaseClaim(this.client, entry.job.fence, (err) => this.emit('finishError', err, entry.event));
     this.#settle(entry, outcome, null);
   }
 
   #settle(entry, outcome, error) {
     this.inflight.delete(entry.event.claimToken);
+    // A timed-out handler that ignored its signal: its slot stays taken until it returns.
+    if (entry.timedOut) this.overdue.hold(entry, outcome);
     entry.resolveSettled();
     this.emit('settled', { event: entry.event, outcome, error });
   }
 
   async #giveBack(event) {
-    try {
-      await this.client.release({ namespace: event.namespace, eventKey: event.eventKey, claimToken: event.claimToken });
-    } catch (err) {
-      this.emit('finishError', err, event);
-    }
-    this.emit('settled', { event, outcome: 'released', error: null });
+    const outcome = await releaseClaim(this.client, event, (err) => this.emit('finishError', err, event));
+    this.emit('settled', { event, outcome, error: null });
   }
 
+  /** Slots taken: events in flight, and timed-out handlers still running after theirs was failed. */
+  get #busy() {
+    return this.inflight.size + this.overdue.size;
+  }
+
+  /** Resolves when a slot frees: an event settles, or an overdue handler returns. */
   #somethingSettles() {
-    return Promise.race([...this.inflight.values()].map((entry) => entry.settled));
+    return Promise.race([...[...this.inflight.values()].map((entry) => entry.settled), ...this.overdue.returns()]);
   }
 
   #pause(ms) {
@@ -402,13 +346,4 @@ export class Worker extends EventEmitter {
       };
     });
   }
-}
-
-function isStopping(error) {
-  return error instanceof WorkerStopping || error?.cause instanceof WorkerStopping;
-}
-
-function describe(error) {
-  const text = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-  return text.slice(0, MAX_ERROR);
 }
