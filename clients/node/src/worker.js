@@ -12,7 +12,8 @@
 //
 // A handler still running after handlerTimeoutMs (default 15 minutes) has its
 // signal aborted with a HandlerTimeout; the event is then failed, counting the
-// attempt, as soon as the handler settles or at most 10 s later. One that still
+// attempt, as soon as the handler settles or at most handlerTimeoutGraceMs (10 s)
+// later. One that still
 // runs then keeps its concurrency slot until it returns (src/handler_timeout.js).
 //
 // stop() (and SIGTERM, with handleSignals) stops claiming, sends the completions
