@@ -29,12 +29,10 @@ export class HandlerTimeout extends Error {
 export function runLimited(entry, run, { timeoutMs, graceMs = HANDLER_TIMEOUT_GRACE_MS }) {
   const running = Promise.resolve().then(run);
   entry.handlerReturned = false;
-  entry.returned = running.then(
-    () => undefined,
-    () => undefined,
-  ).then(() => {
+  const ended = () => {
     entry.handlerReturned = true;
-  });
+  };
+  entry.returned = running.then(ended, ended);
   if (timeoutMs === null) return running;
   let timer;
   const expired = new Promise((_, reject) => {
