@@ -16,6 +16,10 @@ import { loadInboxd } from './protos.js';
 export const { status } = grpc;
 
 const DEFAULT_DEADLINE_MS = 30_000;
+// grpc-js refuses answers over 4 MiB by default, and a Claim's answer holds its events' payloads
+// (1 MiB each by default): refused, its events would stay leased, their attempt counted, until
+// every retry had lapsed and they were dead letters that never ran. The caller's options win.
+const DEFAULT_CHANNEL_OPTIONS = { 'grpc.max_receive_message_length': -1 };
 
 export class InboxClient {
   /**
@@ -25,7 +29,8 @@ export class InboxClient {
    * @param {grpc.ChannelCredentials} [options.credentials] TLS credentials; insecure when omitted.
    * @param {string} [options.protosDir] where protos/ is; see loadInboxd.
    * @param {number} [options.deadlineMs] each call's deadline (a Claim's wait comes on top).
-   * @param {object} [options.channelOptions] passed to the grpc-js client.
+   * @param {object} [options.channelOptions] passed to the grpc-js client, over the defaults
+   *   (`'grpc.max_receive_message_length': -1`: answers of any size).
    */
   constructor(options = {}) {
     const target = options.target || process.env.INBOXD_TARGET || '127.0.0.1:50051';
@@ -33,7 +38,7 @@ export class InboxClient {
     this.raw = new InboxService(
       target,
       options.credentials ?? grpc.credentials.createInsecure(),
-      options.channelOptions ?? {},
+      { ...DEFAULT_CHANNEL_OPTIONS, ...options.channelOptions },
     );
     this.token = options.token ?? process.env.INBOXD_TOKEN ?? '';
     this.deadlineMs = options.deadlineMs ?? DEFAULT_DEADLINE_MS;
@@ -65,17 +70,20 @@ export class InboxClient {
     const request = { namespaces, eventTypes, maxEvents, workerId, wait: duration(waitMs) };
     if (leaseMs !== undefined) request.lease = duration(leaseMs);
     if (completions.length > 0) request.completions = completions.map(completeItem);
-    const response = await this.#call('Claim', request, waitMs);
+    const response = await this.#call('Claim', request, { extraMs: waitMs });
     const results = response.completionResults ?? [];
     const ignored = completions.length > 0 && results.length === 0;
     return { ...response, completionOutcomes: ignored ? null : outcomes('Claim', results, completions.length) };
   }
 
-  /** RenewLease (fenced): resolves to {leaseExpiresAt}. */
-  async renewLease({ leaseMs, ...fence }) {
+  /**
+   * RenewLease (fenced): resolves to {leaseExpiresAt}. deadlineMs overrides the client's deadline
+   * for this call: a renewal that hangs for as long as the lease would lose it.
+   */
+  async renewLease({ leaseMs, deadlineMs, ...fence }) {
     const request = fenced(fence);
     if (leaseMs !== undefined) request.lease = duration(leaseMs);
-    return this.#call('RenewLease', request);
+    return this.#call('RenewLease', request, { deadlineMs });
   }
 
   /** Complete (fenced). disposition: 'APPLIED' (default) or 'IGNORED' with a reason. */
@@ -129,10 +137,10 @@ export class InboxClient {
     return response.action;
   }
 
-  #call(method, request, extraMs = 0) {
+  #call(method, request, { extraMs = 0, deadlineMs = this.deadlineMs } = {}) {
     const metadata = new grpc.Metadata();
     if (this.token) metadata.set('authorization', `Bearer ${this.token}`);
-    const deadline = new Date(Date.now() + this.deadlineMs + extraMs);
+    const deadline = new Date(Date.now() + deadlineMs + extraMs);
     return new Promise((resolve, reject) => {
       this.raw[method](request, metadata, { deadline }, (err, response) => {
         if (err) reject(err);

@@ -2,7 +2,9 @@
 
 export { CompleteItemError, InboxClient, status } from './client.js';
 export { CompletionBatcher } from './completions.js';
-export { Worker, WorkerStopping, LeaseLost, HandlerTimeout } from './worker.js';
+export { Worker, LeaseLost } from './worker.js';
+export { WorkerStopping } from './finishing.js';
+export { HandlerTimeout } from './handler_timeout.js';
 export { Job, ActionFailed, ActionUnresolved } from './job.js';
 export { duration, timestamp, toDate, compareInt64 } from './convert.js';
 export { loadInboxd, DEFAULT_PROTOS_DIR } from './protos.js';

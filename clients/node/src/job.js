@@ -5,6 +5,12 @@
 // records SUCCEEDED, FAILED (perform threw ActionFailed: certainly no effect)
 // or UNKNOWN (anything else: the effect may or may not have happened). The
 // key is the same on every retry of the event, so pass it downstream.
+//
+// Before acting it looks at the ledger: SUCCEEDED is skipped; FAILED is acted
+// on again; UNKNOWN, and INTENDED with no outcome after it (its worker died,
+// or its outcome never reached the server), may have happened: that INTENDED
+// is recorded UNKNOWN, and without a reconcile function that settles it the
+// action throws ActionUnresolved instead of calling perform() again.
 
 /** Thrown by a perform function when the outside world certainly did not act: recorded as FAILED. */
 export class ActionFailed extends Error {
@@ -87,15 +93,9 @@ export class Job {
   async action(name, perform, { reconcile } = {}) {
     const prior = this.actions.get(name);
     if (prior?.state === SUCCEEDED) return { performed: false, record: prior };
-    // An UNKNOWN outcome may only become SUCCEEDED or FAILED; an INTENDED one left
-    // by an earlier claim is just as uncertain, so ask before acting again.
-    if (prior && (prior.state === UNKNOWN || prior.state === INTENDED) && reconcile) {
-      const verdict = await reconcile({ idempotencyKey: prior.idempotencyKey, record: prior });
-      if (verdict === 'succeeded') return { performed: false, record: await this.#record(name, SUCCEEDED) };
-      if (verdict === 'failed') await this.#record(name, FAILED, { detail: 'reconciled: no effect' });
-      else throw new ActionUnresolved(name);
-    } else if (prior?.state === UNKNOWN) {
-      throw new ActionUnresolved(name);
+    if (prior?.state === UNKNOWN || prior?.state === INTENDED) {
+      const done = await this.#reconcile(name, reconcile);
+      if (done) return { performed: false, record: done };
     }
     const intended = await this.#record(name, INTENDED);
     let result;
@@ -111,6 +111,29 @@ export class Job {
       detail: result?.detail ?? '',
     });
     return { performed: true, record, result };
+  }
+
+  /**
+   * Settles an action that may have happened (UNKNOWN, or INTENDED with no outcome after it) before
+   * acting again: resolves to its SUCCEEDED record when it happened, to null when it certainly did
+   * not (recorded FAILED: act again, same key), and throws ActionUnresolved when nobody can tell.
+   * The Python runtime's rule (ActionLedger), case by case in tests/shared/action_cases.json, which
+   * both runtimes' tests run.
+   */
+  async #reconcile(name, reconcile) {
+    let record = this.actions.get(name);
+    if (record.state === INTENDED) {
+      // Its claim (an earlier one, or this one whose outcome never reached the ledger) stopped
+      // somewhere around the call: as uncertain as UNKNOWN, so the ledger says so first.
+      record = await this.#record(name, UNKNOWN, {
+        detail: `INTENDED by the claim with fencing token ${record.fencingToken}, which recorded no outcome`,
+      });
+    }
+    const verdict = reconcile ? await reconcile({ idempotencyKey: record.idempotencyKey, record }) : undefined;
+    if (verdict === 'succeeded') return this.#record(name, SUCCEEDED, { detail: 'reconciled: the effect happened' });
+    if (verdict !== 'failed') throw new ActionUnresolved(name);
+    await this.#record(name, FAILED, { detail: 'reconciled: no effect downstream' });
+    return null;
   }
 
   async #record(action, state, { externalRef = '', detail = '' } = {}) {

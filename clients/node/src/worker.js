@@ -1,7 +1,9 @@
 // The worker loop: claim, keep the lease alive, finish fenced, give work back on shutdown.
 //
 // Each claimed event runs `handler(job)`. While it runs, the lease is renewed
-// every third of its length, so two renewals can fail before it lapses. When
+// every third of its length, so two renewals can fail before it lapses; each
+// renewal has a deadline of half that interval and a failed one is retried at
+// once (src/renewals.js), so one that hangs cannot cost the lease. When
 // the handler resolves the event is completed (or IGNORED when it resolves
 // to {ignored: 'reason'}); when it throws the event is failed, to be retried
 // with backoff (error.retryAfterMs overrides it; error.permanent dead-letters).
@@ -10,7 +12,9 @@
 //
 // A handler still running after handlerTimeoutMs (default 15 minutes) has its
 // signal aborted with a HandlerTimeout; the event is then failed, counting the
-// attempt, as soon as the handler settles or at most 10 s later.
+// attempt, as soon as the handler settles or at most handlerTimeoutGraceMs (10 s)
+// later. One that still
+// runs then keeps its concurrency slot until it returns (src/handler_timeout.js).
 //
 // stop() (and SIGTERM, with handleSignals) stops claiming, sends the completions
 // that wait for a Claim, aborts each job's signal, and gives a grace period: a
@@ -27,6 +31,9 @@
 // poll; the completions of a failed Claim are sent again (a repeat answers OK); a server that
 // ignores a Claim's completions is detected by its answer, and CompleteBatch is used from then on.
 //
+// How soon and how much it claims is src/claim_backoff.js: a worker with waitMs 0 pauses after an
+// empty answer, and a Claim whose answer was too big to receive halves the next Claims' batch.
+//
 // Events (all optional): 'settled' {event, outcome, error} with outcome one of
 // completed, ignored, failed, released, superseded, unfinished; 'renewed'
 // {event, leaseExpiresAt}; 'leaseLost' {event, error}; 'claimError',
@@ -34,40 +41,16 @@
 
 import { EventEmitter } from 'node:events';
 
-import grpc from '@grpc/grpc-js';
-
+import { ClaimBackoff } from './claim_backoff.js';
 import { CompletionBatcher, DEFAULT_MAX_ITEMS, DEFAULT_WINDOW_MS } from './completions.js';
 import { toDate } from './convert.js';
+import { finishClaim, releaseClaim, WorkerStopping } from './finishing.js';
+import { DEFAULT_HANDLER_TIMEOUT_MS, HANDLER_TIMEOUT_GRACE_MS, Overdue, runLimited } from './handler_timeout.js';
 import { Job } from './job.js';
+import { LeaseKeeper } from './renewals.js';
 
-const { status } = grpc;
-// Answers that mean the claim token is dead: renewing again cannot help.
-const LEASE_GONE = new Set([status.ABORTED, status.NOT_FOUND, status.FAILED_PRECONDITION]);
-// inboxd keeps 4 KiB of an error; never the payload, only what the handler threw.
-const MAX_ERROR = 4096;
-// 15 minutes: far beyond a webhook's work, short of "for ever", and the age at
-// which inboxd already counts an INTENDED action as unresolved.
-const DEFAULT_HANDLER_TIMEOUT_MS = 15 * 60_000;
-// After a timeout: how long an aborted handler gets to record its action outcomes before the Fail.
-const HANDLER_TIMEOUT_GRACE_MS = 10_000;
 // inboxd leases at most 100 events per Claim.
 const MAX_EVENTS_PER_CLAIM = 100;
-
-/** The reason a job's signal aborts when the worker stops. */
-export class WorkerStopping extends Error {
-  constructor() {
-    super('the worker is stopping');
-    this.name = 'WorkerStopping';
-  }
-}
-
-/** The reason a job's signal aborts when its handler ran past handlerTimeoutMs; the event is failed. */
-export class HandlerTimeout extends Error {
-  constructor(ms) {
-    super(`the handler ran longer than handlerTimeoutMs=${ms} and was aborted`);
-    this.name = 'HandlerTimeout';
-  }
-}
 
 /** The reason a job's signal aborts when its claim was superseded or ended. */
 export class LeaseLost extends Error {
@@ -89,6 +72,7 @@ export class Worker extends EventEmitter {
    * @param {number} [options.concurrency] events handled at once.
    * @param {number} [options.shutdownGraceMs] how long stop() lets running handlers finish.
    * @param {number|null} [options.handlerTimeoutMs] how long one handler may run (null: no limit).
+   * @param {number} [options.handlerTimeoutGraceMs] how long a timed-out handler may take to honour its signal.
    * @param {number} [options.claimRetryMs] pause after a failed Claim.
    * @param {string} [options.workerId] recorded in the claim history.
    * @param {number} [options.completeWindowMs] completions finishing within this many ms share one Claim or CompleteBatch.
@@ -110,7 +94,12 @@ export class Worker extends EventEmitter {
     if (this.handlerTimeoutMs !== null && !(this.handlerTimeoutMs > 0)) {
       throw new RangeError(`handlerTimeoutMs=${this.handlerTimeoutMs}: must be positive (null: no limit)`);
     }
+    this.handlerTimeoutGraceMs = options.handlerTimeoutGraceMs ?? HANDLER_TIMEOUT_GRACE_MS;
+    // Timed-out handlers still running after their event was failed: each keeps its slot.
+    this.overdue = new Overdue();
     this.claimRetryMs = options.claimRetryMs ?? 1_000;
+    // Pauses an idle worker that does not long-poll, and shrinks a batch too big to receive.
+    this.claims = new ClaimBackoff({ waitMs: this.waitMs, maxEvents: MAX_EVENTS_PER_CLAIM });
     this.workerId = options.workerId ?? `node-${process.pid}`;
     // Each handler's event still gets its own answer; only the round trip is shared.
     this.completions = new CompletionBatcher(client, {
@@ -147,7 +136,7 @@ export class Worker extends EventEmitter {
         }
         claiming = this.#claimCarrying(this.completions.take());
       } else {
-        const free = this.concurrency - this.inflight.size;
+        const free = this.concurrency - this.#busy;
         if (free <= 0) {
           const waits = [this.#somethingSettles(), this.stopped];
           if (carrying) waits.push(this.completions.whenDue());
@@ -156,6 +145,14 @@ export class Worker extends EventEmitter {
         }
         // A long-poll would keep completions waiting: while it is out, they go as a CompleteBatch.
         this.completions.holdForClaims(carrying && this.waitMs === 0);
+        const idle = this.claims.delayMs();
+        if (idle > 0) {
+          // The last answer was empty: pause, unless completions come to be carried (or stop()).
+          const waits = [this.#pause(idle), this.stopped];
+          if (carrying) waits.push(this.completions.whenDue());
+          await Promise.race(waits);
+          continue;
+        }
         claiming = this.#claim(free, this.waitMs).then(({ events }) => events);
       }
       let events;
@@ -164,9 +161,11 @@ export class Worker extends EventEmitter {
       } catch (err) {
         this.emit('claimError', err);
         this.completions.holdForClaims(false);
-        await this.#pause(this.claimRetryMs);
+        // An answer too big to receive: a smaller batch may claim again at once.
+        if (!this.claims.refused(err)) await this.#pause(this.claimRetryMs);
         continue;
       }
+      this.claims.answered(events);
       for (const event of events) {
         if (this.stopping) await this.#giveBack(event);
         else this.#start(event);
@@ -182,7 +181,7 @@ export class Worker extends EventEmitter {
     return this.client.claim({
       namespaces: this.namespaces,
       eventTypes: this.eventTypes,
-      maxEvents: Math.min(free, MAX_EVENTS_PER_CLAIM),
+      maxEvents: this.claims.batch(free),
       leaseMs: this.leaseMs,
       waitMs,
       workerId: this.workerId,
@@ -199,7 +198,7 @@ export class Worker extends EventEmitter {
    * more than `concurrency` leased events. It never long-polls: those events' handlers wait for it.
    */
   async #claimCarrying(carried) {
-    const free = this.concurrency - this.inflight.size + carried.length;
+    const free = this.concurrency - this.#busy + carried.length;
     if (free < 1) {
       this.completions.send(carried);
       return [];
@@ -216,7 +215,7 @@ export class Worker extends EventEmitter {
       // A server older than ClaimRequest.completions ignored them: complete them as before, from now on.
       this.carries = false;
       this.completions.send(carried);
-      const allowed = Math.max(this.concurrency - this.inflight.size, 0);
+      const allowed = Math.max(this.concurrency - this.#busy, 0);
       // It leased into the slots of the completions it ignored: give those events back.
       for (const event of answer.events.slice(allowed)) await this.#giveBack(event);
       return answer.events.slice(0, allowed);
@@ -264,13 +263,21 @@ export class Worker extends EventEmitter {
       job: new Job(this.client, event, controller.signal),
       state: 'running',
       lost: false,
-      renewing: false,
     };
     entry.settled = new Promise((resolve) => {
       entry.resolveSettled = resolve;
     });
-    // A third of the lease: two renewals may fail (a blip, a slow call) before it lapses.
-    entry.renewTimer = setInterval(() => void this.#renew(entry), Math.max(1, Math.floor(this.leaseMs / 3)));
+    // Every third of the lease, each renewal with a deadline of its own (src/renewals.js).
+    entry.lease = new LeaseKeeper(this.client, entry.job.fence, {
+      leaseMs: this.leaseMs,
+      onRenewed: (answer) => this.emit('renewed', { event, leaseExpiresAt: toDate(answer.leaseExpiresAt) }),
+      onLost: (err) => {
+        entry.lost = true;
+        controller.abort(new LeaseLost(err));
+        this.emit('leaseLost', { event, error: err });
+      },
+      onError: (err) => this.emit('renewError', err, event),
+    });
     this.inflight.set(event.claimToken, entry);
     void this.#handle(entry);
   }
@@ -279,113 +286,56 @@ export class Worker extends EventEmitter {
     let result;
     let error = null;
     try {
-      result = await this.#limited(entry, () => this.handler(entry.job));
+      result = await runLimited(entry, () => this.handler(entry.job), {
+        timeoutMs: this.handlerTimeoutMs,
+        graceMs: this.handlerTimeoutGraceMs,
+      });
     } catch (err) {
       error = err;
     }
     if (entry.timedOut) error = entry.timedOut; // whatever it did once aborted, its time ran out
     if (entry.state !== 'running') return; // released at the end of the grace period
     entry.state = 'finishing';
-    clearInterval(entry.renewTimer);
+    entry.lease.stop();
     const outcome = await this.#finish(entry, result, error);
     this.#settle(entry, outcome, error);
   }
 
-  /** Runs the handler; past handlerTimeoutMs, aborts its signal and gives up on it after a short grace. */
-  #limited(entry, run) {
-    const running = Promise.resolve().then(run);
-    if (this.handlerTimeoutMs === null) return running;
-    let timer;
-    const expired = new Promise((_, reject) => {
-      timer = setTimeout(() => {
-        entry.timedOut = new HandlerTimeout(this.handlerTimeoutMs);
-        entry.controller.abort(entry.timedOut);
-        timer = setTimeout(() => reject(entry.timedOut), HANDLER_TIMEOUT_GRACE_MS);
-      }, this.handlerTimeoutMs);
-    });
-    return Promise.race([running, expired]).finally(() => clearTimeout(timer));
-  }
-
   async #finish(entry, result, error) {
     if (entry.lost) return 'superseded';
-    const fence = entry.job.fence;
-    try {
-      // Only a handler that gave up because the worker stops is released; a crash counts.
-      if (error && this.stopping && isStopping(error)) {
-        await this.client.release(fence);
-        return 'released';
-      }
-      if (error) {
-        await this.client.fail({
-          ...fence,
-          error: describe(error),
-          permanent: error?.permanent === true,
-          retryAfterMs: error?.retryAfterMs,
-        });
-        return 'failed';
-      }
-      const reason = result?.ignored;
-      await this.completions.complete({ ...fence, disposition: reason ? 'IGNORED' : 'APPLIED', reason: reason || '' });
-      return reason ? 'ignored' : 'completed';
-    } catch (err) {
-      if (err?.code === status.ABORTED) return 'superseded';
-      // The lease will lapse and the event come back: at-least-once, never lost.
-      this.emit('finishError', err, entry.event);
-      return 'unfinished';
-    }
+    const onError = (err) => this.emit('finishError', err, entry.event);
+    return finishClaim(this, entry.job.fence, { result, error, stopping: this.stopping, onError });
   }
 
   async #detach(entry) {
     if (entry.state !== 'running') return;
     entry.state = 'detached';
-    clearInterval(entry.renewTimer);
-    let outcome = 'released';
-    try {
-      await this.client.release(entry.job.fence);
-    } catch (err) {
-      outcome = err?.code === status.ABORTED ? 'superseded' : 'unfinished';
-      if (outcome === 'unfinished') this.emit('finishError', err, entry.event);
-    }
+    entry.lease.stop();
+    const outcome = await releaseClaim(this.client, entry.job.fence, (err) => this.emit('finishError', err, entry.event));
     this.#settle(entry, outcome, null);
-  }
-
-  async #renew(entry) {
-    if (entry.renewing || entry.state !== 'running') return;
-    entry.renewing = true;
-    try {
-      const answer = await this.client.renewLease({ ...entry.job.fence, leaseMs: this.leaseMs });
-      this.emit('renewed', { event: entry.event, leaseExpiresAt: toDate(answer.leaseExpiresAt) });
-    } catch (err) {
-      if (LEASE_GONE.has(err?.code)) {
-        entry.lost = true;
-        clearInterval(entry.renewTimer);
-        entry.controller.abort(new LeaseLost(err));
-        this.emit('leaseLost', { event: entry.event, error: err });
-      } else {
-        this.emit('renewError', err, entry.event);
-      }
-    } finally {
-      entry.renewing = false;
-    }
   }
 
   #settle(entry, outcome, error) {
     this.inflight.delete(entry.event.claimToken);
+    // A timed-out handler that ignored its signal: its slot stays taken until it returns.
+    if (entry.timedOut) this.overdue.hold(entry, outcome);
     entry.resolveSettled();
     this.emit('settled', { event: entry.event, outcome, error });
   }
 
   async #giveBack(event) {
-    try {
-      await this.client.release({ namespace: event.namespace, eventKey: event.eventKey, claimToken: event.claimToken });
-    } catch (err) {
-      this.emit('finishError', err, event);
-    }
-    this.emit('settled', { event, outcome: 'released', error: null });
+    const outcome = await releaseClaim(this.client, event, (err) => this.emit('finishError', err, event));
+    this.emit('settled', { event, outcome, error: null });
   }
 
+  /** Slots taken: events in flight, and timed-out handlers still running after theirs was failed. */
+  get #busy() {
+    return this.inflight.size + this.overdue.size;
+  }
+
+  /** Resolves when a slot frees: an event settles, or an overdue handler returns. */
   #somethingSettles() {
-    return Promise.race([...this.inflight.values()].map((entry) => entry.settled));
+    return Promise.race([...[...this.inflight.values()].map((entry) => entry.settled), ...this.overdue.returns()]);
   }
 
   #pause(ms) {
@@ -397,13 +347,4 @@ export class Worker extends EventEmitter {
       };
     });
   }
-}
-
-function isStopping(error) {
-  return error instanceof WorkerStopping || error?.cause instanceof WorkerStopping;
-}
-
-function describe(error) {
-  const text = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-  return text.slice(0, MAX_ERROR);
 }

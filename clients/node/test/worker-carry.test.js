@@ -9,8 +9,9 @@ import { after, test } from 'node:test';
 
 import grpc from '@grpc/grpc-js';
 
-import { InboxClient, loadInboxd, Worker } from '../src/index.js';
-import { client, countingClient, namespace, needsInboxd, poll, TARGET } from '../test-support/helpers.js';
+import { InboxClient, Worker } from '../src/index.js';
+import { client, countingClient, namespace, needsInboxd, poll } from '../test-support/helpers.js';
+import { proxy } from '../test-support/proxy.js';
 
 const inbox = client();
 after(() => inbox.close());
@@ -144,37 +145,15 @@ for (const committed of [false, true]) {
   });
 }
 
-/** A grpc-js server in front of inboxd that forwards every call, but drops each Claim's completions. */
+/** inboxd as a server older than ClaimRequest.completions would answer: each Claim's completions dropped. */
 async function olderServer() {
-  const upstream = new InboxClient({ target: TARGET });
-  const service = loadInboxd().InboxService.service;
-  const handlers = {};
   const claims = [];
-  for (const method of Object.keys(service)) {
-    handlers[method] = (call, callback) => {
-      let request = call.request;
-      if (method === 'Claim') {
-        claims.push(request.completions?.length ?? 0);
-        request = { ...request, completions: [] };
-      }
-      upstream.raw[method](request, callback);
-    };
-  }
-  const server = new grpc.Server();
-  server.addService(service, handlers);
-  const port = await new Promise((resolve, reject) => {
-    server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, bound) =>
-      err ? reject(err) : resolve(bound),
-    );
+  const older = await proxy((method, request, forward) => {
+    if (method !== 'Claim') return forward(request);
+    claims.push(request.completions?.length ?? 0);
+    return forward({ ...request, completions: [] });
   });
-  return {
-    target: `127.0.0.1:${port}`,
-    claims,
-    close() {
-      server.forceShutdown();
-      upstream.close();
-    },
-  };
+  return { ...older, claims };
 }
 
 test('a worker falls back to CompleteBatch when the server ignores a Claim\'s completions', needsInboxd, async () => {

@@ -2,6 +2,7 @@
 
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 import { Worker } from '../src/index.js';
 import { client, namespace, needsInboxd, poll, settledOf } from '../test-support/helpers.js';
@@ -94,4 +95,62 @@ test('a handler that throws while the worker is stopping is failed, not released
   assert.equal(again.attempt, 2, 'a crash uses up its attempt, even while stopping');
   assert.match(again.lastError, /crashed while stopping/);
   await inbox.complete({ namespace: ns, eventKey: 'crash', claimToken: again.claimToken });
+});
+
+test('a timed-out handler that ignores its signal keeps its slot until it returns, and is warned about', needsInboxd, async () => {
+  const ns = namespace();
+  for (const eventKey of ['first', 'second']) await inbox.accept({ namespace: ns, eventKey, eventType: 't', payload: {} });
+  const started = [];
+  let letGo;
+  const stubborn = new Promise((resolve) => {
+    letGo = resolve;
+  });
+  let running = 0;
+  let most = 0;
+  const worker = new Worker(inbox, {
+    namespaces: [ns],
+    concurrency: 1,
+    leaseMs: 5_000,
+    waitMs: 200,
+    handlerTimeoutMs: 300,
+    handlerTimeoutGraceMs: 200,
+    handler: async (job) => {
+      started.push(job.event.eventKey);
+      running += 1;
+      most = Math.max(most, running);
+      try {
+        // The first handler neither finishes nor looks at its signal: a sync loop, a library without one.
+        if (started.length === 1) await stubborn;
+      } finally {
+        running -= 1;
+      }
+    },
+  });
+  const warnings = [];
+  const onWarning = (warning) => warning.code === 'INBOXD_HANDLER_OVERDUE' && warnings.push(warning.message);
+  process.on('warning', onWarning);
+  const outcomes = [];
+  worker.on('settled', ({ event, outcome }) => outcomes.push([event.eventKey, outcome]));
+  const run = worker.run();
+  try {
+    // (Within 15 s: before handlerTimeoutGraceMs, the grace was always 10 s.)
+    await poll(() => (outcomes.length >= 1 ? true : undefined), { withinMs: 15_000 });
+    const [hung] = started;
+    // Its event is failed, but its handler runs on. That nothing starts beside it can only be shown
+    // over time: five of the worker's Claim cycles (waitMs 200), in which the other event waits.
+    await sleep(1_000);
+    assert.deepEqual(started, [hung], 'a second handler started beside the overdue one');
+    assert.deepEqual(outcomes, [[hung, 'failed']]);
+    assert.equal(worker.overdue.size, 1);
+    assert.equal(warnings.length, 1);
+    assert.match(warnings[0], new RegExp(`${hung} is still running .*slot stays taken`));
+    letGo();
+    await poll(() => (outcomes.some(([key, outcome]) => key !== hung && outcome === 'completed') ? true : undefined));
+  } finally {
+    letGo();
+    process.off('warning', onWarning);
+    await worker.stop({ graceMs: 0 });
+    await run;
+  }
+  assert.equal(most, 1, 'more handlers ran at once than the concurrency');
 });
