@@ -52,7 +52,7 @@ class Caller:
             raise PermissionDenied(f"token {self.name!r} lacks the {scope.value!r} scope")
 
     def may_see(self, namespace: str) -> bool:
-        return self.all_namespaces or like_matcher(self.like_patterns()).fullmatch(namespace) is not None
+        return self.all_namespaces or like_matcher(self.like_patterns()).matches(namespace)
 
     def require_namespace(self, namespace: str, field: str = "namespace") -> None:
         if not self.may_see(namespace):
