@@ -160,3 +160,15 @@ async def test_the_endpoint_answers_only_metrics(metered: RunningServer) -> None
     assert metered.ops is not None and metered.ops.metrics_port is not None
     status, _ = await http_get(metered.ops.metrics_port, "/secrets")
     assert status == "HTTP/1.1 404 Not Found"
+
+
+async def test_a_request_line_over_64_kib_is_answered_414_and_the_endpoint_serves_on(metered: RunningServer) -> None:
+    assert metered.ops is not None and metered.ops.metrics_port is not None
+    reader, writer = await asyncio.open_connection("127.0.0.1", metered.ops.metrics_port)
+    writer.write(b"GET /metrics?" + b"a" * 70_000 + b" HTTP/1.1\r\nHost: test\r\n\r\n")
+    await writer.drain()
+    raw = await asyncio.wait_for(reader.read(), 10)
+    writer.close()
+    assert raw.startswith(b"HTTP/1.1 414 URI Too Long\r\n")
+    status, _ = await http_get(metered.ops.metrics_port, "/metrics")
+    assert status == "HTTP/1.1 200 OK"
