@@ -109,6 +109,8 @@ BAD_REQUESTS = [
     pytest.param({"message_id": "m" * 513}, "message_id", id="message_id-513-bytes"),
     pytest.param({"message_id": "m\x00"}, "message_id", id="message_id-nul"),
     pytest.param({"ordering_key": "o" * 513}, "ordering_key", id="ordering_key-513-bytes"),
+    pytest.param({"ordering_key": "o", "revision": -1}, "revision", id="revision-negative"),
+    pytest.param({"revision": -(2**63)}, "revision", id="revision-most-negative"),
 ]
 
 
@@ -133,6 +135,8 @@ GOOD_EDGES = [
     pytest.param({"payload": b'{"a": "\\ud83d\\ude00"}'}, id="payload-surrogate-pair"),
     pytest.param({"available_at": Timestamp(seconds=LAST_SECOND, nanos=999_999_999)}, id="available_at-last-instant"),
     pytest.param({"available_at": Timestamp(seconds=FIRST_SECOND)}, id="available_at-first-instant"),
+    pytest.param({"ordering_key": "o", "revision": 0}, id="revision-zero-means-none"),
+    pytest.param({"ordering_key": "o", "revision": 2**63 - 1}, id="revision-largest"),
 ]
 
 
