@@ -6,7 +6,9 @@ match names in Python: one translation each way, so a name a token may see is
 the name its Claim's SQL takes.
 
 Matching is linear in practice and O(name x pattern) at worst, never
-exponential: a pattern is split at its `%` into pieces of fixed length
+exponential. Patterns with at most one `%` (most grants) are one regular
+expression, whose single `.*` tries each place once. Any other pattern is
+split at its `%` into pieces of fixed length
 (literals and `_`), and each piece is found at its leftmost place after the
 one before. Because every piece has a fixed length, the leftmost place is
 always the best one, so no choice is ever revisited. A regular expression
@@ -39,6 +41,8 @@ class _Piece:
     # The literal text when the piece holds no `_` (found with str.find); else a regex of literals and `.`.
     literal: str | None
     regex: re.Pattern[str] | None
+    # As a regular expression: literals and `.`.
+    source: str
 
     def at(self, name: str, start: int) -> bool:
         """Whether the piece matches `name` at `start` exactly."""
@@ -58,11 +62,11 @@ class _Piece:
 
 def _piece(chars: Sequence[str | None]) -> _Piece:
     """`chars` holds a pattern's literal characters, None standing for `_`."""
-    if None not in chars:
-        return _Piece(len(chars), "".join(c for c in chars if c is not None), None)
-    # Literals and `.` only, no quantifier: a search costs at most length x name, never more.
     source = "".join("." if c is None else re.escape(c) for c in chars)
-    return _Piece(len(chars), None, re.compile(source, re.DOTALL))
+    if None not in chars:
+        return _Piece(len(chars), "".join(c for c in chars if c is not None), None, source)
+    # Literals and `.` only, no quantifier: a search costs at most length x name, never more.
+    return _Piece(len(chars), None, re.compile(source, re.DOTALL), source)
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,11 +114,20 @@ def _parse_like(pattern: str) -> _Like:
 class LikeMatcher:
     """SQL LIKE patterns matched against whole names, as PostgreSQL's LIKE matches them (case-sensitive)."""
 
-    patterns: tuple[_Like, ...]
+    # The patterns with at most one `%` ("mailera/*", "*", most grants) as one regular expression:
+    # with a single `.*` a fullmatch tries each split once, O(name x pattern), at C speed.
+    simple: re.Pattern[str] | None
+    # The others, matched piece by piece.
+    starred: tuple[_Like, ...]
 
     def matches(self, name: str) -> bool:
         """Whether any of the patterns matches all of `name`; never, when there are none."""
-        return any(p.matches(name) for p in self.patterns)
+        if self.simple is not None and self.simple.fullmatch(name) is not None:
+            return True
+        for pattern in self.starred:
+            if pattern.matches(name):
+                return True
+        return False
 
 
 @functools.lru_cache(maxsize=4096)
@@ -123,7 +136,12 @@ def like_matcher(patterns: tuple[str, ...]) -> LikeMatcher:
 
     Built once per set of patterns: every fenced call of a batch checks its item's namespace.
     """
-    return LikeMatcher(tuple(_parse_like(p) for p in patterns))
+    parsed = [_parse_like(p) for p in patterns]
+    simple = [".*".join(piece.source for piece in like.pieces) for like in parsed if len(like.pieces) <= 2]
+    return LikeMatcher(
+        re.compile("|".join(f"(?:{source})" for source in simple), re.DOTALL) if simple else None,
+        tuple(like for like in parsed if len(like.pieces) > 2),
+    )
 
 
 def like_prefix(pattern: str) -> str:
