@@ -8,11 +8,11 @@ the name its Claim's SQL takes.
 Matching is linear in practice and O(name x pattern) at worst, never
 exponential. Patterns with at most one `%` (most grants) are one regular
 expression, whose single `.*` tries each place once. Any other pattern is
-split at its `%` into pieces of fixed length
-(literals and `_`), and each piece is found at its leftmost place after the
-one before. Because every piece has a fixed length, the leftmost place is
-always the best one, so no choice is ever revisited. A regular expression
-(`.*` per `%`) backtracks over every way to split the name between the stars:
+split at its `%` into pieces of fixed length (literals and `_`), and each
+piece is found at its leftmost place after the one before. Because every
+piece has a fixed length, the leftmost place is always the best one, so no
+choice is ever revisited. A regular expression with a `.*` per `%`
+backtracks over every way to split the name between the stars:
 `*/*/*/*/orders` against 331 slashes took seconds. PostgreSQL's own LIKE
 needs no such care: it stops trying places for a `%` once the rest of the
 name is too short (LIKE_ABORT in like_match.c); 4096 slashes against ten
