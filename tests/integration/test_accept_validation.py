@@ -14,7 +14,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from inboxd.domain.errors import InvalidArgument
 from inboxd.domain.validation import _check_payload_exactly
-from inboxd.store.database import Database
+from inboxd.store.database import Connection, Database
 from inboxd_client.v1 import inbox_pb2
 from inboxd_client.v1.inbox_pb2_grpc import InboxServiceStub
 from tests.integration.helpers import accept_request
@@ -109,6 +109,8 @@ BAD_REQUESTS = [
     pytest.param({"message_id": "m" * 513}, "message_id", id="message_id-513-bytes"),
     pytest.param({"message_id": "m\x00"}, "message_id", id="message_id-nul"),
     pytest.param({"ordering_key": "o" * 513}, "ordering_key", id="ordering_key-513-bytes"),
+    pytest.param({"ordering_key": "o", "revision": -1}, "revision", id="revision-negative"),
+    pytest.param({"revision": -(2**63)}, "revision", id="revision-most-negative"),
 ]
 
 
@@ -133,6 +135,8 @@ GOOD_EDGES = [
     pytest.param({"payload": b'{"a": "\\ud83d\\ude00"}'}, id="payload-surrogate-pair"),
     pytest.param({"available_at": Timestamp(seconds=LAST_SECOND, nanos=999_999_999)}, id="available_at-last-instant"),
     pytest.param({"available_at": Timestamp(seconds=FIRST_SECOND)}, id="available_at-first-instant"),
+    pytest.param({"ordering_key": "o", "revision": 0}, id="revision-zero-means-none"),
+    pytest.param({"ordering_key": "o", "revision": 2**63 - 1}, id="revision-largest"),
 ]
 
 
@@ -235,3 +239,14 @@ async def test_the_raw_byte_path_itself_works_for_a_well_formed_request(
     answer = await _raw(channel, "Accept")(accept_request(ns, "raw").SerializeToString())
     assert inbox_pb2.AcceptResponse.FromString(answer).outcome == ACCEPTED
     assert await stored_keys(db, ns) == {"raw"}
+
+
+async def test_a_value_the_driver_refuses_past_validation_says_why_not_none(db: Database) -> None:
+    # psycopg itself refuses a NUL in text; its error carries no diagnostic from the server.
+    async def work(conn: Connection) -> None:
+        await conn.execute("SELECT %s::text", ("a\x00b",))
+
+    with pytest.raises(InvalidArgument) as refused:
+        await db.run(work)
+    assert "NUL (0x00) bytes" in str(refused.value)
+    assert "None" not in str(refused.value)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import grpc
 import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from inboxd.domain.operator_views import ListPosition
+from inboxd.domain.page_tokens import encode_page_token
 from inboxd.serving.server import RunningServer
 from inboxd.store.database import Database
 from inboxd_client.v1 import admin_pb2, inbox_pb2, types_pb2
@@ -132,6 +134,17 @@ async def test_list_events_refuses_bad_paging(
 ) -> None:
     request = admin_pb2.ListEventsRequest(namespace=ns, **request_fields)  # type: ignore[arg-type]
     await expect_status(clocked_admin.ListEvents(request), INVALID)
+
+
+@pytest.mark.parametrize("namespace", ["a\x00b", "\ud800"])
+async def test_a_page_token_holding_what_postgresql_cannot_take_is_refused_naming_page_token(
+    clocked_admin: InboxAdminServiceStub, namespace: str
+) -> None:
+    forged = encode_page_token(ListPosition(datetime.now(UTC), namespace, "k"))
+    with pytest.raises(grpc.aio.AioRpcError) as refused:
+        await clocked_admin.ListEvents(admin_pb2.ListEventsRequest(page_token=forged))
+    assert refused.value.code() == INVALID
+    assert (refused.value.details() or "").startswith("page_token: ")
 
 
 @pytest.mark.parametrize("reason", ["", "   "])

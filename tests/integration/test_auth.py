@@ -193,6 +193,30 @@ async def test_a_claim_that_names_no_namespace_sees_only_the_callers_namespaces(
     assert all(n.startswith("tenant-b/") for n in seen)
 
 
+async def test_a_listing_that_names_no_namespace_shows_every_namespace_the_caller_may_see_and_no_other(
+    chan: grpc.aio.Channel, tokens: Tokens, ns: str
+) -> None:
+    stub = inbox_pb2_grpc.InboxServiceStub(chan)
+    admin = admin_pb2_grpc.InboxAdminServiceStub(chan)
+    mine, also_mine, theirs = f"tenant-a/{ns}", f"tenant-a/{ns}/sub", f"tenant-b/{ns}"
+    for namespace in (mine, also_mine, theirs):
+        await stub.Accept(accept_request(namespace, "k"), metadata=bearer(tokens.root))
+    listed: set[str] = set()
+    token = ""
+    while True:  # every page: the listing spans the whole table, other tests' events included
+        page = await admin.ListEvents(
+            admin_pb2.ListEventsRequest(page_size=1000, page_token=token), metadata=bearer(tokens.admin_a)
+        )
+        listed |= {e.namespace for e in page.events}
+        token = page.next_page_token
+        if not token:
+            break
+    assert {mine, also_mine} <= listed
+    assert all(n.startswith("tenant-a/") for n in listed)
+    everywhere = await admin.ListEvents(admin_pb2.ListEventsRequest(page_size=1000), metadata=bearer(tokens.root))
+    assert theirs in {e.namespace for e in everywhere.events}
+
+
 async def test_a_foreign_worker_cannot_touch_an_event_through_fenced_calls_with_a_guessed_key(
     chan: grpc.aio.Channel, tokens: Tokens, ns: str
 ) -> None:

@@ -160,3 +160,24 @@ async def test_the_endpoint_answers_only_metrics(metered: RunningServer) -> None
     assert metered.ops is not None and metered.ops.metrics_port is not None
     status, _ = await http_get(metered.ops.metrics_port, "/secrets")
     assert status == "HTTP/1.1 404 Not Found"
+
+
+@pytest.mark.parametrize(
+    ("request_bytes", "refusal"),
+    [
+        (b"GET /metrics?" + b"a" * 70_000 + b" HTTP/1.1\r\nHost: test\r\n\r\n", b"414 URI Too Long"),
+        (b"GET /metrics HTTP/1.1\r\nX-Big: " + b"a" * 70_000 + b"\r\n\r\n", b"431 Request Header Fields Too Large"),
+    ],
+)
+async def test_a_request_line_or_header_over_64_kib_is_refused_by_its_status_and_the_endpoint_serves_on(
+    metered: RunningServer, request_bytes: bytes, refusal: bytes
+) -> None:
+    assert metered.ops is not None and metered.ops.metrics_port is not None
+    reader, writer = await asyncio.open_connection("127.0.0.1", metered.ops.metrics_port)
+    writer.write(request_bytes)
+    await writer.drain()
+    raw = await asyncio.wait_for(reader.read(), 10)
+    writer.close()
+    assert raw.startswith(b"HTTP/1.1 " + refusal + b"\r\n")
+    status, _ = await http_get(metered.ops.metrics_port, "/metrics")
+    assert status == "HTTP/1.1 200 OK"

@@ -70,3 +70,26 @@ async def test_a_retention_of_zero_is_refused_at_start_up_unless_forced_and_then
         assert await asyncio.to_thread(serve.terminate) == 0
     finally:
         serve.kill()
+
+
+def test_metrics_beyond_loopback_are_refused_at_start_up(migrated_url: str, tmp_path: Path) -> None:
+    env = embedded_env(tmp_path, DATABASE_URL=migrated_url, INBOXD_METRICS_LISTEN="0.0.0.0:0")
+    done = serve_exits(env)
+    assert done.returncode != 0
+    assert "refusing to serve /metrics on 0.0.0.0:0: it has no authentication" in done.stderr
+    assert "INBOXD_METRICS_BEYOND_LOOPBACK=1" in done.stderr
+
+
+async def test_metrics_beyond_loopback_serve_when_the_operator_says_so_and_say_so_loudly(
+    migrated_url: str, tmp_path: Path
+) -> None:
+    env = embedded_env(
+        tmp_path, DATABASE_URL=migrated_url, INBOXD_METRICS_LISTEN="0.0.0.0:0", INBOXD_METRICS_BEYOND_LOOPBACK="1"
+    )
+    serve = Serve(env, tmp_path / "inboxd.log", cwd=tmp_path)
+    try:
+        await asyncio.to_thread(serve.start)
+        assert "INBOXD_METRICS_BEYOND_LOOPBACK is set: /metrics on 0.0.0.0:0 answers anyone" in serve.log_tail()
+        assert await asyncio.to_thread(serve.terminate) == 0
+    finally:
+        serve.kill()

@@ -54,3 +54,21 @@ def test_configure_logging_writes_json_when_the_stream_is_not_a_terminal() -> No
         root.handlers[:] = handlers
         root.setLevel(level)
     assert json.loads(stream.getvalue())["n"] == 1
+
+
+CONTROLS = "\x1b[31m" + "\r" + "\n" + "\x00" + "\x7f" + "\x9b" + "\x85" + "\u202e" + "\u2028"
+
+
+def test_logfmt_escapes_every_control_character_a_caller_can_send() -> None:
+    line = LogfmtFormatter().format(_record("event accepted", event_type=f"order{CONTROLS}.paid", bare="a\x1bb"))
+    assert line.isprintable()
+    assert 'event_type="order\\u001b[31m\\r\\n\\u0000\\u007f\\u009b\\u0085\\u202e\\u2028.paid"' in line
+    assert 'bare="a\\u001bb"' in line
+
+
+def test_json_lines_escape_every_control_character_and_stay_json() -> None:
+    line = JsonFormatter().format(_record("event accepted", event_type=f"order{CONTROLS}.paid", lone="\ud800"))
+    assert line.isprintable()
+    parsed = json.loads(line)
+    assert parsed["event_type"] == f"order{CONTROLS}.paid"
+    assert parsed["lone"] == "\ud800"

@@ -7,7 +7,8 @@ from typing import Any
 import grpc
 
 from inboxd.api import admin_convert as convert
-from inboxd.api.identity import current_caller_name
+from inboxd.api.identity import current_caller, current_caller_name
+from inboxd.domain.operator_views import ListNarrowing
 from inboxd.domain.page_tokens import encode_page_token
 from inboxd.usecases.admin import ALL_STATES, Operators
 from inboxd_client.v1 import admin_pb2
@@ -31,8 +32,12 @@ class AdminServicer:
     async def ListEvents(self, request: admin_pb2.ListEventsRequest, context: Context) -> admin_pb2.ListEventsResponse:
         namespace = convert.optional_namespace(request)
         states, after, page_size = convert.listing(request)
+        # No namespace: the namespaces the caller's grants cover (every one for a grant of "*").
+        narrowing = (
+            None if namespace is not None else ListNarrowing(namespace_patterns=current_caller().like_patterns())
+        )
         page = await self.operators.list_events(
-            namespace=namespace, states=states or ALL_STATES, after=after, page_size=page_size
+            namespace=namespace, states=states or ALL_STATES, after=after, page_size=page_size, narrowing=narrowing
         )
         return admin_pb2.ListEventsResponse(
             events=[convert.summary_to_proto(s) for s in page.events],

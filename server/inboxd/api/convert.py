@@ -105,7 +105,7 @@ def new_event(request: inbox_pb2.AcceptRequest, max_payload_bytes: int) -> NewEv
         metadata=validation.check_metadata("metadata", request.metadata),
         message_id=validation.check_text("message_id", request.message_id, validation.MAX_IDENTITY_BYTES),
         ordering_key=validation.check_text("ordering_key", request.ordering_key, validation.MAX_IDENTITY_BYTES),
-        revision=request.revision,
+        revision=validation.check_revision("revision", request.revision),
         available_at=(
             instant_from_proto("available_at", request.available_at) if request.HasField("available_at") else None
         ),

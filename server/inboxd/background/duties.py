@@ -144,7 +144,7 @@ class InstanceDuties:
 
 def parent_duties(inbox: Inbox, registry: CollectorRegistry) -> InstanceDuties:
     """The duties of a parent that serves no RPCs itself: `registry` reads its children's counters."""
-    metrics = InstanceMetrics(registry)
+    metrics = InstanceMetrics(registry, inbox.settings.metrics_max_namespaces)
     inbox.observer = Observers(metrics, TransitionLog())
     return InstanceDuties(inbox, Operators(inbox, inbox.observer), metrics, registry)
 
@@ -166,7 +166,7 @@ class Operations:
         if not instance_duties:
             inbox.observer = Observers(metrics, TransitionLog())
             return cls(inbox, metrics, Operators(inbox, inbox.observer))
-        instance = InstanceMetrics(metrics.registry)
+        instance = InstanceMetrics(metrics.registry, inbox.settings.metrics_max_namespaces)
         inbox.observer = Observers(metrics, instance, TransitionLog())
         operators = Operators(inbox, inbox.observer)
         return cls(inbox, metrics, operators, InstanceDuties(inbox, operators, instance, metrics.registry))

@@ -118,6 +118,11 @@ class Settings:
     # An event at or below its ordering key's applied revision: "ignore"
     # completes it IGNORED at claim time; "deliver" hands it out flagged stale.
     stale_revisions: StaleRevisions = StaleRevisions.IGNORE
+    # /metrics has no authentication and its labels name namespaces (tenants): beyond
+    # loopback only when the operator says so (logged loudly). At most this many
+    # namespaces get a label of their own; the rest are summed under "other".
+    metrics_beyond_loopback: bool = False
+    metrics_max_namespaces: int = 100
 
     @property
     def listen_host(self) -> str:
@@ -125,13 +130,18 @@ class Settings:
         return host.strip("[]")
 
     def listens_beyond_loopback(self) -> bool:
-        host = self.listen_host
-        if host == "localhost":
-            return False
-        try:
-            return not ipaddress.ip_address(host).is_loopback
-        except ValueError:
-            return True  # a name or a wildcard such as 0.0.0.0 / [::]: assume it reaches out
+        return beyond_loopback(self.listen)
+
+
+def beyond_loopback(listen: str) -> bool:
+    """Whether a "host:port" listen address may be reached from another machine."""
+    host = listen.rpartition(":")[0].strip("[]")
+    if host == "localhost":
+        return False
+    try:
+        return not ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return True  # a name or a wildcard such as 0.0.0.0 / [::] / "": assume it reaches out
 
 
 # Environment variable -> (field, parser). Flags use the same fields.
@@ -165,6 +175,8 @@ _ENV: dict[str, tuple[str, object]] = {
     "INBOXD_RESCUE_GRACE": ("rescue_grace", parse_duration),
     "INBOXD_RESCUE_INTERVAL": ("rescue_interval", parse_duration),
     "INBOXD_STALE_REVISIONS": ("stale_revisions", parse_stale_revisions),
+    "INBOXD_METRICS_BEYOND_LOOPBACK": ("metrics_beyond_loopback", parse_flag),
+    "INBOXD_METRICS_MAX_NAMESPACES": ("metrics_max_namespaces", int),
 }
 _NAMED_PARSERS = (parse_duration, parse_size, parse_flag, parse_stale_revisions)
 
@@ -185,8 +197,24 @@ def shown_duration(value: timedelta) -> str:
     return f"{ms}ms"
 
 
+def metrics_refusal(settings: Settings) -> str | None:
+    """Why /metrics must not listen where the settings say (open to the network, naming tenants), or None."""
+    listen = settings.metrics_listen
+    if listen is None or not beyond_loopback(listen) or settings.metrics_beyond_loopback:
+        return None
+    return (
+        f"refusing to serve /metrics on {listen}: it has no authentication, and its labels name up to "
+        f"{settings.metrics_max_namespaces} namespaces (tenants). Set INBOXD_METRICS_LISTEN to 127.0.0.1:PORT "
+        "and scrape through something that authenticates, or, when only your scrapers can reach that address, "
+        "set INBOXD_METRICS_BEYOND_LOOPBACK=1 (--metrics-beyond-loopback)."
+    )
+
+
 def serving_refusal(settings: Settings) -> str | None:
-    """Why `inboxd serve` must not start with these settings (bearer tokens exposed), or None."""
+    """Why `inboxd serve` must not start with these settings (bearer tokens or metrics exposed), or None."""
+    metrics = metrics_refusal(settings)
+    if metrics is not None:
+        return metrics
     if not settings.listens_beyond_loopback():
         return None
     if settings.tokens_file is None:
@@ -226,7 +254,13 @@ def load_settings(env: Mapping[str, str], overrides: Mapping[str, str | None] | 
             raise ConfigError(f"{env_name}={text!r}: {exc}") from None
     settings = replace(Settings(), **values)  # type: ignore[arg-type]
     _check(settings)
+    _check_metrics(settings)
     return settings
+
+
+def _check_metrics(settings: Settings) -> None:
+    if settings.metrics_max_namespaces < 1:
+        raise ConfigError(f"INBOXD_METRICS_MAX_NAMESPACES must be at least 1, not {settings.metrics_max_namespaces}")
 
 
 def _check(settings: Settings) -> None:

@@ -13,6 +13,7 @@ import functools
 import hashlib
 import hmac
 import json
+import logging
 import re
 import secrets
 import tomllib
@@ -22,6 +23,8 @@ from pathlib import Path
 
 from inboxd.domain.errors import PermissionDenied, Unauthenticated
 from inboxd.domain.namespace_patterns import grant_to_like, like_matcher
+
+log = logging.getLogger(__name__)
 
 TOKEN_PREFIX = "ibx_"
 
@@ -52,7 +55,7 @@ class Caller:
             raise PermissionDenied(f"token {self.name!r} lacks the {scope.value!r} scope")
 
     def may_see(self, namespace: str) -> bool:
-        return self.all_namespaces or like_matcher(self.like_patterns()).fullmatch(namespace) is not None
+        return self.all_namespaces or like_matcher(self.like_patterns()).matches(namespace)
 
     def require_namespace(self, namespace: str, field: str = "namespace") -> None:
         if not self.may_see(namespace):
@@ -91,12 +94,19 @@ class TokenRegistry:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._entries: tuple[_Entry, ...] = load_tokens_file(path)
+        self._entries: tuple[_Entry, ...] = self._load()
 
     def reload(self) -> int:
         """Re-reads the file; on error keeps the entries in force and raises."""
-        self._entries = load_tokens_file(self.path)
+        self._entries = self._load()
         return len(self._entries)
+
+    def _load(self) -> tuple[_Entry, ...]:
+        entries = load_tokens_file(self.path)
+        if not entries:
+            # Allowed (every token revoked at once), but an empty file or a misspelt header looks the same.
+            log.warning("tokens file %s holds no tokens: every call will be refused UNAUTHENTICATED", self.path)
+        return entries
 
     def authenticate(self, token: str | None) -> Caller:
         if not token:
@@ -111,42 +121,65 @@ class TokenRegistry:
         return found
 
 
+# What an entry may say; anything else is a typo that would otherwise be ignored in silence.
+_ENTRY_KEYS = ("name", "sha256", "scopes", "namespaces")
+
+
 def load_tokens_file(path: Path) -> tuple[_Entry, ...]:
+    """The entries of a tokens file; raises TokensFileError, naming the file and the entry, for anything else."""
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(path.read_bytes().decode("utf-8"))
     except OSError as exc:
         raise TokensFileError(f"cannot read tokens file {path}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise TokensFileError(f"tokens file {path} is not UTF-8 (byte {exc.start})") from None
     except tomllib.TOMLDecodeError as exc:
         raise TokensFileError(f"tokens file {path} is not valid TOML: {exc}") from None
-    entries = []
-    seen: set[str] = set()
-    for index, raw in enumerate(data.get("token", [])):
+    for key in data:
+        if key != "token":
+            raise TokensFileError(f"tokens file {path}: unknown key {key!r}: each entry goes under [[token]]")
+    raw_entries = data.get("token", [])
+    if not isinstance(raw_entries, list) or not all(isinstance(raw, dict) for raw in raw_entries):
+        raise TokensFileError(f"tokens file {path}: 'token' must be entries, each under its own [[token]] header")
+    entries: list[_Entry] = []
+    names: set[str] = set()
+    owners: dict[bytes, str] = {}
+    for index, raw in enumerate(raw_entries):
         where = f"{path}: [[token]] #{index + 1}"
         name = raw.get("name")
         if not isinstance(name, str) or not name:
             raise TokensFileError(f"{where}: 'name' is required")
-        if name in seen:
+        where = f"{where} ({name})"
+        if name in names:
             raise TokensFileError(f"{where}: the name {name!r} is used twice")
-        seen.add(name)
+        names.add(name)
+        unknown = sorted(set(raw) - set(_ENTRY_KEYS))
+        if unknown:
+            raise TokensFileError(f"{where}: unknown key {unknown[0]!r}; an entry has {', '.join(_ENTRY_KEYS)}")
         digest = raw.get("sha256", "")
         if not isinstance(digest, str) or not re.fullmatch(r"[0-9a-f]{64}", digest):
-            raise TokensFileError(f"{where} ({name}): 'sha256' must be 64 lowercase hex digits")
-        entries.append(_Entry(bytes.fromhex(digest), _caller(where, name, raw)))
+            raise TokensFileError(f"{where}: 'sha256' must be 64 lowercase hex digits")
+        hashed = bytes.fromhex(digest)
+        if hashed in owners:
+            # One token, two sets of grants: which one applies must not depend on the order of the file.
+            raise TokensFileError(f"{where}: its sha256 is also entry {owners[hashed]!r}'s: one token, one entry")
+        owners[hashed] = name
+        entries.append(_Entry(hashed, _caller(where, raw)))
     return tuple(entries)
 
 
-def _caller(where: str, name: str, raw: dict[str, object]) -> Caller:
+def _caller(where: str, raw: dict[str, object]) -> Caller:
     scopes_raw = raw.get("scopes", [])
     namespaces = raw.get("namespaces", [])
     if not isinstance(scopes_raw, list) or not scopes_raw:
-        raise TokensFileError(f"{where} ({name}): 'scopes' must list accept, work and/or admin")
+        raise TokensFileError(f"{where}: 'scopes' must list accept, work and/or admin")
     try:
         scopes = frozenset(Scope(str(s)) for s in scopes_raw)
     except ValueError:
-        raise TokensFileError(f"{where} ({name}): unknown scope in {scopes_raw!r}") from None
+        raise TokensFileError(f"{where}: unknown scope in {scopes_raw!r}") from None
     if not isinstance(namespaces, list) or not namespaces or not all(isinstance(n, str) and n for n in namespaces):
-        raise TokensFileError(f'{where} ({name}): \'namespaces\' must list patterns such as "mailera/*" or "*"')
-    return Caller(name, scopes, tuple(str(n) for n in namespaces))
+        raise TokensFileError(f'{where}: \'namespaces\' must list patterns such as "mailera/*" or "*"')
+    return Caller(str(raw["name"]), scopes, tuple(str(n) for n in namespaces))
 
 
 def entry_toml(name: str, token: str, scopes: Iterable[Scope], namespaces: Iterable[str]) -> str:

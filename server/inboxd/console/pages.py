@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from inboxd.console.html import csrf_input, event_url, h, page, state_badge, table, url, when
+from inboxd.domain import validation
 from inboxd.domain.errors import InvalidArgument
 from inboxd.domain.operator_views import EventSummary, NamespaceStats, format_age
 from inboxd.domain.vocabulary import EventState
@@ -66,7 +67,7 @@ def parse_event_ref(value: str) -> tuple[str, str]:
     try:
         namespace, event_key = json.loads(base64.urlsafe_b64decode(value.encode("ascii")).decode("utf-8"))
         if isinstance(namespace, str) and isinstance(event_key, str):
-            return namespace, event_key
+            return validation.check_identity("event", namespace), validation.check_identity("event", event_key)
     except (binascii.Error, UnicodeError, ValueError, TypeError):
         pass
     raise InvalidArgument("event", "is not an event reference from this console's page")

@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 
 from inboxd.domain.errors import InvalidArgument
 from inboxd.domain.operator_views import ListPosition
+from inboxd.domain.validation import MAX_IDENTITY_BYTES, check_text
 
 _VERSION = "p1."
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -39,4 +40,7 @@ def decode_page_token(token: str) -> ListPosition:
         accepted_at = _EPOCH + timedelta(microseconds=micros)
     except (binascii.Error, UnicodeDecodeError, ValueError, TypeError, OverflowError):
         raise InvalidArgument("page_token", "is damaged: pass next_page_token exactly as received") from None
+    # A token is the caller's text: a NUL or a lone surrogate in it must not reach PostgreSQL.
+    check_text("page_token", namespace, MAX_IDENTITY_BYTES)
+    check_text("page_token", event_key, MAX_IDENTITY_BYTES)
     return ListPosition(accepted_at, namespace, event_key)

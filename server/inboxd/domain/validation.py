@@ -48,6 +48,13 @@ def check_text(field: str, value: str, max_bytes: int) -> str:
     return value
 
 
+def check_revision(field: str, value: int) -> int:
+    """An entity's business version: positive, or 0 for none (DESIGN: ordering keys)."""
+    if value < 0:
+        raise InvalidArgument(field, f"is {value}; a revision is positive, or 0 for none")
+    return value
+
+
 def check_metadata(field: str, metadata: Mapping[str, str]) -> dict[str, str]:
     if not metadata:
         return {}  # the common case, without walking a protobuf map's views

@@ -12,6 +12,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import sys
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -52,11 +53,28 @@ def _fields(record: logging.LogRecord) -> dict[str, Any]:
     return line
 
 
+# What a terminal (or a pager, or a person reading a file with cat) would act on
+# rather than show: C0 controls (ESC, CR, LF, NUL...), DEL, C1 controls (8-bit
+# CSI), line and paragraph separators, the invisible marks that reorder or hide
+# text (bidi overrides, zero-width characters), and lone surrogates. Any caller
+# can put them in an event type; they come out as \u escapes, never raw.
+_UNPRINTABLE = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\ud800-\udfff]"
+)
+
+
+def _escape_unprintable(text: str) -> str:
+    """`text` (JSON, or logfmt's JSON-quoted values) with every unprintable character as a \\uXXXX escape."""
+    return _UNPRINTABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
 class JsonFormatter(logging.Formatter):
     """One JSON object per line."""
 
     def format(self, record: logging.LogRecord) -> str:
-        return json.dumps(_fields(record), default=str, ensure_ascii=False)
+        # json.dumps escapes C0 controls but leaves DEL, C1 and the rest raw; inside a JSON string
+        # (the only place they can be) a \u escape keeps the line valid JSON.
+        return _escape_unprintable(json.dumps(_fields(record), default=str, ensure_ascii=False))
 
 
 class LogfmtFormatter(logging.Formatter):
@@ -68,9 +86,9 @@ class LogfmtFormatter(logging.Formatter):
 
 def _logfmt_value(value: object) -> str:
     text = value if isinstance(value, str) else json.dumps(value, default=str)
-    if text and not any(c in text for c in ' ="\n\t\\'):
+    if text and not any(c in text for c in ' ="\\') and _UNPRINTABLE.search(text) is None:
         return text
-    return json.dumps(text, ensure_ascii=False)
+    return _escape_unprintable(json.dumps(text, ensure_ascii=False))
 
 
 def configure_logging(stream: TextIO = sys.stderr, level: str | None = None) -> None:

@@ -47,17 +47,43 @@ from inboxd.observability.transition_observer import InboxObserver
 RPC_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 
 
-class StatsGauges(Collector):
-    """The health gauges, from the latest Stats snapshot (replaced whole, so vanished namespaces vanish)."""
+# The namespace label of the namespaces beyond the cap, summed (a namespace named "other" counts in it too).
+OTHER_NAMESPACES = "other"
 
-    def __init__(self) -> None:
+
+class StatsGauges(Collector):
+    """The health gauges, from the latest Stats snapshot (replaced whole, so vanished namespaces vanish).
+
+    Namespaces name tenants, and any accept caller can mint new ones: at most
+    `max_namespaces` of them get a label of their own, the rest are summed
+    under "other", so traffic cannot grow the series without bound. A
+    namespace keeps its label while it has events (series stay put); freed
+    places go to the namespaces with the most events.
+    """
+
+    def __init__(self, max_namespaces: int = 100) -> None:
+        self.max_namespaces = max_namespaces
         self.snapshot: Sequence[NamespaceStats] = ()
         # time.time() of the snapshot; 0 before the first.
         self.refreshed_at = 0.0
+        # The namespaces with a label of their own, in the order they got it.
+        self._labelled: dict[str, None] = {}
 
     def update(self, snapshot: Sequence[NamespaceStats]) -> None:
-        self.snapshot = tuple(snapshot)
+        self.snapshot = self._capped(snapshot)
         self.refreshed_at = time.time()
+
+    def _capped(self, snapshot: Sequence[NamespaceStats]) -> tuple[NamespaceStats, ...]:
+        by_name = {s.namespace: s for s in snapshot if s.namespace != OTHER_NAMESPACES}
+        labelled = {ns: None for ns in self._labelled if ns in by_name}
+        room = self.max_namespaces - len(labelled)
+        if room > 0 and len(by_name) > len(labelled):
+            newcomers = sorted((s for ns, s in by_name.items() if ns not in labelled), key=_most_events_first)
+            labelled.update((s.namespace, None) for s in newcomers[:room])
+        self._labelled = labelled
+        rest = [s for s in snapshot if s.namespace not in labelled]
+        kept = tuple(by_name[ns] for ns in labelled)
+        return kept + ((_summed(rest),) if rest else ())
 
     def collect(self) -> Iterator[Metric]:
         events = GaugeMetricFamily("inboxd_events", "Events per namespace and state.", labels=["namespace", "state"])
@@ -104,6 +130,27 @@ class StatsGauges(Collector):
         )
         refreshed.add_metric([], self.refreshed_at)
         yield from (events, oldest, dead, unresolved, blocked, blocked_age, refreshed)
+
+
+def _most_events_first(s: NamespaceStats) -> tuple[int, str]:
+    return (-(s.pending + s.processing + s.completed + s.dead_lettered), s.namespace)
+
+
+def _summed(namespaces: Sequence[NamespaceStats]) -> NamespaceStats:
+    """Several namespaces as one: counts add up, the oldest age is the oldest of theirs."""
+    claimable = [s.oldest_claimable_age for s in namespaces if s.oldest_claimable_age is not None]
+    blocked = [s.oldest_blocked_age for s in namespaces if s.oldest_blocked_age is not None]
+    return NamespaceStats(
+        namespace=OTHER_NAMESPACES,
+        pending=sum(s.pending for s in namespaces),
+        processing=sum(s.processing for s in namespaces),
+        completed=sum(s.completed for s in namespaces),
+        dead_lettered=sum(s.dead_lettered for s in namespaces),
+        oldest_claimable_age=max(claimable) if claimable else None,
+        unresolved_actions=sum(s.unresolved_actions for s in namespaces),
+        blocked_ordering_keys=sum(s.blocked_ordering_keys for s in namespaces),
+        oldest_blocked_age=max(blocked) if blocked else None,
+    )
 
 
 class Metrics(InboxObserver):
@@ -203,7 +250,7 @@ class Metrics(InboxObserver):
 class InstanceMetrics(InboxObserver):
     """Retention's counters and the health gauges: reported once per inboxd instance, by whoever runs them."""
 
-    def __init__(self, registry: CollectorRegistry) -> None:
+    def __init__(self, registry: CollectorRegistry, max_namespaces: int = 100) -> None:
         self.rows_deleted = Counter(
             "inboxd_retention_rows_deleted_total", "COMPLETED rows deleted by retention.", registry=registry
         )
@@ -212,7 +259,7 @@ class InstanceMetrics(InboxObserver):
             "Payloads of COMPLETED rows dropped by retention.",
             registry=registry,
         )
-        self.stats = StatsGauges()
+        self.stats = StatsGauges(max_namespaces)
         registry.register(self.stats)
 
     def retention_ran(self, counts: RetentionCounts) -> None:

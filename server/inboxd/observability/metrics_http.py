@@ -20,6 +20,9 @@ log = logging.getLogger(__name__)
 REFRESH_TIMEOUT_SECONDS = 5.0
 _READ_TIMEOUT_SECONDS = 10.0
 _MAX_HEADER_LINES = 100
+# After refusing an oversized request: how much of its rest is read and dropped, at most.
+_DISCARD_CHUNKS = 16
+_DISCARD_SECONDS = 1.0
 
 
 def split_listen(listen: str) -> tuple[str | None, int]:
@@ -50,10 +53,18 @@ class MetricsEndpoint:
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
-            request = await asyncio.wait_for(reader.readline(), _READ_TIMEOUT_SECONDS)
-            for _ in range(_MAX_HEADER_LINES):  # the headers say nothing we need
-                if (await asyncio.wait_for(reader.readline(), _READ_TIMEOUT_SECONDS)) in (b"\r\n", b"\n", b""):
-                    break
+            try:
+                request = await asyncio.wait_for(reader.readline(), _READ_TIMEOUT_SECONDS)
+            except ValueError:  # longer than the reader's limit (64 KiB): no scraper sends that
+                await self._refuse(reader, writer, "414 URI Too Long", "the request line is over 64 KiB")
+                return
+            try:
+                for _ in range(_MAX_HEADER_LINES):  # the headers say nothing we need
+                    if (await asyncio.wait_for(reader.readline(), _READ_TIMEOUT_SECONDS)) in (b"\r\n", b"\n", b""):
+                        break
+            except ValueError:
+                await self._refuse(reader, writer, "431 Request Header Fields Too Large", "a header is over 64 KiB")
+                return
             parts = request.decode("latin-1").split()
             path = parts[1].split("?", 1)[0] if len(parts) >= 2 else ""
             if len(parts) < 2 or parts[0] not in ("GET", "HEAD"):
@@ -78,6 +89,19 @@ class MetricsEndpoint:
             await asyncio.wait_for(self.before_scrape(), REFRESH_TIMEOUT_SECONDS)
         except Exception as exc:  # noqa: BLE001 - the last gauges still serve; say why they are old
             log.warning("metrics: gauges not refreshed for this scrape: %s", exc or type(exc).__name__)
+
+    async def _refuse(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, status: str, why: str) -> None:
+        """Answers a request too large to read, then discards (boundedly) what is left of it.
+
+        Closing with unread bytes would reset the connection, and the client would never see the answer.
+        """
+        await self._answer(writer, status, why.encode() + b"\n", "text/plain")
+        if writer.can_write_eof():
+            writer.write_eof()
+        with contextlib.suppress(TimeoutError, ConnectionError):
+            for _ in range(_DISCARD_CHUNKS):
+                if not await asyncio.wait_for(reader.read(65536), _DISCARD_SECONDS):
+                    break
 
     @staticmethod
     async def _answer(writer: asyncio.StreamWriter, status: str, body: bytes, content_type: str) -> None:

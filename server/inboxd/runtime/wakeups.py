@@ -27,11 +27,10 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
-import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from inboxd.domain.namespace_patterns import like_matcher
+from inboxd.domain.namespace_patterns import LikeMatcher, like_matcher
 from inboxd.domain.vocabulary import Wanted
 
 # How many times a wake-up that found nothing is handed to the next waiter.
@@ -64,7 +63,7 @@ class WaitFilter:
     event_types: frozenset[str]
     # SQL LIKE patterns narrowing a waiter that names no namespace; empty: none.
     namespace_patterns: tuple[str, ...] = ()
-    _patterns: re.Pattern[str] | None = field(default=None, init=False, compare=False, repr=False)
+    _patterns: LikeMatcher | None = field(default=None, init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.namespace_patterns:
@@ -75,7 +74,7 @@ class WaitFilter:
             return False
         if self.event_types and event_type not in self.event_types:
             return False
-        return self._patterns is None or self._patterns.fullmatch(namespace) is not None
+        return self._patterns is None or self._patterns.matches(namespace)
 
     def keys(self) -> Iterator[_Key]:
         namespaces: Iterable[str | None] = self.namespaces or (None,)

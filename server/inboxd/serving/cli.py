@@ -16,6 +16,7 @@ from inboxd.config.settings import (
     RETENTION_FLOOR,
     ConfigError,
     Settings,
+    beyond_loopback,
     env_names,
     load_settings,
     serving_refusal,
@@ -59,6 +60,7 @@ _SWITCH_FLAGS = {
     "--force-retention": "retention_force",
     "--trusted-network": "trusted_network",
     "--console-https": "console_https",
+    "--metrics-beyond-loopback": "metrics_beyond_loopback",
 }
 MIGRATE_WAIT_SECONDS = 60.0
 
@@ -172,6 +174,12 @@ def warn_about_forced_settings(settings: Settings) -> None:
             "INBOXD_TRUSTED_NETWORK is set: bearer tokens cross the network to %s in plaintext; "
             "only a TLS-terminating proxy on a network you trust may stand between callers and inboxd",
             settings.listen,
+        )
+    if settings.metrics_listen and settings.metrics_beyond_loopback and beyond_loopback(settings.metrics_listen):
+        log.warning(
+            "INBOXD_METRICS_BEYOND_LOOPBACK is set: /metrics on %s answers anyone who reaches it, without "
+            "authentication, and its labels name namespaces",
+            settings.metrics_listen,
         )
 
 

@@ -146,7 +146,9 @@ class Database:
                 raise Unavailable(f"no database connection within {self._acquire_timeout:.2f} s: {exc}") from None
             except psycopg.DataError as exc:
                 # Validation should have caught it; never let a caller's bytes become INTERNAL.
-                raise InvalidArgument("request", f"PostgreSQL refused a value: {exc.diag.message_primary}") from None
+                raise InvalidArgument(
+                    "request", f"PostgreSQL refused a value: {exc.diag.message_primary or exc}"
+                ) from None
             except (psycopg.ProgrammingError, psycopg.InternalError) as exc:
                 # A statement inboxd got wrong, a trigger, a fault inside PostgreSQL: INTERNAL,
                 # never grpc's UNKNOWN; logged here, since the caller only sees the status.
