@@ -63,6 +63,13 @@ COMPLETE_LOCK_TIMEOUT = timedelta(seconds=1)
 # passing has committed (measured: 2.7% of items under Claim 10 ->
 # CompleteBatch met a held row; they cost 15% of PostgreSQL's time waiting alone).
 HELD_RESUBMITS = 2
+# What one Claim's events may add up to, as the claim statement counts them
+# (payload, metadata, last_error and 4 KiB for the rest of each event): gRPC's
+# default receive limit is 4 MiB in every client, and the 1 MiB beyond this
+# covers what the count leaves out (action ledgers, a carrying Claim's
+# completion results, framing). Events past it stay due for the next Claim,
+# their attempts not counted, so a client's limit can never make one die unrun.
+CLAIM_ANSWER_BYTES = 3 * 1024 * 1024
 
 
 def database_clock() -> datetime | None:
@@ -80,6 +87,7 @@ class Inbox:
     observer: InboxObserver = field(default_factory=InboxObserver)
     fallback_poll_seconds: float = FALLBACK_POLL_SECONDS
     complete_lock_timeout: timedelta = COMPLETE_LOCK_TIMEOUT
+    claim_answer_bytes: int = CLAIM_ANSWER_BYTES
     _background: set[asyncio.Task[object]] = field(default_factory=set)
 
     @property
@@ -186,7 +194,12 @@ class Inbox:
         task = asyncio.ensure_future(
             self.db.run(
                 lambda conn: claims.claim_events(
-                    conn, request, max_attempts=max_attempts, now=now, ignore_stale=ignore_stale
+                    conn,
+                    request,
+                    max_attempts=max_attempts,
+                    max_bytes=self.claim_answer_bytes,
+                    now=now,
+                    ignore_stale=ignore_stale,
                 ),
                 transaction=False,
             )
