@@ -63,12 +63,10 @@ COMPLETE_LOCK_TIMEOUT = timedelta(seconds=1)
 # passing has committed (measured: 2.7% of items under Claim 10 ->
 # CompleteBatch met a held row; they cost 15% of PostgreSQL's time waiting alone).
 HELD_RESUBMITS = 2
-# What one Claim's events may add up to, as the claim statement counts them
-# (payload, metadata, last_error and 4 KiB for the rest of each event): gRPC's
-# default receive limit is 4 MiB in every client, and the 1 MiB beyond this
-# covers what the count leaves out (action ledgers, a carrying Claim's
-# completion results, framing). Events past it stay due for the next Claim,
-# their attempts not counted, so a client's limit can never make one die unrun.
+# One Claim's events at most, as the claim statement counts them: under the
+# 4 MiB every gRPC client receives by default, with 1 MiB for what the count
+# leaves out (action ledgers, a carrying Claim's completion results, framing).
+# The rest wait, attempts uncounted: a client's limit never kills one unrun.
 CLAIM_ANSWER_BYTES = 3 * 1024 * 1024
 
 
@@ -190,16 +188,12 @@ class Inbox:
         now = self.clock()
         max_attempts = self.settings.max_attempts
         ignore_stale = self.settings.stale_revisions is StaleRevisions.IGNORE
+        budget = self.claim_answer_bytes
         # One statement on an autocommit connection: one round trip, no BEGIN/COMMIT.
         task = asyncio.ensure_future(
             self.db.run(
                 lambda conn: claims.claim_events(
-                    conn,
-                    request,
-                    max_attempts=max_attempts,
-                    max_bytes=self.claim_answer_bytes,
-                    now=now,
-                    ignore_stale=ignore_stale,
+                    conn, request, max_attempts=max_attempts, max_bytes=budget, now=now, ignore_stale=ignore_stale
                 ),
                 transaction=False,
             )
