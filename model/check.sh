@@ -33,6 +33,7 @@ CHECKS=(
   "ordering.pml|SNAPSHOT_DECIDES|one_in_flight"
   "ordering.pml|RETRY_FREES_KEY|same_event_back_first"
   "ordering.pml|NO_STALE_CHECK|stale_never_applied"
+  "ordering.pml|REPLAY_IGNORED|replay_delivered"
 )
 
 failures=0

@@ -19,6 +19,7 @@
  *   SNAPSHOT_DECIDES      the Claim trusts its snapshot of the key: no lock and recheck of the key row
  *   RETRY_FREES_KEY       Fail (retry), Release and the rescuer let go of the key, as if in flight meant PROCESSING
  *   NO_STALE_CHECK        the Claim hands out stale revisions unflagged (no applied revision kept on the key)
+ *   REPLAY_IGNORED        the Claim completes a replayed stale event IGNORED, as before migration 0012
  */
 
 #define E        3     /* events of the one ordering key */
@@ -37,6 +38,7 @@ mtype st[E];           /* state; NOTYET: not accepted yet */
 byte rev[E];           /* revision */
 byte tok[E];           /* claim_token, numbered by claim; 0 is NULL */
 bool expired[E];       /* lease_expires_at <= now */
+bool rep[E];           /* replayed: set by Replay, never cleared (migration 0012) */
 
 /* inbox_ordering_keys: the key's row */
 byte holder = NONE;    /* holder: the event that holds the key */
@@ -74,6 +76,13 @@ hidden byte e, key_holder, key_applied;
 #else
 #define STALE(r, a)     ((r) <= (a))
 #endif
+/* A stale event the Claim completes IGNORED: one not replayed (a Replay is an
+ * operator's explicit wish: delivered, flagged stale), when stale events are ignored. */
+#ifdef REPLAY_IGNORED
+#define TO_IGNORE(e, a) (IGNORING && STALE(rev[e], a))
+#else
+#define TO_IGNORE(e, a) (IGNORING && STALE(rev[e], a) && !rep[e])
+#endif
 #define PROCESSING_N    ((st[0] == PROCESSING) + (st[1] == PROCESSING) + (st[2] == PROCESSING))
 
 /* Never two events of the key in flight, and the one in flight holds the key. */
@@ -89,13 +98,13 @@ inline finish(e) {
 
 /* Claim, step 1: the statement's snapshot, and the pre-filter in `due` on
  * it. An event is its key's next when it holds the key; when it is stale
- * (and stale events are ignored); or, when no event holds the key, when no
- * open event comes before it, stale ones to be ignored aside. The scan may
- * reach any of the snapshot's candidates first. */
+ * (and stale events are ignored, and it was not replayed); or, when no
+ * event holds the key, when no open event comes before it, stale ones to be
+ * ignored aside. The scan may reach any of the snapshot's candidates first. */
 #define OPEN(e)  (st[e] == PENDING || st[e] == PROCESSING)
-#define BEFORE(f, e) (OPEN(f) && rev[f] < rev[e] && !(IGNORING && STALE(rev[f], applied)))
+#define BEFORE(f, e) (OPEN(f) && rev[f] < rev[e] && !TO_IGNORE(f, applied))
 #define NEXT(e) \
-  (DUE(e) && (holder == e || (IGNORING && STALE(rev[e], applied)) || \
+  (DUE(e) && (holder == e || TO_IGNORE(e, applied) || \
               (holder == NONE && !BEFORE(0, e) && !BEFORE(1, e) && !BEFORE(2, e))))
 
 inline look(w) {
@@ -120,13 +129,14 @@ inline decide(w, e) {
 #endif
   if
   :: !DUE(e) -> printf("w%d: Claim skips event %d (taken or finished since its snapshot)\n", w, e)
-  :: DUE(e) && IGNORING && STALE(rev[e], key_applied) ->
+  :: DUE(e) && TO_IGNORE(e, key_applied) ->
        /* the finished CTE: COMPLETED IGNORED, never handed out */
+       assert(!rep[e]);                                                  /* @inv replay_delivered */
        st[e] = COMPLETED; tok[e] = 0; expired[e] = false; finish(e);
        printf("w%d: Claim completes event %d (revision %d) IGNORED: applied %d\n", w, e, rev[e], key_applied)
-  :: DUE(e) && !(IGNORING && STALE(rev[e], key_applied)) && key_holder != NONE && key_holder != e ->
+  :: DUE(e) && !TO_IGNORE(e, key_applied) && key_holder != NONE && key_holder != e ->
        printf("w%d: Claim skips event %d: event %d holds the key\n", w, e, key_holder)
-  :: DUE(e) && !(IGNORING && STALE(rev[e], key_applied)) && (key_holder == NONE || key_holder == e) ->
+  :: DUE(e) && !TO_IGNORE(e, key_applied) && (key_holder == NONE || key_holder == e) ->
        /* an event claimed before and not finished (retrying, released, rescued) comes back first */
        assert(!(started[0] && st[0] == PENDING) || e == 0);              /* @inv same_event_back_first */
        assert(!(started[1] && st[1] == PENDING) || e == 1);              /* @inv same_event_back_first */
@@ -250,7 +260,7 @@ end:
        :: st[1] == COMPLETED || st[1] == DEAD -> e = 1
        :: st[2] == COMPLETED || st[2] == DEAD -> e = 2
        fi;
-       st[e] = PENDING; replayed = true;
+       st[e] = PENDING; replayed = true; rep[e] = true;
        printf("operator: Replay event %d (revision %d)\n", e, rev[e])
      }
   od

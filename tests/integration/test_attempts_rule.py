@@ -17,6 +17,7 @@ from inboxd.domain.vocabulary import ClaimRequest, EventState
 from inboxd.store import claims
 from inboxd.store.database import Connection, Database
 from inboxd.store.rescue import rescue_expired_leases
+from inboxd.usecases.inbox import CLAIM_ANSWER_BYTES
 
 MAX_ATTEMPTS = 3
 NOW = datetime(2030, 1, 1, tzinfo=UTC)
@@ -72,7 +73,11 @@ async def test_claim_dead_letters_exactly_when_fail_would(
     request = ClaimRequest(
         namespaces=(ns,), event_types=(), max_events=1, lease=timedelta(seconds=30), wait=timedelta(0), worker_id="w"
     )
-    batch = await db.run(lambda conn: claims.claim_events(conn, request, max_attempts=MAX_ATTEMPTS, now=NOW))
+    batch = await db.run(
+        lambda conn: claims.claim_events(
+            conn, request, max_attempts=MAX_ATTEMPTS, max_bytes=CLAIM_ANSWER_BYTES, now=NOW
+        )
+    )
     assert (batch.dead_lettered == 1) is fail_dead_letters(attempt)
     assert len(batch.events) == (0 if fail_dead_letters(attempt) else 1)
 

@@ -18,6 +18,7 @@ import psycopg
 import pytest
 
 from inboxd.store.queries import numbered
+from inboxd.usecases.inbox import CLAIM_ANSWER_BYTES
 from tests.integration.helpers import own_database
 
 BACKLOG = 100_000
@@ -38,6 +39,7 @@ _PARAMETERS = (
     "worker_id",
     "lease",
     "ignore_stale",
+    "max_bytes",
 )
 
 
@@ -111,6 +113,7 @@ async def explain_claim(conn: Any, plan_cache_mode: str, **request: Any) -> dict
         "worker_id": "w",
         "lease": timedelta(seconds=30),
         "ignore_stale": True,
+        "max_bytes": CLAIM_ANSWER_BYTES,
         **request,
     }
     return await explain_prepared(conn, plan_cache_mode, "event_claim", _PARAMETERS, values)

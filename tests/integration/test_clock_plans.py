@@ -21,6 +21,7 @@ import psycopg
 import pytest
 
 from inboxd.store.queries import QUERIES, numbered
+from inboxd.usecases.inbox import CLAIM_ANSWER_BYTES
 from tests.integration.helpers import own_database
 from tests.integration.test_claim_plans import explain_prepared, rows_read
 
@@ -107,6 +108,7 @@ CLAIM = {
     "max_events": 10,
     "worker_id": "w",
     "lease": timedelta(seconds=30),
+    "max_bytes": CLAIM_ANSWER_BYTES,
 }
 POLL = {"prefixes": [], "patterns": [], "pattern_types": [], "cap": 100}
 # Each statement with a cut-off, and its parameters but the clock, when nothing is past its cut-off yet.

@@ -214,7 +214,7 @@ async def test_a_released_event_comes_back_before_the_next_of_its_key(work: Inbo
     assert (await claim_one(work, ns, max_events=10)).event_key == "v1"
 
 
-async def test_a_dead_lettered_event_lets_its_key_go_on_and_is_ignored_when_replayed_behind_a_newer_revision(
+async def test_a_dead_lettered_event_lets_its_key_go_on_and_is_delivered_stale_when_replayed_behind_a_newer_revision(
     work: InboxServiceStub, clocked_admin: InboxAdminServiceStub, db: Database, ns: str
 ) -> None:
     await accept(work, ns, "v1", revision=1)
@@ -226,12 +226,12 @@ async def test_a_dead_lettered_event_lets_its_key_go_on_and_is_ignored_when_repl
     nxt = await claim_one(work, ns, max_events=10)
     assert (nxt.event_key, nxt.applied_revision) == ("v2", 0)
     await work.Complete(inbox_pb2.CompleteRequest(**fenced(nxt)))
-    # Replayed after a newer revision was applied, the dead letter is stale.
+    # Replayed after a newer revision was applied, the dead letter is stale, and
+    # delivered all the same, flagged: a Replay is an operator's explicit wish.
     await clocked_admin.Replay(admin_pb2.ReplayRequest(namespace=ns, event_key="v1", reason="fixed the schema"))
-    await claim_none(work, ns)
-    row = await read_event(db, ns, "v1")
-    assert (row["state"], row["disposition"]) == ("completed", "ignored")
-    assert await claims_of(db, ns, "v1") == 1  # the claim that dead-lettered it, none after
+    again = await claim_one(work, ns, max_events=10)
+    assert (again.event_key, again.stale, again.applied_revision) == ("v1", True, 2)
+    assert await claims_of(db, ns, "v1") == 2
 
 
 async def test_a_dead_letter_replayed_before_a_newer_revision_is_applied_is_handed_out(

@@ -42,9 +42,12 @@ async def claim_events(
     request: ClaimRequest,
     *,
     max_attempts: int,
+    max_bytes: int,
     now: datetime | None = None,
     ignore_stale: bool = True,
 ) -> ClaimBatch:
+    """Leases up to request.max_events due events whose answer stays within `max_bytes` (the first goes
+    whatever its size); those left out stay due, their attempts not counted."""
     cur = await queries.execute(
         conn,
         "event_claim",
@@ -57,6 +60,7 @@ async def claim_events(
             "lease": request.lease,
             "worker_id": request.worker_id,
             "max_attempts": max_attempts,
+            "max_bytes": max_bytes,
             "now": now,
             "ignore_stale": ignore_stale,
         },

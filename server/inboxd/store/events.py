@@ -13,7 +13,7 @@ rescue.py and retention.py, one per transition.
     PROCESSING    -> PROCESSING     event_claim             Claim by anyone once the lease expired: the old claim ends
     PENDING       -> DEAD_LETTERED  event_claim             Claim, when due with no attempts left: last_error says why
     PROCESSING    -> DEAD_LETTERED  event_claim             Claim once the lease expired, with no attempts left
-    PENDING       -> COMPLETED      event_claim             Claim of a stale revision: IGNORED, never handed out
+    PENDING       -> COMPLETED      event_claim             Claim of a stale revision (not replayed): IGNORED
     PROCESSING    -> COMPLETED      event_claim             Claim of a stale revision once the lease expired: likewise
     PROCESSING    -> PROCESSING     event_renew_lease       RenewLease (current token): a later lease end
     PROCESSING    -> COMPLETED      event_complete_many     Complete, CompleteBatch (current token): APPLIED or IGNORED
@@ -21,7 +21,7 @@ rescue.py and retention.py, one per transition.
     PROCESSING    -> PENDING        event_fail              Fail, retryable, attempts left: due after the backoff
     PROCESSING    -> DEAD_LETTERED  event_fail              Fail, permanent or with no attempts left
     PROCESSING    -> PENDING        event_release_many      Release (current token): due now, the attempt given back
-    COMPLETED     -> PENDING        event_replay            Replay (admin, audited): attempts reset, ledger kept
+    COMPLETED     -> PENDING        event_replay            Replay (audited): attempts reset, ledger kept, even stale
     DEAD_LETTERED -> PENDING        event_replay            Replay, likewise
     PROCESSING    -> PENDING        event_rescue_expired    the rescuer: lease expired past a grace, attempts left
     PROCESSING    -> DEAD_LETTERED  event_rescue_expired    the rescuer: lease expired past a grace, no attempts left

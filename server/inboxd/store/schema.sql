@@ -133,7 +133,8 @@ CREATE FUNCTION public.inboxd_next_of_key(p_namespace text, p_ordering_key text,
                    WHERE o.namespace = p_namespace AND o.ordering_key = p_ordering_key
                      AND o.ordering_key <> '' AND o.due_at IS NOT NULL
                      AND (o.revision, o.accepted_at, o.event_key) < (p_revision, p_accepted_at, p_event_key)
-                     AND NOT (p_ignore_stale AND o.revision > 0 AND o.revision <= k.applied_revision))))
+                     AND NOT (p_ignore_stale AND o.revision > 0 AND o.revision <= k.applied_revision
+                              AND NOT o.replayed))))
 $$;
 
 
@@ -357,6 +358,7 @@ CREATE TABLE public.inbox_events (
     disposition text,
     disposition_reason text,
     last_error text,
+    replayed boolean DEFAULT false NOT NULL,
     CONSTRAINT inbox_events_attempt_not_negative CHECK ((attempt >= 0)),
     CONSTRAINT inbox_events_completed_has_disposition CHECK (((state = 'completed'::text) = ((completed_at IS NOT NULL) AND (disposition IS NOT NULL)))),
     CONSTRAINT inbox_events_disposition_known CHECK (((disposition IS NULL) OR (disposition = ANY (ARRAY['applied'::text, 'ignored'::text])))),
@@ -405,7 +407,9 @@ CREATE TABLE public.inbox_replays (
     actor text NOT NULL,
     reason text NOT NULL,
     state_before text NOT NULL,
-    replayed_at timestamp with time zone NOT NULL
+    replayed_at timestamp with time zone NOT NULL,
+    disposition_before text,
+    disposition_reason_before text
 );
 
 

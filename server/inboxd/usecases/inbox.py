@@ -63,6 +63,11 @@ COMPLETE_LOCK_TIMEOUT = timedelta(seconds=1)
 # passing has committed (measured: 2.7% of items under Claim 10 ->
 # CompleteBatch met a held row; they cost 15% of PostgreSQL's time waiting alone).
 HELD_RESUBMITS = 2
+# One Claim's events at most, as the claim statement counts them: under the
+# 4 MiB every gRPC client receives by default, with 1 MiB for what the count
+# leaves out (action ledgers, a carrying Claim's completion results, framing).
+# The rest wait, attempts uncounted: a client's limit never kills one unrun.
+CLAIM_ANSWER_BYTES = 3 * 1024 * 1024
 
 
 def database_clock() -> datetime | None:
@@ -80,6 +85,7 @@ class Inbox:
     observer: InboxObserver = field(default_factory=InboxObserver)
     fallback_poll_seconds: float = FALLBACK_POLL_SECONDS
     complete_lock_timeout: timedelta = COMPLETE_LOCK_TIMEOUT
+    claim_answer_bytes: int = CLAIM_ANSWER_BYTES
     _background: set[asyncio.Task[object]] = field(default_factory=set)
 
     @property
@@ -182,11 +188,12 @@ class Inbox:
         now = self.clock()
         max_attempts = self.settings.max_attempts
         ignore_stale = self.settings.stale_revisions is StaleRevisions.IGNORE
+        budget = self.claim_answer_bytes
         # One statement on an autocommit connection: one round trip, no BEGIN/COMMIT.
         task = asyncio.ensure_future(
             self.db.run(
                 lambda conn: claims.claim_events(
-                    conn, request, max_attempts=max_attempts, now=now, ignore_stale=ignore_stale
+                    conn, request, max_attempts=max_attempts, max_bytes=budget, now=now, ignore_stale=ignore_stale
                 ),
                 transaction=False,
             )

@@ -167,15 +167,24 @@ SELECT %(payload)s::jsonb IS NOT NULL
 -- holding the key or, when none does, the first open one by (revision,
 -- accepted_at, event_key)). That test runs only for keyed rows (the OR stops
 -- at ordering_key = ''), so a Claim over unkeyed events reads what it read
--- before. It is judged in the statement's snapshot; `taken` then locks each
--- keyed candidate's key row, whose latest version decides: a key another
+-- before. It is judged in the statement's snapshot; `eligible` then locks
+-- each keyed candidate's key row, whose latest version decides: a key another
 -- Claim took since is skipped. A keyed event handed out holds its key (the
 -- trigger inboxd_ordering_key_claimed sets inbox_ordering_keys.holder on the
--- row `taken` locked) until it is completed or dead-lettered.
+-- row `eligible` locked) until it is completed or dead-lettered.
 -- A candidate at or below its key's applied revision is stale: completed
 -- IGNORED here, never handed out, and then it neither needs its key nor holds
 -- back the events after it, so the key's next event comes out in the same
--- Claim. With ignore_stale off it is handed out in its turn, stale set.
+-- Claim. With ignore_stale off it is handed out in its turn, stale set; so is
+-- a replayed one (migration 0012) whatever ignore_stale says: an operator
+-- asked for it again, and the worker decides.
+--
+-- The answer's size (DESIGN, Claim): the events handed out are kept within
+-- max_bytes in `taken`, a running total in answer order, so that no client's
+-- receive limit can turn a lease into an attempt spent unread. An event
+-- counts its payload, metadata and last_error as sent, and 4 KiB for the
+-- rest of its ClaimedEvent (six identity fields of at most 512 bytes, tokens,
+-- timestamps, framing). A Claim of one event measures nothing.
 WITH RECURSIVE open_namespaces AS (
     -- From each pattern's literal prefix, the namespaces with open rows, one
     -- index descent each, up to the first that no longer has the prefix
@@ -203,13 +212,17 @@ WITH RECURSIVE open_namespaces AS (
     SELECT candidates.* FROM (
         SELECT d.* FROM wanted CROSS JOIN LATERAL (
             SELECT e.namespace, e.event_key, e.state AS state_before, e.fencing_token AS old_fencing_token,
-                   e.attempt >= %(max_attempts)s AS exhausted, e.due_at, e.ordering_key, e.revision
+                   e.attempt >= %(max_attempts)s AS exhausted, e.due_at, e.ordering_key, e.revision, e.replayed,
+                   CASE WHEN %(max_events)s > 1
+                        THEN octet_length(e.payload::text) + octet_length(e.metadata::text)
+                             + octet_length(coalesce(e.last_error, '')) + 4096
+                        ELSE 0 END AS answer_bytes
             FROM inbox_events AS e
             WHERE e.namespace COLLATE "C" = wanted.namespace
               AND e.due_at <= inboxd_now(%(now)s)
               AND (cardinality(%(event_types)s::text[]) = 0 OR e.event_type = ANY(%(event_types)s::text[]))
               AND (e.ordering_key = '' OR inboxd_next_of_key(e.namespace, e.ordering_key, e.event_key, e.revision,
-                                                             e.accepted_at, %(ignore_stale)s))
+                                                             e.accepted_at, %(ignore_stale)s AND NOT e.replayed))
             ORDER BY e.due_at
             LIMIT %(max_events)s
             FOR UPDATE OF e SKIP LOCKED
@@ -217,14 +230,18 @@ WITH RECURSIVE open_namespaces AS (
         UNION ALL
         SELECT anywhere.* FROM (
             SELECT e.namespace, e.event_key, e.state, e.fencing_token, e.attempt >= %(max_attempts)s, e.due_at,
-                   e.ordering_key, e.revision
+                   e.ordering_key, e.revision, e.replayed,
+                   CASE WHEN %(max_events)s > 1
+                        THEN octet_length(e.payload::text) + octet_length(e.metadata::text)
+                             + octet_length(coalesce(e.last_error, '')) + 4096
+                        ELSE 0 END
             FROM inbox_events AS e
             WHERE cardinality(%(namespaces)s::text[]) = 0 AND cardinality(%(namespace_patterns)s::text[]) = 0
               AND e.state IN ('pending', 'processing')
               AND e.due_at <= inboxd_now(%(now)s)
               AND (cardinality(%(event_types)s::text[]) = 0 OR e.event_type = ANY(%(event_types)s::text[]))
               AND (e.ordering_key = '' OR inboxd_next_of_key(e.namespace, e.ordering_key, e.event_key, e.revision,
-                                                             e.accepted_at, %(ignore_stale)s))
+                                                             e.accepted_at, %(ignore_stale)s AND NOT e.replayed))
             ORDER BY e.due_at
             LIMIT %(max_events)s
             FOR UPDATE OF e SKIP LOCKED
@@ -247,15 +264,18 @@ WITH RECURSIVE open_namespaces AS (
            array_agg(due.exhausted ORDER BY due.namespace, due.event_key) AS exhausted,
            array_agg(due.due_at ORDER BY due.namespace, due.event_key) AS due_ats,
            array_agg(due.ordering_key ORDER BY due.namespace, due.event_key) AS ordering_keys,
-           array_agg(due.revision ORDER BY due.namespace, due.event_key) AS revisions
+           array_agg(due.revision ORDER BY due.namespace, due.event_key) AS revisions,
+           array_agg(due.replayed ORDER BY due.namespace, due.event_key) AS replayed,
+           array_agg(due.answer_bytes ORDER BY due.namespace, due.event_key) AS answer_bytes
     FROM due
 ), candidates AS (
     SELECT t.*
     FROM picked, unnest(picked.namespaces, picked.event_keys, picked.states_before, picked.old_fencing_tokens,
-                        picked.exhausted, picked.due_ats, picked.ordering_keys, picked.revisions)
+                        picked.exhausted, picked.due_ats, picked.ordering_keys, picked.revisions, picked.replayed,
+                        picked.answer_bytes)
                  AS t(namespace, event_key, state_before, old_fencing_token, exhausted, due_at, ordering_key,
-                      revision)
-), taken AS (
+                      revision, replayed, answer_bytes)
+), eligible AS (
     -- Each keyed candidate's key row, locked and read in its latest version:
     -- a key another Claim took after this statement's snapshot shows its new
     -- holder here (or is skipped while that Claim runs: then `key_row` is
@@ -264,7 +284,7 @@ WITH RECURSIVE open_namespaces AS (
     -- probe per keyed candidate (the OFFSET keeps the subquery apart, so no
     -- plan hashes a scan of the whole key table), none for an unkeyed one.
     -- SKIP LOCKED never waits, so lock order does not matter.
-    -- Taken: unkeyed events; keyed ones whose key is free or theirs; and,
+    -- Eligible: unkeyed events; keyed ones whose key is free or theirs; and,
     -- when stale events are ignored, stale ones whatever holds their key
     -- (they are never handed out). At most one per key is handed out: the
     -- snapshot's test lets one non-stale event per key through.
@@ -272,7 +292,8 @@ WITH RECURSIVE open_namespaces AS (
     FROM (
         SELECT c.*, coalesce(k.applied_revision, 0) AS applied_revision,
                c.revision > 0 AND c.revision <= coalesce(k.applied_revision, 0) AS stale,
-               c.revision > 0 AND c.revision <= coalesce(k.applied_revision, 0) AND %(ignore_stale)s AS to_ignore,
+               c.revision > 0 AND c.revision <= coalesce(k.applied_revision, 0) AND %(ignore_stale)s
+                   AND NOT c.replayed AS to_ignore,
                k.applied_revision IS NOT NULL AND (k.holder IS NULL OR k.holder = c.event_key) AS key_free
         FROM candidates AS c
         LEFT JOIN LATERAL (
@@ -285,6 +306,23 @@ WITH RECURSIVE open_namespaces AS (
         ) AS k ON true
     ) AS judged
     WHERE judged.ordering_key = '' OR judged.key_free OR judged.to_ignore
+), taken AS (
+    -- The answer's byte budget: events to hand out, in the order they are
+    -- answered, while their running total stays within max_bytes; the first
+    -- always goes, however big (within the payload limit). The rest are never
+    -- leased: no attempt counted, their old claims not ended, still due.
+    -- Those that end here (stale, out of attempts) send no bytes and stay.
+    SELECT budgeted.*
+    FROM (
+        SELECT eligible.*,
+               sum(eligible.answer_bytes) FILTER (WHERE NOT eligible.exhausted AND NOT eligible.to_ignore)
+                   OVER (ORDER BY eligible.due_at, eligible.namespace, eligible.event_key) AS running_bytes,
+               count(*) FILTER (WHERE NOT eligible.exhausted AND NOT eligible.to_ignore)
+                   OVER (ORDER BY eligible.due_at, eligible.namespace, eligible.event_key) AS handed_out
+        FROM eligible
+    ) AS budgeted
+    WHERE budgeted.exhausted OR budgeted.to_ignore OR budgeted.handed_out = 1
+       OR budgeted.running_bytes <= %(max_bytes)s
 ), ended_claims AS (
     UPDATE inbox_claims AS c
     SET ended_at = inboxd_now(%(now)s), outcome = 'expired'
@@ -493,17 +531,27 @@ FOR UPDATE
 -- the audit row written in the same statement. The action ledger stays, so
 -- a worker finds its SUCCEEDED actions and their idempotency keys again.
 -- last_error stays too: the next worker may want to know what went wrong.
-WITH replayed AS (
+-- The event is marked replayed: it is delivered even when stale (migration
+-- 0012), and the disposition it had moves to its audit row (`before` reads
+-- the row as the statement's snapshot saw it, before the UPDATE).
+WITH before AS (
+    SELECT b.disposition, b.disposition_reason
+    FROM inbox_events AS b
+    WHERE b.namespace = %(namespace)s AND b.event_key = %(event_key)s
+), replayed AS (
     UPDATE inbox_events AS e
     SET state = 'pending', attempt = 0, claim_token = NULL, lease_expires_at = NULL, worker_id = NULL,
-        completed_at = NULL, disposition = NULL, disposition_reason = NULL,
+        completed_at = NULL, disposition = NULL, disposition_reason = NULL, replayed = true,
         available_at = inboxd_now(%(now)s), due_at = inboxd_now(%(now)s), updated_at = inboxd_now(%(now)s)
     WHERE e.namespace = %(namespace)s AND e.event_key = %(event_key)s
       AND e.state IN ('completed', 'dead_lettered')
     RETURNING e.namespace, e.event_key
 )
-INSERT INTO inbox_replays (namespace, event_key, actor, reason, state_before, replayed_at)
-SELECT namespace, event_key, %(actor)s, %(reason)s, %(state_before)s, inboxd_now(%(now)s) FROM replayed
+INSERT INTO inbox_replays (namespace, event_key, actor, reason, state_before, disposition_before,
+                           disposition_reason_before, replayed_at)
+SELECT replayed.namespace, replayed.event_key, %(actor)s, %(reason)s, %(state_before)s, before.disposition,
+       before.disposition_reason, inboxd_now(%(now)s)
+FROM replayed, before
 RETURNING id
 
 -- name: event_rescue_expired
