@@ -98,8 +98,10 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def _serve_with_descriptor_limit(database_url: str, soft: int, hard: int, env: dict[str, str]) -> subprocess.Popen[str]:
-    """`inboxd serve` with RLIMIT_NOFILE set to (soft, hard) in its own process only."""
+def _serve_with_descriptor_limit(
+    database_url: str, soft: int, hard: int, env: dict[str, str], stderr: Path | None = None
+) -> subprocess.Popen[str]:
+    """`inboxd serve` with RLIMIT_NOFILE set to (soft, hard) in its own process only; stderr to `stderr`."""
     start = (
         "import os, resource, sys;"
         f"resource.setrlimit(resource.RLIMIT_NOFILE, ({soft}, {hard}));"
@@ -112,10 +114,10 @@ def _serve_with_descriptor_limit(database_url: str, soft: int, hard: int, env: d
         "INBOXD_RESCUE_INTERVAL": "0",
         **env,
     }
-    proc = subprocess.Popen(
-        [sys.executable, "-c", start], env=full_env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
-    )
-    return proc
+    with ExitStack() as stack:
+        err = stack.enter_context(stderr.open("w")) if stderr else subprocess.DEVNULL
+        command = [sys.executable, "-c", start]
+        return subprocess.Popen(command, env=full_env, stdout=subprocess.PIPE, stderr=err, text=True)
 
 
 def _limits(pid: int) -> tuple[int, int]:
@@ -167,6 +169,35 @@ async def test_held_connections_under_a_300_descriptor_limit_leave_descriptors_a
     finally:
         proc.kill()
         proc.wait()
+
+
+async def test_a_server_out_of_descriptors_says_so_once_not_a_traceback_per_accept(
+    migrated_url: str, tmp_path: Path
+) -> None:
+    console_port = _free_port()
+    log = tmp_path / "stderr.log"
+    proc = _serve_with_descriptor_limit(
+        migrated_url, 300, 300, {"INBOXD_CONSOLE_LISTEN": f"127.0.0.1:{console_port}"}, stderr=log
+    )
+    try:
+        await asyncio.to_thread(await_serving_line, proc, timeout=60.0)
+        with ExitStack() as stack:
+            # The console's connections are not capped: enough of them exhaust the descriptors.
+            for _ in range(300):
+                stack.enter_context(socket.create_connection(("127.0.0.1", console_port), timeout=5))
+
+            async def exhausted() -> int | None:
+                return 1 if descriptors(proc.pid) >= 300 and "out of" in log.read_text() else None
+
+            await poll(exhausted, within=30.0)
+            await asyncio.sleep(2.0)  # asyncio retries its accepts every second: let it try again
+    finally:
+        proc.kill()
+        proc.wait()
+    text = log.read_text()
+    print(f"\nstderr: {len(text)} bytes, {text.count('out of system resource')} failed accepts reported")
+    assert text.count("out of file descriptors") == 1
+    assert len(text) < 64 * 1024
 
 
 def test_running_out_of_descriptors_is_logged_once_per_interval_not_per_accept() -> None:
