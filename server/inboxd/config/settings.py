@@ -109,7 +109,8 @@ class Settings:
     # Open connections; lowered at start to what the descriptor limit leaves room for.
     max_connections: int = 1000
     # Calls one connection may have in flight at once (HTTP/2 streams); more wait in the client.
-    max_streams_per_connection: int = 256
+    # Above max_waiting_claims_per_caller: a worker's long-polls must leave room for its Completes.
+    max_streams_per_connection: int = 2048
     # A connection with no call in flight this long is closed (GOAWAY; clients reconnect on their next call).
     connection_idle: timedelta = timedelta(minutes=5)
     # Every connection is closed after this long (±10%), its calls first given the grace to finish.

@@ -81,6 +81,13 @@ def connection_options(settings: Settings) -> list[tuple[str, int]]:
             settings.pool_size + RESERVED_DESCRIPTORS,
         )
 
+    if settings.max_streams_per_connection <= settings.max_waiting_claims_per_caller:
+        log.warning(
+            "INBOXD_MAX_STREAMS_PER_CONNECTION=%d is not above INBOXD_MAX_WAITING_CLAIMS_PER_CALLER=%d: a worker "
+            "whose long-polls fill its connection has its Completes and RenewLeases wait behind them",
+            settings.max_streams_per_connection,
+            settings.max_waiting_claims_per_caller,
+        )
     return [
         ("grpc.max_allowed_incoming_connections", cap),
         ("grpc.max_concurrent_streams", settings.max_streams_per_connection),
