@@ -23,7 +23,8 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from inboxd.config.settings import Settings
+from inboxd.config.settings import ConfigError, Settings, load_settings
+from inboxd.serving.cli import build_parser
 from inboxd.serving.connections import RESERVED_DESCRIPTORS, OutOfDescriptorsLog, connection_cap
 from inboxd_client.v1 import inbox_pb2
 from inboxd_client.v1.inbox_pb2_grpc import InboxServiceStub
@@ -228,3 +229,24 @@ def test_the_connection_cap_leaves_the_pool_and_the_reserve_their_descriptors(li
     else:
         assert cap + settings.pool_size + RESERVED_DESCRIPTORS <= limit
     assert resource.RLIMIT_NOFILE  # the limit these numbers are about
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("INBOXD_CONNECTION_IDLE", "0"),
+        ("INBOXD_CONNECTION_AGE", "30d"),
+        ("INBOXD_HANDSHAKE_TIMEOUT", "0"),
+        ("INBOXD_MAX_CONNECTIONS", "0"),
+        ("INBOXD_MAX_STREAMS_PER_CONNECTION", "0"),
+    ],
+)
+def test_a_connection_bound_grpc_cannot_take_is_refused_naming_it(name: str, value: str) -> None:
+    with pytest.raises(ConfigError, match=name):
+        load_settings({name: value})
+
+
+def test_the_connection_bounds_are_flags_of_serve_too() -> None:
+    args = build_parser().parse_args(["serve", "--connection-idle", "30s", "--max-streams-per-connection", "4096"])
+    assert args.connection_idle == "30s"
+    assert args.max_streams_per_connection == "4096"

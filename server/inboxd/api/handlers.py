@@ -116,6 +116,10 @@ def _wrap(
     return handle
 
 
+# Beyond anything grpc takes (its limits are a C int).
+_NO_LIMIT = 2**63
+
+
 def _unobserved(method: str, code: grpc.StatusCode, seconds: float) -> None:
     pass
 
@@ -131,10 +135,10 @@ def generic_handler(
 
     `observe(method, code, seconds)` hears how each call ended (for metrics),
     refusals by authentication included. `receive_limits` gives a method's
-    most bytes by its name (`api.admission.receive_limits`); others take
-    SMALL_MESSAGE_BYTES.
+    most bytes by its name (`api.admission.receive_limits`); others then take
+    SMALL_MESSAGE_BYTES. None: only grpc's server-wide limit applies.
     """
-    limits = receive_limits or {}
+    limits = receive_limits
     methods = {}
     for method in service.methods:
         request_cls = message_factory.GetMessageClass(method.input_type)
@@ -144,7 +148,9 @@ def generic_handler(
         methods[path] = Method(
             name=method.name,
             handle=_wrap(path, method.name, behaviour, registry is not None, observe or _unobserved),
-            request_deserializer=_safe_deserializer(request_cls, limits.get(method.name, SMALL_MESSAGE_BYTES)),
+            request_deserializer=_safe_deserializer(
+                request_cls, _NO_LIMIT if limits is None else limits.get(method.name, SMALL_MESSAGE_BYTES)
+            ),
             response_serializer=response_cls.SerializeToString,
         )
     return Admission(methods, registry, observe or _unobserved)
