@@ -260,16 +260,16 @@ async def test_health_and_reflection_stay_open(chan: grpc.aio.Channel) -> None:
     assert answers[1].file_descriptor_response.file_descriptor_proto
 
 
-async def test_a_tokenless_batch_beyond_the_size_limit_is_refused_by_size_not_held_for_the_token_check(
+async def test_a_tokenless_batch_beyond_the_size_limit_is_refused_on_its_metadata_not_held_for_the_token_check(
     chan: grpc.aio.Channel,
 ) -> None:
-    # grpc holds a whole message before the token is checked: the size limit is what bounds it.
+    # The token is judged before grpc reads the message (api.admission), so it is never held at all.
     filler = "x" * (900 * 1024)
     events = [
         accept_request("tenant-a/x", f"k{i}", {"fill": filler}) for i in range(MAX_BATCH_TOTAL_BYTES // len(filler) + 2)
     ]
     call = inbox_pb2_grpc.InboxServiceStub(chan).AcceptBatch(inbox_pb2.AcceptBatchRequest(events=events))
-    assert await code_of(call) == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert await code_of(call) == grpc.StatusCode.UNAUTHENTICATED
 
 
 async def test_one_caller_cannot_hold_more_than_its_share_of_waiting_claims(

@@ -1,8 +1,9 @@
 """Authorization per RPC: bearer token -> caller -> scope and namespace checks.
 
-`api.handlers` runs these in each inboxd.v1 method's wrapper, where the
-decoded request is at hand (the namespaces a call touches live in the
-message). Health checking and reflection are not wrapped: they stay open.
+The token and the scope are judged on the call's metadata, before its message
+is read (`api.admission`); the namespaces a call touches live in the message,
+so `api.handlers` checks them in each inboxd.v1 method's wrapper, once it is
+decoded. Health checking and reflection are neither: they stay open.
 """
 
 from __future__ import annotations
@@ -68,13 +69,22 @@ def bearer_token(metadata: Iterable[tuple[str, str | bytes]] | None) -> str | No
     return None
 
 
-def authorize(caller: Caller, method: str, request: Any) -> None:
-    """Raises PermissionDenied unless the caller holds the scope and every namespace touched."""
+def _rule(method: str) -> tuple[Scope, NamespacesOf]:
     rule = RULES.get(method)
     if rule is None:
         raise PermissionDenied(f"{method} is not covered by any scope")
-    scope, namespaces_of = rule
+    return rule
+
+
+def authorize_scope(caller: Caller, method: str) -> None:
+    """Raises PermissionDenied unless the caller holds the method's scope (needs only the metadata)."""
+    scope, _ = _rule(method)
     caller.require_scope(scope)
+
+
+def authorize_namespaces(caller: Caller, method: str, request: Any) -> None:
+    """Raises PermissionDenied unless the caller is granted every namespace the request touches."""
+    _, namespaces_of = _rule(method)
     for field, namespace in namespaces_of(request):
         if namespace == "*" and not caller.all_namespaces:
             raise PermissionDenied(f"token {caller.name!r} must name a namespace: it is not granted all of them")

@@ -89,10 +89,10 @@ def duration_to_proto(value: timedelta) -> Duration:
     return out
 
 
-def check_batch_size(field: str, count: int, most: int) -> None:
-    """A batch (AcceptBatch's events, CompleteBatch's completions) holds 1 to `most` items."""
-    if not 1 <= count <= most:
-        raise InvalidArgument(field, f"holds {count} {field}; send 1 to {most}")
+def check_batch_size(field: str, count: int, most: int, least: int = 1) -> None:
+    """A batch (AcceptBatch's events, CompleteBatch's completions) holds 1 to `most` items; a list `least` 0."""
+    if not least <= count <= most:
+        raise InvalidArgument(field, f"holds {count} {field}; send {least} to {most}")
 
 
 def new_event(request: inbox_pb2.AcceptRequest, max_payload_bytes: int) -> NewEvent:

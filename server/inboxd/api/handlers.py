@@ -1,22 +1,26 @@
 """Builds the gRPC method handlers for a servicer, straight from the service descriptor.
 
 Each method gets one wrapper, built once at start-up, that does in order
-everything a call needs before and after the servicer: authentication and
-authorization, the malformed-request check, the deadline check, the mapping
-of domain errors to status codes (one table, `api.status`), and timing for
-the metrics. One wrapper rather than an interceptor and a stack of
-decorators: each layer is a coroutine per call, and this is the hot path.
+everything a call needs once `api.admission` has admitted it on its
+metadata (token and scope) and grpc has read its message: the method's size
+limit, the malformed-request check, the bounds of its lists, the namespace
+checks, the deadline check, the mapping of domain errors to status codes
+(one table, `api.status`), and timing for the metrics. One wrapper rather
+than an interceptor and a stack of decorators: each layer is a coroutine per
+call, and this is the hot path.
 
 A request that does not decode (invalid UTF-8 in a string field, say) must
 be INVALID_ARGUMENT, but grpc answers UNKNOWN before any servicer code runs;
-so the deserializer catches the decode error and hands over a marker.
+so the deserializer catches the decode error and hands over a marker. It
+also measures the bytes first: a message over its method's limit is never
+parsed (ten million one-byte strings in a 28 MiB Claim held the loop for seconds).
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,15 +28,15 @@ import grpc
 from google.protobuf import message, message_factory
 from google.protobuf.descriptor import ServiceDescriptor
 
-from inboxd.api.auth import authorize, bearer_token
+from inboxd.api.admission import LIST_LIMITS, SMALL_MESSAGE_BYTES, Admission, Handle, Method, ObserveRpc
+from inboxd.api.auth import authorize_namespaces
+from inboxd.api.convert import check_batch_size
 from inboxd.api.identity import set_caller
 from inboxd.api.status import status_for
-from inboxd.config.tokens import ANONYMOUS, TokenRegistry
+from inboxd.config.tokens import Caller, TokenRegistry
 from inboxd.domain.errors import InboxError
 
 Behaviour = Callable[[Any, grpc.aio.ServicerContext[Any, Any]], Awaitable[message.Message]]
-# (method name, status code, seconds): called once per RPC, after its answer is decided.
-ObserveRpc = Callable[[str, grpc.StatusCode, float], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,8 +46,18 @@ class MalformedRequest:
     problem: str
 
 
-def _safe_deserializer(cls: type[message.Message]) -> Callable[[bytes], object]:
+@dataclass(frozen=True, slots=True)
+class OversizedRequest:
+    """Stands in for a request over its method's size limit: its bytes were not parsed."""
+
+    size: int
+    limit: int
+
+
+def _safe_deserializer(cls: type[message.Message], limit: int) -> Callable[[bytes], object]:
     def deserialize(data: bytes) -> object:
+        if len(data) > limit:
+            return OversizedRequest(len(data), limit)
         try:
             return cls.FromString(data)
         except message.DecodeError as exc:
@@ -55,25 +69,28 @@ def _safe_deserializer(cls: type[message.Message]) -> Callable[[bytes], object]:
 
 
 def _wrap(
-    path: str, method_name: str, behaviour: Behaviour | None, registry: TokenRegistry | None, observe: ObserveRpc
-) -> Behaviour:
-    """The one coroutine a call of `path` runs; `registry` None means every caller is ANONYMOUS (loopback only)."""
+    path: str, method_name: str, behaviour: Behaviour | None, checks_namespaces: bool, observe: ObserveRpc
+) -> Handle:
+    """The one coroutine an admitted call of `path` runs; `checks_namespaces` False: no tokens (loopback only)."""
+    lists = LIST_LIMITS.get(method_name, ())
 
-    async def handle(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> message.Message:
+    async def handle(caller: Caller, request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> message.Message:
         started = time.perf_counter()
         code = grpc.StatusCode.UNKNOWN
         try:
             try:
-                caller = (
-                    ANONYMOUS
-                    if registry is None
-                    else registry.authenticate(bearer_token(context.invocation_metadata()))
-                )
+                if isinstance(request, OversizedRequest):
+                    code = grpc.StatusCode.RESOURCE_EXHAUSTED
+                    await context.abort(
+                        code, f"the request is {request.size} bytes; {method_name} takes at most {request.limit}"
+                    )
                 if isinstance(request, MalformedRequest):
                     code = grpc.StatusCode.INVALID_ARGUMENT
                     await context.abort(code, f"malformed request: {request.problem}")
-                if registry is not None:
-                    authorize(caller, path, request)
+                for field, most in lists:
+                    check_batch_size(field, len(getattr(request, field)), most, least=0)
+                if checks_namespaces:
+                    authorize_namespaces(caller, path, request)
                 if behaviour is None:
                     code = grpc.StatusCode.UNIMPLEMENTED
                     await context.abort(code, f"{method_name} is not implemented yet")
@@ -99,6 +116,10 @@ def _wrap(
     return handle
 
 
+# Beyond anything grpc takes (its limits are a C int).
+_NO_LIMIT = 2**63
+
+
 def _unobserved(method: str, code: grpc.StatusCode, seconds: float) -> None:
     pass
 
@@ -108,21 +129,28 @@ def generic_handler(
     servicer: object,
     observe: ObserveRpc | None = None,
     registry: TokenRegistry | None = None,
+    receive_limits: Mapping[str, int] | None = None,
 ) -> grpc.GenericRpcHandler[Any, Any]:
     """One handler for every RPC of `service`; methods the servicer lacks are UNIMPLEMENTED.
 
     `observe(method, code, seconds)` hears how each call ended (for metrics),
-    refusals by authentication included.
+    refusals by authentication included. `receive_limits` gives a method's
+    most bytes by its name (`api.admission.receive_limits`); others then take
+    SMALL_MESSAGE_BYTES. None: only grpc's server-wide limit applies.
     """
-    handlers = {}
+    limits = receive_limits
+    methods = {}
     for method in service.methods:
         request_cls = message_factory.GetMessageClass(method.input_type)
         response_cls = message_factory.GetMessageClass(method.output_type)
         behaviour = getattr(servicer, method.name, None)
         path = f"/{service.full_name}/{method.name}"
-        handlers[method.name] = grpc.unary_unary_rpc_method_handler(
-            _wrap(path, method.name, behaviour, registry, observe or _unobserved),
-            request_deserializer=_safe_deserializer(request_cls),
+        methods[path] = Method(
+            name=method.name,
+            handle=_wrap(path, method.name, behaviour, registry is not None, observe or _unobserved),
+            request_deserializer=_safe_deserializer(
+                request_cls, _NO_LIMIT if limits is None else limits.get(method.name, SMALL_MESSAGE_BYTES)
+            ),
             response_serializer=response_cls.SerializeToString,
         )
-    return grpc.method_handlers_generic_handler(service.full_name, handlers)
+    return Admission(methods, registry, observe or _unobserved)

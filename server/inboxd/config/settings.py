@@ -123,6 +123,20 @@ class Settings:
     # namespaces get a label of their own; the rest are summed under "other".
     metrics_beyond_loopback: bool = False
     metrics_max_namespaces: int = 100
+    # What one caller can make the gRPC server hold (docs/operations.md, Security).
+    # Open connections; lowered at start to what the descriptor limit leaves room for.
+    max_connections: int = 1000
+    # Calls one connection may have in flight at once (HTTP/2 streams); more wait in the client.
+    # Above max_waiting_claims_per_caller: a worker's long-polls must leave room for its Completes.
+    max_streams_per_connection: int = 2048
+    # A connection with no call in flight this long is closed (GOAWAY; clients reconnect on their next call).
+    connection_idle: timedelta = timedelta(minutes=5)
+    # Every connection is closed after this long (±10%), its calls first given the grace to finish.
+    connection_age: timedelta = timedelta(hours=1)
+    # Longer than the longest long-poll (60 s), so a waiting Claim answers before its connection goes.
+    connection_age_grace: timedelta = timedelta(minutes=2)
+    # A connection that has not finished its TLS and HTTP/2 handshake within this is closed.
+    handshake_timeout: timedelta = timedelta(seconds=10)
 
     @property
     def listen_host(self) -> str:
@@ -177,6 +191,12 @@ _ENV: dict[str, tuple[str, object]] = {
     "INBOXD_STALE_REVISIONS": ("stale_revisions", parse_stale_revisions),
     "INBOXD_METRICS_BEYOND_LOOPBACK": ("metrics_beyond_loopback", parse_flag),
     "INBOXD_METRICS_MAX_NAMESPACES": ("metrics_max_namespaces", int),
+    "INBOXD_MAX_CONNECTIONS": ("max_connections", int),
+    "INBOXD_MAX_STREAMS_PER_CONNECTION": ("max_streams_per_connection", int),
+    "INBOXD_CONNECTION_IDLE": ("connection_idle", parse_duration),
+    "INBOXD_CONNECTION_AGE": ("connection_age", parse_duration),
+    "INBOXD_CONNECTION_AGE_GRACE": ("connection_age_grace", parse_duration),
+    "INBOXD_HANDSHAKE_TIMEOUT": ("handshake_timeout", parse_duration),
 }
 _NAMED_PARSERS = (parse_duration, parse_size, parse_flag, parse_stale_revisions)
 
@@ -291,7 +311,26 @@ def _check(settings: Settings) -> None:
         raise ConfigError(
             f"INBOXD_CONSOLE_LISTEN={settings.console_listen!r} needs a host and a port, e.g. 127.0.0.1:8080"
         )
+    _check_connection_bounds(settings)
     if (settings.tls_cert is None) != (settings.tls_key is None):
         raise ConfigError("INBOXD_TLS_CERT and INBOXD_TLS_KEY go together")
     if settings.tls_client_ca is not None and settings.tls_cert is None:
         raise ConfigError("INBOXD_TLS_CLIENT_CA needs INBOXD_TLS_CERT and INBOXD_TLS_KEY")
+
+
+def _check_connection_bounds(settings: Settings) -> None:
+    for name, count in (
+        ("INBOXD_MAX_CONNECTIONS", settings.max_connections),
+        ("INBOXD_MAX_STREAMS_PER_CONNECTION", settings.max_streams_per_connection),
+    ):
+        if count < 1:
+            raise ConfigError(f"{name} must be at least 1, not {count}")
+    for name, duration in (
+        ("INBOXD_CONNECTION_IDLE", settings.connection_idle),
+        ("INBOXD_CONNECTION_AGE", settings.connection_age),
+        ("INBOXD_CONNECTION_AGE_GRACE", settings.connection_age_grace),
+        ("INBOXD_HANDSHAKE_TIMEOUT", settings.handshake_timeout),
+    ):
+        # grpc takes them as a C int of milliseconds (24 days).
+        if not timedelta(milliseconds=1) <= duration <= timedelta(milliseconds=2**31 - 1):
+            raise ConfigError(f"{name}={shown_duration(duration)} must be between 1ms and 24d")

@@ -28,6 +28,7 @@ from inboxd.observability.logs import configure_logging
 from inboxd.serving import event_loop
 from inboxd.serving.admin_cli import COMMANDS as ADMIN_COMMANDS
 from inboxd.serving.admin_cli import add_admin_commands, run_admin_command
+from inboxd.serving.connections import install_out_of_descriptors_log, raise_descriptor_limit
 from inboxd.serving.embedded_pg import EmbeddedPostgres, EmbeddedPostgresError, private_parent, runs_as_postgres_user
 from inboxd.serving.server import freeze_start_up_objects, start_server
 from inboxd.serving.supervisor import Supervisor
@@ -54,6 +55,12 @@ _SETTING_FLAGS = {
     "--payload-retention": "payload_retention",
     "--workers": "workers",
     "--stale-revisions": "stale_revisions",
+    "--max-connections": "max_connections",
+    "--max-streams-per-connection": "max_streams_per_connection",
+    "--connection-idle": "connection_idle",
+    "--connection-age": "connection_age",
+    "--connection-age-grace": "connection_age_grace",
+    "--handshake-timeout": "handshake_timeout",
 }
 # On/off flags that force a setting on: flag -> Settings field.
 _SWITCH_FLAGS = {
@@ -188,6 +195,12 @@ async def _serve(settings: Settings) -> None:
     if refusal is not None:
         raise SystemExit(f"inboxd: {refusal}")
     warn_about_forced_settings(settings)
+    # Before anything opens a descriptor; --workers children inherit it.
+    before, after = raise_descriptor_limit()
+    if after != before:
+        log.info("descriptor limit raised from %d to %d", before, after)
+    # Here too, not only in start_server: under --workers N this process serves the console and /metrics.
+    install_out_of_descriptors_log(asyncio.get_running_loop())
     # Handlers first: a SIGTERM during start-up must still stop cleanly (and
     # stop the embedded PostgreSQL), not kill the process with the default action.
     stop = _stop_on_signals()

@@ -15,6 +15,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from inboxd.api.admin_servicer import AdminServicer
+from inboxd.api.admission import receive_limits
 from inboxd.api.handlers import generic_handler
 from inboxd.api.inbox_servicer import MAX_BATCH_EVENTS, InboxServicer
 from inboxd.background.duties import Operations
@@ -23,6 +24,7 @@ from inboxd.config.tokens import TokenRegistry
 from inboxd.console import start_console
 from inboxd.domain.errors import Unavailable
 from inboxd.domain.validation import MAX_METADATA_BYTES
+from inboxd.serving.connections import connection_options, install_out_of_descriptors_log
 from inboxd.store.database import Database
 from inboxd.store.notifications import ReplicaSignals
 from inboxd.store.settings_check import warn_if_not_durable
@@ -37,12 +39,18 @@ SERVICE_NAMES = (INBOX_SERVICE.full_name, ADMIN_SERVICE.full_name)
 HEALTH_PROBE_INTERVAL = 5.0
 
 
-# grpc buffers a whole message before any of inboxd's code (the token check
-# included) runs, so this is what one call, token or not, can make the server hold. An AcceptBatch's events share it:
-# a bigger batch is refused by grpc itself (RESOURCE_EXHAUSTED), and is split.
+# The most one message may be: an AcceptBatch's events share it, and a bigger
+# batch is refused by grpc itself (RESOURCE_EXHAUSTED), and is split. Every
+# other method has a smaller limit of its own (`api.admission.receive_limits`),
+# and a call without a valid token is refused before its message is read.
 MAX_BATCH_TOTAL_BYTES = 32 * 1024 * 1024
 # grpc takes message limits as a C int.
 _GRPC_MAX_SIZE = 2**31 - 1
+
+
+def one_event_bytes(settings: Settings) -> int:
+    """An Accept at the payload limit, with its metadata and identity fields."""
+    return settings.max_payload_bytes + MAX_METADATA_BYTES + 8 * 1024 + 64 * 1024
 
 
 def max_message_bytes(settings: Settings) -> int:
@@ -50,8 +58,7 @@ def max_message_bytes(settings: Settings) -> int:
 
     Raises ConfigError for a size grpc cannot take.
     """
-    one_event = settings.max_payload_bytes + MAX_METADATA_BYTES + 8 * 1024 + 64 * 1024
-    size = max(MAX_BATCH_TOTAL_BYTES, one_event)
+    size = max(MAX_BATCH_TOTAL_BYTES, one_event_bytes(settings))
     if size > _GRPC_MAX_SIZE:
         raise ConfigError(
             f"INBOXD_MAX_PAYLOAD_BYTES={settings.max_payload_bytes} makes a message of {size} bytes,"
@@ -82,6 +89,7 @@ def server_options(settings: Settings, *, reuse_port: bool = False) -> list[tupl
         ("grpc.max_receive_message_length", size),
         ("grpc.max_send_message_length", send),
         ("grpc.so_reuseport", 1 if reuse_port else 0),
+        *connection_options(settings),
     ]
 
 
@@ -129,21 +137,24 @@ async def start_server(
     (--workers N): it binds with SO_REUSEPORT and leaves the instance's
     duties (gauges, retention, /metrics) to the parent.
     """
+    install_out_of_descriptors_log(asyncio.get_running_loop())
     inbox = Inbox(db, settings, clock)
     inbox.fallback_poll_seconds = settings.fallback_poll.total_seconds()
     ops = Operations.for_inbox(inbox, instance_duties=worker_index is None)
     # First, so an unsafe INBOXD_CONSOLE_LISTEN is refused before anything serves.
     # (Under --workers N the parent serves the console: its children get none.)
     console = await start_console(settings, ops.operators, registry)
-    # No interceptor: each inboxd method's own wrapper authenticates (api.handlers),
-    # so health checks and reflection pay nothing for it.
+    # No interceptor: inboxd's own generic handlers admit a call on its metadata
+    # (api.admission), so health checks and reflection pay nothing for it.
     server = grpc.aio.server(options=server_options(settings, reuse_port=worker_index is not None))
     inbox.signals = ReplicaSignals(db.conninfo, inbox.on_replica_signal)
     inbox.signals.start()
+    limits = receive_limits(max_message_bytes(settings), one_event_bytes(settings))
+    observe = ops.metrics.observe_rpc
     server.add_generic_rpc_handlers(
         (
-            generic_handler(INBOX_SERVICE, InboxServicer(inbox), ops.metrics.observe_rpc, registry),
-            generic_handler(ADMIN_SERVICE, AdminServicer(ops.operators), ops.metrics.observe_rpc, registry),
+            generic_handler(INBOX_SERVICE, InboxServicer(inbox), observe, registry, limits),
+            generic_handler(ADMIN_SERVICE, AdminServicer(ops.operators), observe, registry, limits),
         )
     )
     health_servicer = health.aio.HealthServicer()  # type: ignore[attr-defined]
