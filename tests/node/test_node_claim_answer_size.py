@@ -18,7 +18,7 @@ from inboxd.store.database import Database
 from inboxd_client.v1 import inbox_pb2
 from inboxd_client.v1.inbox_pb2_grpc import InboxServiceStub
 from tests.integration.helpers import accept_request, read_event
-from tests.node.test_node_worker import NODE_PACKAGE, NODE_TIMEOUT_SECONDS, node_or_fail
+from tests.node.runner import NODE_PACKAGE, NODE_TIMEOUT_SECONDS, node_or_fail
 
 SCRIPT = """
 import { InboxClient } from './src/index.js';
