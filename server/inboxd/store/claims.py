@@ -31,7 +31,7 @@ from inboxd.domain.vocabulary import (
     Namespace,
 )
 from inboxd.store import queries
-from inboxd.store.database import Connection
+from inboxd.store.database import Connection, wait_as_a_write
 from inboxd.store.queries import QUERIES
 
 SUPERSEDED = "claim superseded: this claim token is not the current claim of the event"
@@ -186,6 +186,8 @@ async def complete_events(
     claim) or its refusal. A row another transaction holds is not waited for: RowLocked."""
     cur = await conn.execute(QUERIES["event_complete_many"], _completion_params(completions, now))
     answers = {int(ord_): str(answer) for ord_, answer in await cur.fetchall()}
+    if "already_completed" in answers.values() and "completed" not in answers.values():
+        await wait_as_a_write(conn)  # a repeat's OK, and nothing written to wait for
     return [_completion_outcome(answers[i], c) for i, c in enumerate(completions, start=1)]
 
 
@@ -213,6 +215,8 @@ async def complete_event_waiting(
             f" {lock_timeout.total_seconds():.2f} s; nothing changed, retry",
         )
     assert row is not None
+    if row[0] == "already_completed":
+        await wait_as_a_write(conn)
     return _completion_outcome(str(row[0]), completion)
 
 

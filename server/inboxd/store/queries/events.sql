@@ -104,8 +104,28 @@ WITH incoming AS (
     FROM judged AS j
     WHERE j.outcome = 'conflict'
     ORDER BY j.ord
+), durable AS (
+    -- Every OK is as durable as the first: a group of nothing but duplicates
+    -- writes nothing, so its COMMIT would not wait for a synchronous standby,
+    -- and a repeat of an Accept whose wait for it was cancelled would answer
+    -- OK for a row the standby may not have. A transactional message gives
+    -- the group a commit record to wait for, after the stored row's. A group
+    -- that inserts a row or a conflicting copy waits anyway and pays nothing.
+    SELECT pg_logical_emit_message(true, 'inboxd', '') AS lsn
+    WHERE EXISTS (SELECT 1 FROM judged AS d WHERE d.outcome = 'duplicate')
+      AND NOT EXISTS (SELECT 1 FROM judged AS w WHERE w.outcome IN ('accepted', 'conflict'))
 )
-SELECT ord, outcome, state, accepted_at FROM judged
+-- Joined, so that the volatile message is evaluated (once) and not left out.
+SELECT ord, outcome, state, accepted_at FROM judged LEFT JOIN durable ON true
+
+-- name: event_repeat_durable
+-- Makes this transaction's COMMIT wait for a synchronous standby as a
+-- write's would, for a transaction that answers a repeat and wrote nothing
+-- (a repeated Complete): its commit record comes after the earlier write's,
+-- so once the standby confirms it, it holds that write too. A transactional
+-- message, because it takes a transaction id and is WAL; pg_current_xact_id()
+-- takes an id but writes no WAL, and its COMMIT does not wait.
+SELECT pg_logical_emit_message(true, 'inboxd', '')
 
 -- name: event_payload_probe
 -- Whether jsonb takes this payload: the diagnosis after a group failed on a
