@@ -31,7 +31,7 @@ from inboxd.domain.vocabulary import (
     Namespace,
 )
 from inboxd.store import queries
-from inboxd.store.database import Connection, wait_as_a_write
+from inboxd.store.database import Connection
 from inboxd.store.queries import QUERIES
 
 SUPERSEDED = "claim superseded: this claim token is not the current claim of the event"
@@ -186,8 +186,10 @@ async def complete_events(
     claim) or its refusal. A row another transaction holds is not waited for: RowLocked."""
     cur = await conn.execute(QUERIES["event_complete_many"], _completion_params(completions, now))
     answers = {int(ord_): str(answer) for ord_, answer in await cur.fetchall()}
-    if "already_completed" in answers.values() and "completed" not in answers.values():
-        await wait_as_a_write(conn)  # a repeat's OK, and nothing written to wait for
+    # A repeat's OK ('already_completed') is as durable as the first: the
+    # statement locks the row it reads (FOR NO KEY UPDATE), and PostgreSQL
+    # logs a row lock in WAL under a transaction id, so this COMMIT waits for
+    # a synchronous standby as a write's does (test_synchronous_commit.py).
     return [_completion_outcome(answers[i], c) for i, c in enumerate(completions, start=1)]
 
 
@@ -206,6 +208,7 @@ async def complete_event_waiting(
     try:
         # A savepoint: a lock timeout ends it alone, and the transaction still commits cleanly.
         async with conn.transaction():
+            # Locks the row as event_complete_many does: a repeat's COMMIT waits for a standby too.
             cur = await conn.execute(QUERIES["event_complete_waiting"], params)
             row = await cur.fetchone()
     except psycopg.errors.LockNotAvailable:
@@ -215,8 +218,6 @@ async def complete_event_waiting(
             f" {lock_timeout.total_seconds():.2f} s; nothing changed, retry",
         )
     assert row is not None
-    if row[0] == "already_completed":
-        await wait_as_a_write(conn)
     return _completion_outcome(str(row[0]), completion)
 
 

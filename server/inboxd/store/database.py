@@ -14,7 +14,6 @@ from psycopg.rows import TupleRow
 from psycopg_pool import AsyncConnectionPool, PoolClosed, PoolTimeout
 
 from inboxd.domain.errors import DatabaseFault, InvalidArgument, Unavailable
-from inboxd.store.queries import QUERIES
 
 log = logging.getLogger(__name__)
 
@@ -71,19 +70,6 @@ PREPARE_AT_FIRST_USE = 0
 # An operator's read (Stats of one namespace or all, a listing) is planned for
 # its actual parameters, inside its own transaction.
 CUSTOM_PLANS = "SELECT set_config('plan_cache_mode', 'force_custom_plan', true)"
-
-
-async def wait_as_a_write(conn: Connection) -> None:
-    """Makes the COMMIT of `conn`'s transaction wait for the synchronous standby, as a write's would.
-
-    For a transaction that answers a repeat (a Complete already done by its
-    claim) and wrote nothing: its COMMIT would not wait, and the earlier
-    write it found may be committed on the primary only, its own wait
-    cancelled. Every OK is as durable as the first. On an autocommit
-    connection this is a transaction of its own, later than the read, which
-    serves as well. Its wait cancelled, the watch below answers UNAVAILABLE.
-    """
-    await conn.execute(QUERIES["event_repeat_durable"])
 
 
 class _CommitWatch:

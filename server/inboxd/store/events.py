@@ -38,7 +38,6 @@ Beside the transitions, statements that move no event: they lock, diagnose or
 set up the transition they serve.
 
     event_payload_probe          which payload of a refused group PostgreSQL cannot hold
-    event_repeat_durable         a COMMIT that answers a repeat waits for the synchronous standby too
     event_complete_lock_timeout  how long event_complete_waiting may wait for the row
     event_fail_lock              the current claim's row, locked while Fail decides
     event_fence_diagnose         why a fenced write matched no row: no such event, or a claim not current

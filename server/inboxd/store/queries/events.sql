@@ -118,15 +118,6 @@ WITH incoming AS (
 -- Joined, so that the volatile message is evaluated (once) and not left out.
 SELECT ord, outcome, state, accepted_at FROM judged LEFT JOIN durable ON true
 
--- name: event_repeat_durable
--- Makes this transaction's COMMIT wait for a synchronous standby as a
--- write's would, for a transaction that answers a repeat and wrote nothing
--- (a repeated Complete): its commit record comes after the earlier write's,
--- so once the standby confirms it, it holds that write too. A transactional
--- message, because it takes a transaction id and is WAL; pg_current_xact_id()
--- takes an id but writes no WAL, and its COMMIT does not wait.
-SELECT pg_logical_emit_message(true, 'inboxd', '')
-
 -- name: event_payload_probe
 -- Whether jsonb takes this payload: the diagnosis after a group failed on a
 -- value, so the refusal can name its event. Nothing is written.
