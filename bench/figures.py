@@ -51,6 +51,12 @@ def pairs(top: int) -> list[Pair]:
             f"raw.duplicate.c{top}",
             f"INSERT of existing keys, {top} clients",
         ),
+        Pair(
+            f"Accept of duplicates, {top} callers, beside a repeat as durable as the first",
+            f"inboxd.duplicate.c{top}",
+            f"raw.duplicate_durable.c{top}",
+            f"INSERT of existing keys + a transactional WAL message, {top} clients",
+        ),
         Pair("Claim 1 -> Complete, 16 workers", "inboxd.claim1", "raw.claim1", "claim 1, complete it"),
         Pair("Claim 10 -> Complete each, 16 workers", "inboxd.claim10", "raw.claim10", "claim 10, complete in one"),
         Pair(

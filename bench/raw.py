@@ -35,6 +35,15 @@ ON CONFLICT (namespace, event_key) DO NOTHING
 RETURNING state, accepted_at
 """
 
+# A repeat as durable as the first: the same INSERT of a stored key (which
+# writes nothing), with the transactional WAL message inboxd emits for a
+# group of nothing but repeats, so that its COMMIT flushes and would wait for
+# a synchronous standby as a write's does (store/queries/events.sql).
+INSERT_ONE_DURABLE: LiteralString = (
+    "WITH stored AS (" + INSERT_ONE + ") SELECT s.state, s.accepted_at"
+    " FROM (SELECT pg_logical_emit_message(true, 'inboxd', '') AS lsn) AS m LEFT JOIN stored AS s ON true"
+)
+
 INSERT_MANY: LiteralString = """
 INSERT INTO inbox_events (namespace, event_key, event_type, payload, metadata, message_id, ordering_key,
                           revision, state, accepted_at, available_at, due_at, updated_at)
@@ -145,13 +154,16 @@ def insert_many_steps(conns: list[Conn], namespace: str, keys: Keys, rows: int) 
     return [step_for(c) for c in conns]
 
 
-def duplicate_steps(conns: list[Conn], namespace: str, keys: list[str]) -> list[Step]:
+def duplicate_steps(
+    conns: list[Conn], namespace: str, keys: list[str], statement: LiteralString = INSERT_ONE
+) -> list[Step]:
+    """Each step INSERTs a stored key again (`statement`: INSERT_ONE, or INSERT_ONE_DURABLE)."""
     repeat = cycle(keys)
 
     def step_for(conn: Conn) -> Step:
         async def step() -> int:
             params = {"namespace": namespace, "event_key": next(repeat), "event_type": EVENT_TYPE, "payload": PAYLOAD}
-            await (await conn.execute(INSERT_ONE, params)).fetchall()
+            await (await conn.execute(statement, params)).fetchall()
             return 1
 
         return step

@@ -338,7 +338,9 @@ def method(bench: dict[str, Any] | None, peers: dict[str, Any] | None) -> list[s
         "AsyncConnection per client, autocommit. A single Accept is `INSERT ... ON CONFLICT DO NOTHING` of one "
         "row; AcceptBatch one 100-row `INSERT ... SELECT FROM unnest(...)` of keys and payloads (binary text[]; "
         "each row's payload cast to jsonb, as 100 events' would be); duplicates the same INSERT of stored "
-        "keys. Claims run inboxd's own claim statement, then one fenced `UPDATE ... FROM unnest(...)` completes "
+        "keys, and again with `pg_logical_emit_message(true, ...)` in the statement, which a repeat needs to be "
+        "as durable as the first (its COMMIT flushes, and would wait for a synchronous standby). "
+        "Claims run inboxd's own claim statement, then one fenced `UPDATE ... FROM unnest(...)` completes "
         "what it returned (one event or ten) and ends the claims.",
         f"- Throughput is a closed loop: each caller sends its next request when the last is answered; "
         f"{cfg['warmup']:g} s of warm-up, then a {cfg['duration']:g} s window. A CHECKPOINT runs before each "

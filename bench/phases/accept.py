@@ -35,6 +35,9 @@ async def accept_phase(run: Run) -> None:
 
     async with raw.connections(run.raw_url, top) as conns:
         await run.measure_steps(f"raw.duplicate.c{top}", raw.duplicate_steps(conns, ACCEPT_NS, remembered), "tx/s")
+        # The baseline a repeat must now meet: its COMMIT flushes a WAL record, as inboxd's repeats do.
+        durable = raw.duplicate_steps(conns, ACCEPT_NS, remembered, raw.INSERT_ONE_DURABLE)
+        await run.measure_steps(f"raw.duplicate_durable.c{top}", durable, "tx/s")
     load = run.node("duplicate", top, namespace=ACCEPT_NS, prefix="duplicate")
     await run.measure_node(f"inboxd.duplicate.c{top}", load, "tx/s")
     await checkpoint(run.url)

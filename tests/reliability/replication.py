@@ -137,6 +137,16 @@ async def held_commits(primary: EmbeddedPostgres) -> int:
     return int(rows[0][0])
 
 
+async def held_commit_xids(primary: EmbeddedPostgres) -> set[str]:
+    """The transactions whose COMMIT is flushed on the primary and waits for the standby, by xid.
+
+    A retry that waits again is another transaction: its xid tells it from
+    the first attempt, which may run on the same connection.
+    """
+    rows = await query(primary.conninfo, "SELECT backend_xid::text FROM pg_stat_activity WHERE wait_event = 'SyncRep'")
+    return {str(xid) for (xid,) in rows}
+
+
 def _children(pid: int) -> list[int]:
     found = []
     for entry in Path("/proc").iterdir():

@@ -4,8 +4,12 @@ PostgreSQL's ceiling is its commit rate (one WAL flush per commit). While
 one transaction commits, the requests that arrive queue up; the next
 transaction takes all of them. No request waits for company: a lone caller
 is flushed at once, so there is no added latency, only fewer commits under
-load. A submission is never split, so a caller's batch keeps its
-one-transaction promise.
+load. A submission is never split between groups: a caller's batch goes
+into one transaction with its neighbours' (or, for the few items that meet a
+concurrent write of their key or a held row, into a later one as well: see
+store/accepts.py and Inbox.complete_many). A group answers repeats only
+after a COMMIT that waits for a synchronous standby as a write's does: the
+statements see to that, and only a group with nothing else to write pays.
 """
 
 from __future__ import annotations

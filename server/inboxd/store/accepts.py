@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -12,7 +12,7 @@ import psycopg.errors
 
 from inboxd.domain.errors import RefusedEvent, Unavailable
 from inboxd.domain.vocabulary import AcceptOutcome, AcceptResult, EventState, NewEvent
-from inboxd.store.database import Connection
+from inboxd.store.database import Connection, Database
 from inboxd.store.queries import QUERIES
 
 # A key another transaction commits while this statement runs is neither
@@ -28,22 +28,45 @@ _STATES = {state.value: state for state in EventState}
 
 
 async def accept_events(
-    conn: Connection, events: Sequence[NewEvent], now: datetime | None = None
+    db: Database,
+    events: Sequence[NewEvent],
+    now: datetime | None = None,
+    *,
+    settled: list[AcceptResult | None] | None = None,
 ) -> list[AcceptResult]:
-    """Accepts `events` on an autocommit connection; one result per event, in order.
+    """Accepts `events`; one result per event, in order.
 
-    Each round is one statement, so one transaction and one round trip:
-    every event it settles is committed with all the others or none is.
+    Each round is one statement on an autocommit connection, so one
+    transaction and one round trip: every event it settles is committed with
+    all the others of that round or none is. Most groups settle in one round;
+    an event whose key another transaction committed meanwhile goes to the
+    next round, a transaction of its own. So a failed call may have committed
+    the events of its earlier rounds: `settled` (one slot per event, None
+    until its round commits) tells the caller which, for its wake-ups, and a
+    retry finds them DUPLICATE. A round that loses a deadlock or
+    serialization race is run again alone (Database.run), never the rounds
+    before it: an event they committed keeps its ACCEPTED.
     `now` is the clock (None: the database's); tests pass it to control time.
     Raises RefusedEvent when PostgreSQL refuses a value (nothing is stored).
     """
-    results: list[AcceptResult | None] = [None] * len(events)
+    results: list[AcceptResult | None] = [None] * len(events) if settled is None else settled
     todo = list(range(len(events)))
     for _ in range(_ROUNDS):
-        todo = await _accept_round(conn, events, todo, results, now)
+        todo = await db.run(_round(events, todo, results, now), transaction=False)
         if not todo:
             return [r for r in results if r is not None]
     raise Unavailable(f"{len(todo)} events met concurrent writes on their keys {_ROUNDS} times; retry")
+
+
+def _round(
+    events: Sequence[NewEvent], todo: list[int], results: list[AcceptResult | None], now: datetime | None
+) -> Callable[[Connection], Awaitable[list[int]]]:
+    """One round as a unit of work for Database.run: run again as it is when its transaction rolled back."""
+
+    async def work(conn: Connection) -> list[int]:
+        return await _accept_round(conn, events, todo, results, now)
+
+    return work
 
 
 async def _accept_round(

@@ -190,6 +190,10 @@ async def complete_events(
     claim) or its refusal. A row another transaction holds is not waited for: RowLocked."""
     cur = await conn.execute(QUERIES["event_complete_many"], _completion_params(completions, now))
     answers = {int(ord_): str(answer) for ord_, answer in await cur.fetchall()}
+    # A repeat's OK ('already_completed') is as durable as the first: the
+    # statement locks the row it reads (FOR NO KEY UPDATE), and PostgreSQL
+    # logs a row lock in WAL under a transaction id, so this COMMIT waits for
+    # a synchronous standby as a write's does (test_synchronous_commit.py).
     return [_completion_outcome(answers[i], c) for i, c in enumerate(completions, start=1)]
 
 
@@ -208,6 +212,7 @@ async def complete_event_waiting(
     try:
         # A savepoint: a lock timeout ends it alone, and the transaction still commits cleanly.
         async with conn.transaction():
+            # Locks the row as event_complete_many does: a repeat's COMMIT waits for a standby too.
             cur = await conn.execute(QUERIES["event_complete_waiting"], params)
             row = await cur.fetchone()
     except psycopg.errors.LockNotAvailable:

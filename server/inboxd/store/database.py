@@ -24,6 +24,14 @@ Work = Callable[[Connection], Awaitable[T]]
 # A transaction that lost a deadlock or serialization race did nothing; it is
 # safe to run again. Beyond this many tries the caller gets UNAVAILABLE.
 _ROLLBACK_RETRIES = 5
+# By class, each: psycopg makes SerializationFailure (40001) and
+# DeadlockDetected (40P01) siblings of TransactionRollback (40000), not its
+# subclasses, so catching TransactionRollback alone retried neither.
+_ROLLED_BACK = (
+    psycopg.errors.TransactionRollback,
+    psycopg.errors.SerializationFailure,
+    psycopg.errors.DeadlockDetected,
+)
 # Once a connection is lost, a probe connects outside the pool this often until
 # the database answers. While it cannot, calls are refused at once rather than
 # queued for the pool's acquire timeout (5 s, longer than an edge's deadline).
@@ -134,7 +142,7 @@ class Database:
         for attempt in range(1, _ROLLBACK_RETRIES + 1):
             try:
                 return await self._attempt(work, transaction, custom_plans)
-            except psycopg.errors.TransactionRollback:
+            except _ROLLED_BACK:
                 if attempt == _ROLLBACK_RETRIES:
                     raise Unavailable(
                         f"transaction lost {_ROLLBACK_RETRIES} deadlock or serialization races; retry"

@@ -101,13 +101,21 @@ class Inbox:
         self._poller = DuePoller(self.db, self.bus, self.clock, lambda: self.fallback_poll_seconds)
 
     async def accept(self, events: Sequence[NewEvent]) -> list[AcceptResult]:
-        """Accepts events in one transaction (shared with concurrent callers); answers after it commits."""
+        """Accepts events; each is answered once committed (accept_events says in how many transactions).
+
+        The events share a transaction with concurrent callers' (group commit);
+        a repeat's answer waits for the synchronous standby as a write would.
+        """
         return await self._accepts.submit(events)
 
     async def _accept_group(self, events: list[NewEvent]) -> list[AcceptResult]:
         now = self.clock()
-        results = await self.db.run(lambda conn: accept_events(conn, events, now), transaction=False)
-        self.wake_claimers(self._claimable(events, results, now))
+        settled: list[AcceptResult | None] = [None] * len(events)
+        try:
+            results = await accept_events(self.db, events, now, settled=settled)
+        finally:
+            # Even when a later round failed: what an earlier round committed is claimable now.
+            self.wake_claimers(self._claimable(events, settled, now))
         # Per group, not per call: counters move and the log writes once for
         # all the callers who shared the transaction.
         self.observer.accepted(events, results)
@@ -115,14 +123,16 @@ class Inbox:
 
     @staticmethod
     def _claimable(
-        events: Sequence[NewEvent], results: Sequence[AcceptResult], now: datetime | None
+        events: Sequence[NewEvent], results: Sequence[AcceptResult | None], now: datetime | None
     ) -> Counter[tuple[str, str]]:
-        """New events claimable right away, counted per (namespace, event_type): one wake-up each."""
+        """New events claimable right away (None: uncommitted), per (namespace, event_type): one wake-up each."""
         cutoff = now or datetime.now(UTC)
         counts: Counter[tuple[str, str]] = Counter()
         for event, result in zip(events, results, strict=True):
-            if result.outcome is AcceptOutcome.ACCEPTED and (
-                event.available_at is None or event.available_at <= cutoff
+            if (
+                result is not None
+                and result.outcome is AcceptOutcome.ACCEPTED
+                and (event.available_at is None or event.available_at <= cutoff)
             ):
                 counts[event.namespace, event.event_type] += 1
         return counts

@@ -131,8 +131,19 @@ WITH incoming AS (
     ON CONFLICT (namespace, event_key) DO UPDATE
         SET copies = o.copies + excluded.copies, last_received_at = excluded.last_received_at,
             last_payload_sha256 = excluded.last_payload_sha256
+), durable AS (
+    -- Every OK is as durable as the first: a group of nothing but duplicates
+    -- writes nothing, so its COMMIT would not wait for a synchronous standby,
+    -- and a repeat of an Accept whose wait for it was cancelled would answer
+    -- OK for a row the standby may not have. A transactional message gives
+    -- the group a commit record to wait for, after the stored row's. A group
+    -- that inserts a row or a conflicting copy waits anyway and pays nothing.
+    SELECT pg_logical_emit_message(true, 'inboxd', '') AS lsn
+    WHERE EXISTS (SELECT 1 FROM judged AS d WHERE d.outcome = 'duplicate')
+      AND NOT EXISTS (SELECT 1 FROM judged AS w WHERE w.outcome IN ('accepted', 'conflict'))
 )
-SELECT ord, outcome, state, accepted_at FROM judged
+-- Joined, so that the volatile message is evaluated (once) and not left out.
+SELECT ord, outcome, state, accepted_at FROM judged LEFT JOIN durable ON true
 
 -- name: event_payload_probe
 -- Whether jsonb takes this payload: the diagnosis after a group failed on a
