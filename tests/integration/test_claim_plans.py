@@ -188,6 +188,7 @@ _POLL_PARAMETERS = (
     "now",
     "cap",
     "anywhere_types",
+    "ignore_stale",
 )
 POLL_SHAPES = {
     "waiters on named namespaces": {"namespaces": ["tenant-b/empty", "tenant-c/x"], "event_types": ["", "test.event"]},
@@ -209,6 +210,7 @@ async def test_the_wake_up_poll_for_empty_namespaces_reads_a_bounded_number_of_r
         "now": None,
         "cap": 100,
         "anywhere_types": [],
+        "ignore_stale": True,
         **POLL_SHAPES[shape],
     }
     async with await psycopg.AsyncConnection.connect(backlog_url, autocommit=True) as conn:

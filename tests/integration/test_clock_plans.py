@@ -110,7 +110,7 @@ CLAIM = {
     "lease": timedelta(seconds=30),
     "max_bytes": CLAIM_ANSWER_BYTES,
 }
-POLL = {"prefixes": [], "patterns": [], "pattern_types": [], "cap": 100}
+POLL = {"prefixes": [], "patterns": [], "pattern_types": [], "cap": 100, "ignore_stale": True}
 # Each statement with a cut-off, and its parameters but the clock, when nothing is past its cut-off yet.
 CUT_OFFS: dict[str, tuple[str, dict[str, Any]]] = {
     "claim from named namespaces": ("event_claim", {**CLAIM, "namespaces": NAMESPACES}),

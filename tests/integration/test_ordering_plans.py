@@ -16,10 +16,12 @@ import pytest
 
 from tests.integration.helpers import own_database
 from tests.integration.test_claim_plans import (
+    _POLL_PARAMETERS,
     BOUND,
     _walk,
     buffers_read,
     explain_claim,
+    explain_prepared,
     load_backlog,
     rows_read,
 )
@@ -88,3 +90,55 @@ async def test_a_claim_beside_keyed_backlogs_is_never_costed_over_the_jit_thresh
         plan = await explain_claim(conn, plan_cache_mode, namespaces=[namespace], max_events=10)
     assert "JIT" not in plan, plan["JIT"]
     assert plan["Plan"]["Total Cost"] < float(row[0]) / 2, plan["Plan"]["Total Cost"]
+
+
+# The wake-up poller judges keys as a Claim does, and a freed key's next event is looked up alone.
+_NO_WAITERS: dict[str, list[str]] = {
+    "prefixes": [],
+    "patterns": [],
+    "namespaces": [],
+    "event_types": [],
+    "pattern_types": [],
+}
+
+
+@pytest.mark.parametrize("plan_cache_mode", ["force_generic_plan", "force_custom_plan"])
+async def test_the_wake_up_poll_over_free_ordering_keys_reads_about_what_it_counts(
+    keyed_url: str, plan_cache_mode: str
+) -> None:
+    values = {
+        **_NO_WAITERS,
+        "namespaces": ["tenant-a/keyed"],
+        "event_types": [""],
+        "anywhere_types": [],
+        "now": None,
+        "cap": 10,
+        "ignore_stale": True,
+    }
+    async with await psycopg.AsyncConnection.connect(keyed_url, autocommit=True) as conn:
+        cur = await conn.execute("SELECT current_setting('jit_above_cost')::float8")
+        row = await cur.fetchone()
+        assert row is not None
+        plan = await explain_prepared(conn, plan_cache_mode, "event_due_kinds", _POLL_PARAMETERS, values)
+    assert rows_read(plan) < BOUND, json.dumps(plan["Plan"], indent=1)[:4000]
+    assert buffers_read(plan) < 5 * BOUND, json.dumps(plan["Plan"], indent=1)[:4000]
+    assert "JIT" not in plan, plan["JIT"]
+    assert plan["Plan"]["Total Cost"] < float(row[0]) / 2, plan["Plan"]["Total Cost"]
+
+
+@pytest.mark.parametrize("plan_cache_mode", ["force_generic_plan", "force_custom_plan"])
+async def test_looking_up_the_next_events_of_freed_keys_reads_a_few_rows_per_key(
+    keyed_url: str, plan_cache_mode: str
+) -> None:
+    finished = [f"k{i}" for i in range(1, 11)]
+    values = {"namespaces": ["tenant-a/keyed"] * len(finished), "event_keys": finished, "now": None}
+    parameters = ("namespaces", "event_keys", "now", "ignore_stale")
+    async with await psycopg.AsyncConnection.connect(keyed_url, autocommit=True) as conn:
+        plan = await explain_prepared(
+            conn, plan_cache_mode, "event_next_of_keys", parameters, {**values, "ignore_stale": True}
+        )
+    assert rows_read(plan) < BOUND, json.dumps(plan["Plan"], indent=1)[:4000]
+    assert buffers_read(plan) < 5 * BOUND, json.dumps(plan["Plan"], indent=1)[:4000]
+    scans = {(n["Node Type"], n.get("Relation Name")) for n in _walk(plan["Plan"])}
+    assert ("Seq Scan", "inbox_ordering_keys") not in scans, json.dumps(plan["Plan"], indent=1)[:4000]
+    assert ("Seq Scan", "inbox_events") not in scans, json.dumps(plan["Plan"], indent=1)[:4000]

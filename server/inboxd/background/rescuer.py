@@ -43,7 +43,10 @@ async def run_rescue_pass(inbox: Inbox, *, now: datetime | None, namespace: str 
             sum(back.values()),
             len(rescued) - sum(back.values()),
         )
+        # Here and on every replica (under --workers this is the parent, which only sends signals).
         inbox.wake_claimers(back)
+        # A keyed event rescued back to PENDING still holds its key; one dead-lettered frees it.
+        inbox.wake_next_of_keys(rescued.freed_keys)
     return rescued
 
 

@@ -57,11 +57,14 @@ class DuePoller:
         bus: WakeBus,
         clock: Callable[[], datetime | None],
         interval: Callable[[], float],
+        ignore_stale: Callable[[], bool] = lambda: True,
     ) -> None:
         self._db = db
         self._bus = bus
         self._clock = clock
         self._interval = interval
+        # Whether a Claim completes stale keyed events IGNORED: they then block nothing, so they count as due.
+        self._ignore_stale = ignore_stale
         self._poke = asyncio.Event()
         # Set by `poke`: the next wake of the loop looks even before the interval is up.
         self._look_now = False
@@ -126,7 +129,10 @@ class DuePoller:
         self._last_look = began
         now = self._clock()
         self.looks += 1
-        kinds = await self._db.run(lambda conn: due_kinds(conn, wanted, now), transaction=False)
+        ignore_stale = self._ignore_stale()
+        kinds = await self._db.run(
+            lambda conn: due_kinds(conn, wanted, now, ignore_stale=ignore_stale), transaction=False
+        )
         for namespace, event_type, count in kinds:
             self._bus.notify(namespace, event_type, count)
         # At the cap the answer is partial (another kind may hide behind it): it proves nothing.

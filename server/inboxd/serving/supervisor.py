@@ -6,8 +6,8 @@ be forked once initialised), each with its own event loop, pool and gRPC
 server bound to the same port with SO_REUSEPORT; the kernel spreads
 connections among them. The parent serves no RPC. It owns what must happen
 once per instance: the database (started and migrated by the caller before
-`run`, stopped after it), the Stats gauges, retention, and the one /metrics
-endpoint, which reads every child's counters from prometheus_client's
+`run`, stopped after it), the Stats gauges, retention, the lease rescuer,
+the console, and the one /metrics endpoint, which reads every child's counters from prometheus_client's
 multiprocess files. It restarts a child that dies, with a backoff, and on
 SIGTERM or SIGINT drains every child before it returns.
 
@@ -40,6 +40,7 @@ from inboxd.observability.metrics import multiprocess_registry
 from inboxd.serving.server import server_credentials
 from inboxd.serving.server_child import READY, ChildSpec
 from inboxd.store.database import Database
+from inboxd.store.notifications import ReplicaSignals
 from inboxd.usecases.inbox import Inbox, database_clock
 
 log = logging.getLogger("inboxd")
@@ -185,12 +186,18 @@ class Supervisor:
             ChildProcess(ChildSpec(index, child_settings, self.database_url), env) for index in range(settings.workers)
         ]
         db = Database(self.database_url, min_size=1, max_size=PARENT_POOL_SIZE)
+        inbox: Inbox | None = None
         duties: InstanceDuties | None = None
         console: Console | None = None
         keepers: list[asyncio.Task[None]] = []
         try:
             await db.open()
-            duties = parent_duties(Inbox(db, settings, database_clock), multiprocess_registry(metrics_dir))
+            inbox = Inbox(db, settings, database_clock)
+            # The rescuer and the console's Replay make events claimable here, where no Claim waits:
+            # the children's waiting Claims hear of them through PostgreSQL NOTIFY, which the parent only sends.
+            inbox.signals = ReplicaSignals(db.conninfo, inbox.on_replica_signal)
+            inbox.signals.start(listen=False)
+            duties = parent_duties(inbox, multiprocess_registry(metrics_dir))
             await duties.start()
             console = await start_console(settings, duties.operators, self.registry)
             asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, self._forward_sighup)
@@ -210,6 +217,8 @@ class Supervisor:
                 await console.stop()
             if duties is not None:
                 await duties.stop()
+            if inbox is not None and inbox.signals is not None:
+                await inbox.signals.stop()
             await db.close()
             reserved.close()
             shutil.rmtree(metrics_dir, ignore_errors=True)

@@ -8,6 +8,7 @@ row, `_refusal` says why, in the design's order: the event's identity
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -235,18 +236,26 @@ async def lock_for_failure(conn: Connection, fence: Fence) -> int:
     return attempt
 
 
+@dataclass(frozen=True, slots=True)
+class Failed:
+    """A failure applied: when the retry is due (None: dead-lettered), and whom that may wake."""
+
+    next_at: datetime | None
+    event_type: str
+    ordering_key: str
+
+
 async def fail_event(
     conn: Connection, fence: Fence, decision: FailureDecision, error: str, now: datetime | None = None
-) -> datetime | None:
-    """Applies a failure decision; returns when the retry is due, or None when dead-lettered."""
+) -> Failed:
+    """Applies a failure decision."""
     # No delay is the decision to dead-letter (FailureDecision.delay is None exactly then).
     delay = None if decision.state is EventState.DEAD_LETTERED else decision.delay
     cur = await conn.execute(QUERIES["event_fail"], {**_fence_params(fence, now), "error": error, "delay": delay})
     row = await cur.fetchone()
     if row is None:
         raise await _refusal(conn, fence)
-    due: datetime | None = row[0]
-    return due
+    return Failed(row[0], str(row[1]), str(row[2]))
 
 
 async def release_events(

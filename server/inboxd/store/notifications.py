@@ -7,7 +7,9 @@ way, later signals gather into the next one, one entry per (namespace,
 event_type) with its count. And only when it helps: a replica that finds no
 other replica listening sends nothing (it looks again every few seconds).
 A lost signal costs latency, never an event: waiting claims also poll on a
-bounded interval.
+bounded interval. A process that serves no Claims (the parent under
+`--workers N`, which runs the lease rescuer and serves the console's Replay)
+only sends: its "others" are all the listeners there are.
 """
 
 from __future__ import annotations
@@ -58,8 +60,11 @@ class ReplicaSignals:
         self.sent = 0
         self.skipped = 0
 
-    def start(self) -> None:
-        self._tasks = [asyncio.create_task(self._listen()), asyncio.create_task(self._send())]
+    def start(self, *, listen: bool = True) -> None:
+        """Sends what `publish` is told; with `listen`, also hears the other replicas."""
+        self._tasks = [asyncio.create_task(self._send())]
+        if listen:
+            self._tasks.append(asyncio.create_task(self._listen()))
 
     async def stop(self) -> None:
         for task in self._tasks:

@@ -16,8 +16,14 @@ from inboxd.store.queries import QUERIES
 RESCUE_LOCK = 7_311_003
 BATCH_SIZE = 500
 
-# (namespace, event_type, state after) of each rescued event.
-Rescued = list[tuple[str, str, EventState]]
+
+class Rescued(list[tuple[str, str, EventState]]):
+    """(namespace, event_type, state after) of each rescued event, and the keyed ones that ended."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        # (namespace, event_key) of the keyed events dead-lettered: each freed its ordering key.
+        self.freed_keys: list[tuple[str, str]] = []
 
 
 async def rescue_expired_leases(
@@ -41,14 +47,17 @@ async def rescue_expired_leases(
         "namespace": namespace,
         "batch_size": batch_size,
     }
-    rescued: Rescued = []
+    rescued = Rescued()
     async with alone(conninfo, RESCUE_LOCK, "lease rescue") as conn:
         if conn is None:
             return None
         while True:
             cur = await conn.execute(QUERIES["event_rescue_expired"], params)
-            batch = [(str(ns), str(t), EventState(state)) for ns, t, state in await cur.fetchall()]
-            rescued.extend(batch)
-            if len(batch) < batch_size:
+            rows = await cur.fetchall()
+            rescued.extend((str(ns), str(t), EventState(state)) for ns, t, state, _, _ in rows)
+            rescued.freed_keys.extend(
+                (str(ns), str(key)) for ns, _, state, key, ordering in rows if ordering and state != "pending"
+            )
+            if len(rows) < batch_size:
                 break
     return rescued

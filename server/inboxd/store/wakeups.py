@@ -1,7 +1,8 @@
-"""The wake-up poller's one look: which kinds of event the waiting Claims want are due."""
+"""Whom to wake: which kinds of event the waiting Claims want are due, and what freed ordering keys let out."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
 from inboxd.domain.namespace_patterns import like_prefix
@@ -14,7 +15,7 @@ DUE_CAP = 100
 
 
 async def due_kinds(
-    conn: Connection, wanted: Wanted, now: datetime | None = None, cap: int = DUE_CAP
+    conn: Connection, wanted: Wanted, now: datetime | None = None, cap: int = DUE_CAP, *, ignore_stale: bool = True
 ) -> list[tuple[str, str, int]]:
     """(namespace, event_type, due rows up to `cap`) among what the waiters want."""
     in_namespaces = sorted(wanted.in_namespaces)
@@ -30,6 +31,22 @@ async def due_kinds(
             "anywhere_types": sorted(wanted.anywhere),
             "now": now,
             "cap": cap,
+            "ignore_stale": ignore_stale,
         },
+    )
+    return [(str(namespace), str(event_type), int(count)) for namespace, event_type, count in await cur.fetchall()]
+
+
+async def next_of_keys(
+    conn: Connection, finished: Sequence[tuple[str, str]], now: datetime | None = None, *, ignore_stale: bool = True
+) -> list[tuple[str, str, int]]:
+    """(namespace, event_type, count) of the events let out now by the keys the `finished` events held.
+
+    `finished`: (namespace, event_key) of events just completed or dead-lettered; unkeyed ones free nothing.
+    """
+    namespaces, event_keys = zip(*finished, strict=True) if finished else ((), ())
+    cur = await conn.execute(
+        QUERIES["event_next_of_keys"],
+        {"namespaces": list(namespaces), "event_keys": list(event_keys), "now": now, "ignore_stale": ignore_stale},
     )
     return [(str(namespace), str(event_type), int(count)) for namespace, event_type, count in await cur.fetchall()]

@@ -17,14 +17,13 @@ import logging
 from collections import Counter
 from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from inboxd.config.settings import Settings
-from inboxd.domain.backoff import BackoffPolicy, decide_failure
+from inboxd.domain.backoff import BackoffPolicy, FailureDecision, decide_failure
 from inboxd.domain.errors import ClaimSuperseded, InboxError
 from inboxd.domain.vocabulary import (
-    AcceptOutcome,
     AcceptResult,
     ActionRecord,
     ActionState,
@@ -38,6 +37,7 @@ from inboxd.domain.vocabulary import (
     StaleRevisions,
 )
 from inboxd.observability.transition_observer import InboxObserver
+from inboxd.runtime.claimable import DueWakeUps, FreedKeys
 from inboxd.runtime.due_poller import DuePoller
 from inboxd.runtime.group_commit import Coalescer
 from inboxd.runtime.wakeups import WakeBus
@@ -98,7 +98,13 @@ class Inbox:
     def __post_init__(self) -> None:
         self._accepts: Coalescer[NewEvent, AcceptResult] = Coalescer(self._accept_group)
         self._completions: Coalescer[Completion, InboxError | None] = Coalescer(self._complete_group)
-        self._poller = DuePoller(self.db, self.bus, self.clock, lambda: self.fallback_poll_seconds)
+        self._poller = DuePoller(self.db, self.bus, self.clock, lambda: self.fallback_poll_seconds, self._ignore_stale)
+        # Whom a transition wakes beyond its own events' kinds: see runtime/claimable.py.
+        self._later = DueWakeUps(self.wake_claimers)
+        self._freed = FreedKeys(self.db, self.wake_claimers, self.clock, self._ignore_stale)
+
+    def _ignore_stale(self) -> bool:
+        return self.settings.stale_revisions is StaleRevisions.IGNORE
 
     async def accept(self, events: Sequence[NewEvent]) -> list[AcceptResult]:
         """Accepts events; each is answered once committed (accept_events says in how many transactions).
@@ -114,28 +120,12 @@ class Inbox:
         try:
             results = await accept_events(self.db, events, now, settled=settled)
         finally:
-            # Even when a later round failed: what an earlier round committed is claimable now.
-            self.wake_claimers(self._claimable(events, settled, now))
+            # Even when a later round failed: what an earlier round committed is claimable, now or when due.
+            self._later.accepted(events, settled, now)
         # Per group, not per call: counters move and the log writes once for
         # all the callers who shared the transaction.
         self.observer.accepted(events, results)
         return results
-
-    @staticmethod
-    def _claimable(
-        events: Sequence[NewEvent], results: Sequence[AcceptResult | None], now: datetime | None
-    ) -> Counter[tuple[str, str]]:
-        """New events claimable right away (None: uncommitted), per (namespace, event_type): one wake-up each."""
-        cutoff = now or datetime.now(UTC)
-        counts: Counter[tuple[str, str]] = Counter()
-        for event, result in zip(events, results, strict=True):
-            if (
-                result is not None
-                and result.outcome is AcceptOutcome.ACCEPTED
-                and (event.available_at is None or event.available_at <= cutoff)
-            ):
-                counts[event.namespace, event.event_type] += 1
-        return counts
 
     def wake_claimers(self, counts: Mapping[tuple[str, str], int]) -> None:
         """Tells waiting Claims, here and on other replicas, how many events of each (namespace, type) are claimable."""
@@ -143,6 +133,10 @@ class Inbox:
             self.bus.notify(namespace, event_type, count)
         if counts and self.signals is not None:
             self.signals.publish(counts)
+
+    def wake_next_of_keys(self, finished: Sequence[tuple[str, str]]) -> None:
+        """Wakes for the next events of the keys these (namespace, event_key) held, finished and committed."""
+        self._freed.finished(finished)
 
     def on_replica_signal(self, events: list[tuple[str, str, int]] | None) -> None:
         """Another replica made events claimable (None: it may have, look again)."""
@@ -197,7 +191,7 @@ class Inbox:
     async def _claim_once(self, request: ClaimRequest) -> ClaimBatch:
         now = self.clock()
         max_attempts = self.settings.max_attempts
-        ignore_stale = self.settings.stale_revisions is StaleRevisions.IGNORE
+        ignore_stale = self._ignore_stale()
         budget = self.claim_answer_bytes
         # One statement on an autocommit connection: one round trip, no BEGIN/COMMIT.
         task = asyncio.ensure_future(
@@ -291,6 +285,7 @@ class Inbox:
                 again = await asyncio.gather(*(self._complete_held(c) for c in retry))
             for i, result in zip(held, again, strict=True):
                 results[i] = result
+        self._freed.completed(completions, results)
         return results
 
     async def _complete_group(self, completions: list[Completion]) -> list[InboxError | None]:
@@ -306,7 +301,7 @@ class Inbox:
         now = self.clock()
         stored_error = truncate_error(error)
 
-        async def work(conn: Connection) -> FailResult:
+        async def work(conn: Connection) -> tuple[FailureDecision, claims.Failed]:
             attempt = await claims.lock_for_failure(conn, fence)
             decision = decide_failure(
                 attempt=attempt,
@@ -315,11 +310,16 @@ class Inbox:
                 retry_after=retry_after,
                 policy=self.backoff,
             )
-            next_at = await claims.fail_event(conn, fence, decision, stored_error, now)
-            return FailResult(decision.state, next_at)
+            return decision, await claims.fail_event(conn, fence, decision, stored_error, now)
 
         with self._fenced("Fail", fence):
-            result = await self.db.run(work)
+            decision, failed = await self.db.run(work)
+        result = FailResult(decision.state, failed.next_at)
+        if failed.next_at is not None and decision.delay is not None:
+            # Claimable again once the retry is due, now or later: the event still holds its key, if any.
+            self._later.after(decision.delay, fence.namespace, failed.event_type)
+        elif failed.ordering_key:
+            self._freed.finished([(fence.namespace, fence.event_key)])
         self.observer.failed(fence, result)
         return result
 

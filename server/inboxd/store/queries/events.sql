@@ -365,7 +365,9 @@ WITH RECURSIVE open_namespaces AS (
 ), claimed AS (
     UPDATE inbox_events AS e
     SET state = 'processing', attempt = e.attempt + 1,
-        claim_token = gen_random_uuid()::text, fencing_token = nextval('inbox_fencing_tokens'),
+        -- A keyed event's token says so ('k-'): its Complete, wherever it is served, wakes the key's next event.
+        claim_token = CASE WHEN e.ordering_key <> '' THEN 'k-' ELSE '' END || gen_random_uuid()::text,
+        fencing_token = nextval('inbox_fencing_tokens'),
         worker_id = %(worker_id)s, lease_expires_at = inboxd_now(%(now)s) + %(lease)s::interval,
         due_at = inboxd_now(%(now)s) + %(lease)s::interval, updated_at = inboxd_now(%(now)s)
     FROM taken AS due
@@ -498,14 +500,15 @@ WITH failed AS (
         last_error = %(error)s, updated_at = inboxd_now(%(now)s)
     WHERE e.namespace = %(namespace)s AND e.event_key = %(event_key)s
       AND e.claim_token = %(claim_token)s AND e.state IS NOT DISTINCT FROM 'processing'
-    RETURNING e.fencing_token, e.state, e.due_at
+    RETURNING e.fencing_token, e.state, e.due_at, e.event_type, e.ordering_key
 ), ended AS (
     UPDATE inbox_claims AS c
     SET ended_at = inboxd_now(%(now)s),
         outcome = CASE WHEN failed.state = 'pending' THEN 'failed' ELSE 'dead_lettered' END
     FROM failed WHERE c.fencing_token = failed.fencing_token
 )
-SELECT due_at FROM failed
+-- Whom to wake: the retry's kind, or, a keyed event dead-lettered, its key's next event.
+SELECT due_at, event_type, ordering_key FROM failed
 
 -- name: event_release_many
 -- PROCESSING -> PENDING, claimable at once, the attempt given back. Takes
@@ -600,9 +603,9 @@ WITH expired AS (
         updated_at = inboxd_now(%(now)s)
     FROM expired
     WHERE e.namespace = expired.namespace AND e.event_key = expired.event_key
-    RETURNING e.namespace, e.event_type, e.state
+    RETURNING e.namespace, e.event_type, e.state, e.event_key, e.ordering_key
 )
-SELECT namespace, event_type, state FROM rescued
+SELECT namespace, event_type, state, event_key, ordering_key FROM rescued
 
 -- name: event_delete_completed
 -- Deletes one batch of COMPLETED rows older than the retention. Claims,

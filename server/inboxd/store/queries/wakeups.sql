@@ -8,6 +8,12 @@
 -- inbox_events_namespace_due; patterns are resolved by a skip scan, from each
 -- pattern's literal prefix, of the namespaces that have open rows; waiters for any namespace share one walk
 -- of inbox_events_due. An event_type of '' means any type. Takes no locks.
+-- A keyed event counts only when it is its key's next (inboxd_next_of_key,
+-- the Claim's own test): one waiting behind its key's holder is claimable by
+-- nobody, and counting it woke waiters to look in vain, every interval. The
+-- test runs only for keyed rows, so it costs this look what it costs a Claim
+-- of the namespace (operations.md: a deep backlog behind one key), once per
+-- interval, instead of each woken waiter's Claim paying it.
 WITH RECURSIVE open_namespaces AS (
     SELECT p.prefix, (SELECT e.namespace FROM inbox_events AS e
                       WHERE e.due_at IS NOT NULL AND e.namespace COLLATE "C" >= p.prefix
@@ -41,6 +47,8 @@ WITH RECURSIVE open_namespaces AS (
         WHERE e.namespace COLLATE "C" = w.namespace
           AND e.due_at <= inboxd_now(%(now)s)
           AND (w.any_type OR e.event_type = ANY(w.event_types))
+          AND (e.ordering_key = '' OR inboxd_next_of_key(e.namespace, e.ordering_key, e.event_key, e.revision,
+                                                         e.accepted_at, %(ignore_stale)s))
         ORDER BY e.due_at
         LIMIT %(cap)s
     ) AS d
@@ -52,8 +60,36 @@ WITH RECURSIVE open_namespaces AS (
           AND e.state IN ('pending', 'processing')
           AND e.due_at <= inboxd_now(%(now)s)
           AND ('' = ANY(%(anywhere_types)s::text[]) OR e.event_type = ANY(%(anywhere_types)s::text[]))
+          AND (e.ordering_key = '' OR inboxd_next_of_key(e.namespace, e.ordering_key, e.event_key, e.revision,
+                                                         e.accepted_at, %(ignore_stale)s))
         ORDER BY e.due_at
         LIMIT %(cap)s
     ) AS a
 )
 SELECT namespace, event_type, count(*) FROM found GROUP BY namespace, event_type
+
+-- name: event_next_of_keys
+-- Whom finished keyed events wake (completed or dead-lettered, they freed
+-- their key): per key, its next event when that is due now and nobody holds
+-- the key yet (the first open one by (revision, accepted_at, event_key),
+-- passing over stale ones a Claim would complete IGNORED), counted per
+-- (namespace, event_type). Per finished event one primary-key probe, and for
+-- a keyed one a probe of inbox_ordering_keys and one descent of
+-- inbox_events_ordering_open. Takes no locks.
+SELECT n.namespace, n.event_type, count(*)
+FROM (SELECT DISTINCT f.namespace, f.ordering_key
+      FROM unnest(%(namespaces)s::text[], %(event_keys)s::text[]) AS r(namespace, event_key)
+      JOIN inbox_events AS f ON f.namespace = r.namespace AND f.event_key = r.event_key
+      WHERE f.ordering_key <> '') AS r
+JOIN inbox_ordering_keys AS k ON k.namespace = r.namespace AND k.ordering_key = r.ordering_key
+CROSS JOIN LATERAL (
+    SELECT e.namespace, e.event_key, e.event_type, e.due_at
+    FROM inbox_events AS e
+    WHERE e.namespace = r.namespace AND e.ordering_key = r.ordering_key
+      AND e.ordering_key <> '' AND e.due_at IS NOT NULL
+      AND NOT (%(ignore_stale)s AND e.revision > 0 AND e.revision <= k.applied_revision)
+    ORDER BY e.revision, e.accepted_at, e.event_key
+    LIMIT 1
+) AS n
+WHERE n.due_at <= inboxd_now(%(now)s) AND (k.holder IS NULL OR k.holder = n.event_key)
+GROUP BY n.namespace, n.event_type
