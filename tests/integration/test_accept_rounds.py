@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections import Counter
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -108,15 +108,16 @@ async def conflicting_copies_fail(db: Database, ns: str, times: int) -> AsyncIte
 
 
 def woken_by(server: RunningServer, monkeypatch: pytest.MonkeyPatch) -> Counter[tuple[str, str]]:
-    """Every wake-up the server's Accepts send, summed per (namespace, event_type)."""
+    """Every wake-up the server's waiting Claims hear, summed per (namespace, event_type)."""
     woken: Counter[tuple[str, str]] = Counter()
-    wake = server.inbox.wake_claimers
+    notify = server.inbox.bus.notify
 
-    def record(counts: Mapping[tuple[str, str], int]) -> None:
-        woken.update(counts)
-        wake(counts)
+    def record(namespace: str, event_type: str, count: int = 1, **handing_on: Any) -> int:
+        if not handing_on.get("hops"):  # a waiter that looked in vain handing its wake-up on is no new one
+            woken[namespace, event_type] += count
+        return notify(namespace, event_type, count, **handing_on)
 
-    monkeypatch.setattr(server.inbox, "wake_claimers", record)
+    monkeypatch.setattr(server.inbox.bus, "notify", record)
     return woken
 
 
