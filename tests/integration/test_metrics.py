@@ -28,7 +28,9 @@ def metrics_clock() -> FakeClock:
 
 @pytest.fixture(scope="module")
 async def metered(db: Database, metrics_clock: FakeClock) -> AsyncIterator[RunningServer]:
-    settings = replace(CLOCKED_SETTINGS, metrics_listen="127.0.0.1:0")
+    # The suite's database holds thousands of namespaces: every one keeps its own label here (the cap on
+    # labels, INBOXD_METRICS_MAX_NAMESPACES, has tests of its own in tests/unit/test_metrics_exposure.py).
+    settings = replace(CLOCKED_SETTINGS, metrics_listen="127.0.0.1:0", metrics_max_namespaces=1_000_000)
     running = await start_server(settings, db, clock=metrics_clock)
     yield running
     await running.stop(1.0)

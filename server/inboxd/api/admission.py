@@ -57,6 +57,11 @@ LIST_LIMITS: dict[str, tuple[tuple[str, int], ...]] = {
 }
 
 
+# Methods whose message can only pass its limit through one field: the refusal is that field's
+# INVALID_ARGUMENT, as the contract says of a payload over the size limit, not RESOURCE_EXHAUSTED.
+OVERSIZE_FIELDS: dict[str, str] = {"Accept": "payload"}
+
+
 def receive_limits(batch_bytes: int, one_event_bytes: int) -> dict[str, int]:
     """The most bytes a message of each method may be, by method name; others take SMALL_MESSAGE_BYTES."""
     return {

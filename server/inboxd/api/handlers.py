@@ -28,7 +28,15 @@ import grpc
 from google.protobuf import message, message_factory
 from google.protobuf.descriptor import ServiceDescriptor
 
-from inboxd.api.admission import LIST_LIMITS, SMALL_MESSAGE_BYTES, Admission, Handle, Method, ObserveRpc
+from inboxd.api.admission import (
+    LIST_LIMITS,
+    OVERSIZE_FIELDS,
+    SMALL_MESSAGE_BYTES,
+    Admission,
+    Handle,
+    Method,
+    ObserveRpc,
+)
 from inboxd.api.auth import authorize_namespaces
 from inboxd.api.convert import check_batch_size
 from inboxd.api.identity import set_caller
@@ -80,10 +88,10 @@ def _wrap(
         try:
             try:
                 if isinstance(request, OversizedRequest):
-                    code = grpc.StatusCode.RESOURCE_EXHAUSTED
-                    await context.abort(
-                        code, f"the request is {request.size} bytes; {method_name} takes at most {request.limit}"
-                    )
+                    too_big = f"the request is {request.size} bytes; {method_name} takes at most {request.limit}"
+                    field = OVERSIZE_FIELDS.get(method_name)
+                    code = grpc.StatusCode.INVALID_ARGUMENT if field else grpc.StatusCode.RESOURCE_EXHAUSTED
+                    await context.abort(code, f"{field}: {too_big}" if field else too_big)
                 if isinstance(request, MalformedRequest):
                     code = grpc.StatusCode.INVALID_ARGUMENT
                     await context.abort(code, f"malformed request: {request.problem}")
