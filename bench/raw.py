@@ -38,7 +38,7 @@ RETURNING state, accepted_at
 # A repeat as durable as the first: the same INSERT of a stored key (which
 # writes nothing), with the transactional WAL message inboxd emits for a
 # group of nothing but repeats, so that its COMMIT flushes and would wait for
-# a synchronous standby as a write's does (store/queries/events.sql).
+# a synchronous standby as a write's does (store/queries/accepts.sql).
 INSERT_ONE_DURABLE: LiteralString = (
     "WITH stored AS (" + INSERT_ONE + ") SELECT s.state, s.accepted_at"
     " FROM (SELECT pg_logical_emit_message(true, 'inboxd', '') AS lsn) AS m LEFT JOIN stored AS s ON true"

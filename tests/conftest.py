@@ -66,6 +66,19 @@ async def server(settings: Settings, db: Database) -> AsyncIterator[RunningServe
     await running.stop(1.0)
 
 
+# A poller that never looks on its own: a waiting Claim that gets an event was woken by a signal.
+NO_FALLBACK = 3600.0
+
+
+@pytest.fixture(scope="module")
+async def quiet_server(db: Database) -> AsyncIterator[RunningServer]:
+    """A server of the module's own, with no fallback poll."""
+    running = await start_server(Settings(listen="127.0.0.1:0", rescue_interval=NO_RESCUER), db)
+    running.inbox.fallback_poll_seconds = NO_FALLBACK
+    yield running
+    await running.stop(1.0)
+
+
 @pytest.fixture(scope="session")
 async def channel(server: RunningServer) -> AsyncIterator[grpc.aio.Channel]:
     async with grpc.aio.insecure_channel(f"127.0.0.1:{server.port}") as chan:

@@ -14,7 +14,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -45,6 +45,15 @@ async def eventually(
         if time.monotonic() > deadline:
             raise AssertionError(f"not within {within:.0f} s: {what if isinstance(what, str) else what()}")
         await asyncio.sleep(every)
+
+
+@contextlib.contextmanager
+def searchable_folder(prefix: str) -> Iterator[Path]:
+    """A new folder under /tmp that others may search: as root, a cluster in it runs as `postgres`."""
+    path = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
+    os.chmod(path, 0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
 
 
 def throwaway_postgres(*, durable: bool = False) -> EmbeddedPostgres:

@@ -7,6 +7,7 @@ console shows what a worker fleet would have left behind.
 from __future__ import annotations
 
 import json
+import ssl
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,9 +16,13 @@ from typing import Any
 import aiohttp
 import grpc
 
+from inboxd.config.settings import Settings
 from inboxd.config.tokens import Scope, TokenRegistry, entry_toml, new_token
-from inboxd.serving.server import RunningServer
+from inboxd.serving.server import RunningServer, start_server
+from inboxd.store.database import Database
 from inboxd_client.v1 import admin_pb2, admin_pb2_grpc, inbox_pb2, inbox_pb2_grpc, types_pb2
+from tests.conftest import NO_RESCUER
+from tests.integration.certs import make_certs
 
 CHROMIUM = Path("/usr/bin/chromium")
 # As root, in a sandbox without a network: no sandbox, no GPU, nothing that phones home.
@@ -130,3 +135,21 @@ def cookie_jar() -> aiohttp.CookieJar:
 def unique_tenants() -> tuple[str, str]:
     run = uuid.uuid4().hex[:6]
     return f"shop-{run}", f"rival-{run}"
+
+
+async def start_tls_console(
+    db: Database, folder: Path, console_listen: str
+) -> tuple[RunningServer, Tokens, ssl.SSLContext]:
+    """A server whose console serves TLS on `console_listen`, the shop's tokens, and a context that trusts it."""
+    certs = make_certs(folder)
+    tokens = write_tokens(folder / "tokens.toml", "shop")
+    settings = Settings(
+        listen="127.0.0.1:0",
+        rescue_interval=NO_RESCUER,
+        console_listen=console_listen,
+        tokens_file=tokens.file,
+        tls_cert=certs.server_cert,
+        tls_key=certs.server_key,
+    )
+    trust = ssl.create_default_context(cafile=str(certs.ca))
+    return await start_server(settings, db, registry=TokenRegistry(tokens.file)), tokens, trust

@@ -7,7 +7,6 @@ import logging
 import os
 import re
 import socket
-import ssl
 import subprocess
 import sys
 from pathlib import Path
@@ -20,9 +19,8 @@ from inboxd.config.tokens import TokenRegistry
 from inboxd.serving.server import start_server
 from inboxd.store.database import Database
 from tests.conftest import NO_RESCUER
-from tests.console.rig import Rig, cookie_jar, http_sign_in, write_tokens
+from tests.console.rig import Rig, cookie_jar, http_sign_in, start_tls_console, write_tokens
 from tests.harness import serve_on_free_port
-from tests.integration.certs import make_certs
 
 
 async def test_the_console_refuses_to_listen_beyond_loopback_without_tokens_before_anything_serves(
@@ -43,19 +41,8 @@ async def test_the_console_refuses_plaintext_beyond_loopback(db: Database, tmp_p
 
 
 async def test_the_console_serves_tls_beyond_loopback_with_secure_cookies(db: Database, tmp_path: Path) -> None:
-    certs = make_certs(tmp_path)
-    tokens = write_tokens(tmp_path / "tokens.toml", "shop")
-    settings = Settings(
-        listen="127.0.0.1:0",
-        rescue_interval=NO_RESCUER,
-        console_listen="0.0.0.0:0",
-        tokens_file=tokens.file,
-        tls_cert=certs.server_cert,
-        tls_key=certs.server_key,
-    )
-    running = await start_server(settings, db, registry=TokenRegistry(tokens.file))
+    running, _, trust = await start_tls_console(db, tmp_path, "0.0.0.0:0")
     try:
-        trust = ssl.create_default_context(cafile=str(certs.ca))
         async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as http:
             async with http.get(f"https://127.0.0.1:{running.console_port}/signin", ssl=trust) as answer:
                 assert answer.status == 200

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ssl
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -17,8 +16,7 @@ from inboxd.serving.server import start_server
 from inboxd.store.database import Database
 from inboxd_client.v1 import types_pb2
 from tests.conftest import NO_RESCUER
-from tests.console.rig import Rig, cookie_jar, http_sign_in, page_csrf, write_tokens
-from tests.integration.certs import make_certs
+from tests.console.rig import Rig, cookie_jar, http_sign_in, page_csrf, start_tls_console, write_tokens
 
 
 class ManualClock:
@@ -160,19 +158,8 @@ async def test_a_session_ends_at_its_absolute_expiry_however_busy(
 async def test_under_tls_the_session_cookie_is_host_prefixed_secure_httponly_strict(
     db: Database, tmp_path: Path
 ) -> None:
-    certs = make_certs(tmp_path)
-    tokens = write_tokens(tmp_path / "tokens.toml", "shop")
-    settings = Settings(
-        listen="127.0.0.1:0",
-        rescue_interval=NO_RESCUER,
-        console_listen="127.0.0.1:0",
-        tokens_file=tokens.file,
-        tls_cert=certs.server_cert,
-        tls_key=certs.server_key,
-    )
-    running = await start_server(settings, db, registry=TokenRegistry(tokens.file))
+    running, tokens, trust = await start_tls_console(db, tmp_path, "127.0.0.1:0")
     try:
-        trust = ssl.create_default_context(cafile=str(certs.ca))
         base = f"https://127.0.0.1:{running.console_port}"
         async with aiohttp.ClientSession(cookie_jar=cookie_jar(), connector=aiohttp.TCPConnector(ssl=trust)) as http:
             signed_in = await http_sign_in(http, base, tokens.operator)

@@ -8,11 +8,8 @@ inboxd connects there as a plain role that owns its database.
 
 from __future__ import annotations
 
-import os
-import shutil
 import socket
 import stat
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,15 +19,13 @@ import pytest
 from inboxd.serving.embedded_pg import EmbeddedPostgres
 from inboxd.store.database import Connection, Database
 from inboxd.store.migrate import migrate
+from tests.harness import searchable_folder
 
 
 @pytest.fixture
 def folder() -> Iterator[Path]:
-    # Under /tmp and searchable by others: as root, the cluster runs as `postgres`.
-    path = Path(tempfile.mkdtemp(prefix="inboxd-test-access-", dir="/tmp"))
-    os.chmod(path, 0o755)
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
+    with searchable_folder("inboxd-test-access-") as path:
+        yield path
 
 
 def served(folder: Path) -> EmbeddedPostgres:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import shutil
 import stat
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,17 +12,15 @@ import psycopg
 import pytest
 
 from inboxd.serving.embedded_pg import EmbeddedPostgres
+from tests.harness import searchable_folder
 
 PASSFILE = "inboxd.pgpass"
 
 
 @pytest.fixture
 def folder() -> Iterator[Path]:
-    # Under /tmp and searchable by others: as root, the cluster runs as `postgres`.
-    path = Path(tempfile.mkdtemp(prefix="inboxd-test-auth-", dir="/tmp"))
-    os.chmod(path, 0o755)
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
+    with searchable_folder("inboxd-test-auth-") as path:
+        yield path
 
 
 def _without_secret(pg: EmbeddedPostgres) -> str:

@@ -26,20 +26,11 @@ from inboxd.store.database import Database
 from inboxd.usecases.inbox import Inbox
 from inboxd_client.v1 import inbox_pb2
 from inboxd_client.v1.inbox_pb2_grpc import InboxServiceStub
-from tests.conftest import NO_RESCUER
+from tests.conftest import NO_FALLBACK, NO_RESCUER
 from tests.harness import ServerProcess, eventually
 from tests.integration.helpers import accept_request, read_event, seconds
 
-NO_FALLBACK = 3600.0
 LONG_WAIT = 50.0
-
-
-@pytest.fixture(scope="module")
-async def quiet_server(db: Database) -> AsyncIterator[RunningServer]:
-    running = await start_server(Settings(listen="127.0.0.1:0", rescue_interval=NO_RESCUER), db)
-    running.inbox.fallback_poll_seconds = NO_FALLBACK
-    yield running
-    await running.stop(1.0)
 
 
 @pytest.fixture(scope="module")

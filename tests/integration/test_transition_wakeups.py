@@ -32,16 +32,15 @@ from inboxd.domain.vocabulary import (
     Wanted,
 )
 from inboxd.observability.transition_observer import InboxObserver
-from inboxd.serving.server import RunningServer, start_server
+from inboxd.serving.server import RunningServer
 from inboxd.store.database import Database
 from inboxd.store.wakeups import due_kinds
 from inboxd.usecases.inbox import Inbox
 from inboxd_client.v1 import inbox_pb2
 from inboxd_client.v1.inbox_pb2_grpc import InboxServiceStub
-from tests.conftest import NO_RESCUER
+from tests.conftest import NO_FALLBACK
 from tests.harness import ServerProcess, eventually
 
-NO_FALLBACK = 3600.0
 LONG_WAIT = timedelta(seconds=60)
 # Well under LONG_WAIT: a Claim still waiting by then was not woken.
 ANSWER_WITHIN = 15.0
@@ -185,14 +184,6 @@ async def test_the_poller_counts_no_event_waiting_behind_its_keys_holder(rig: Ri
 
 
 # -- across server processes --
-
-
-@pytest.fixture(scope="module")
-async def quiet_server(db: Database) -> AsyncIterator[RunningServer]:
-    running = await start_server(Settings(listen="127.0.0.1:0", rescue_interval=NO_RESCUER), db)
-    running.inbox.fallback_poll_seconds = NO_FALLBACK
-    yield running
-    await running.stop(1.0)
 
 
 async def test_completing_a_keys_holder_on_another_replica_wakes_a_claim_waiting_here_for_the_keys_next_event(

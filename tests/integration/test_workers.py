@@ -9,6 +9,7 @@ connections of their own, and a few of them land on both processes.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -122,19 +123,11 @@ def instance_dir() -> Iterator[Path]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-@pytest.fixture(scope="module")
-async def two_workers(migrated_url: str, instance_dir: Path) -> AsyncIterator[Serve]:
-    env = embedded_env(
-        instance_dir,
-        DATABASE_URL=migrated_url,
-        INBOXD_WORKERS=str(WORKERS),
-        INBOXD_METRICS_LISTEN="127.0.0.1:0",
-        # No fallback poll: a waiting Claim that gets an event was woken by a signal.
-        INBOXD_FALLBACK_POLL="1h",
-        # A second waiting Claim of the same caller is refused while the first waits: the probe below.
-        INBOXD_MAX_WAITING_CLAIMS_PER_CALLER="1",
-    )
-    serve = Serve(env, instance_dir / "inboxd.log", cwd=instance_dir)
+@contextlib.asynccontextmanager
+async def serving_workers(folder: Path, migrated_url: str, **env: str) -> AsyncIterator[Serve]:
+    """`inboxd serve --workers 2` on the embedded setup in `folder`, with `env`; stopped with every child."""
+    environment = embedded_env(folder, DATABASE_URL=migrated_url, INBOXD_WORKERS=str(WORKERS), **env)
+    serve = Serve(environment, folder / "inboxd.log", cwd=folder)
     await asyncio.to_thread(serve.start)
     try:
         yield serve
@@ -146,6 +139,20 @@ async def two_workers(migrated_url: str, instance_dir: Path) -> AsyncIterator[Se
         for pid in worker_pids(serve).values():
             if pid_alive(pid):
                 os.kill(pid, 9)
+
+
+@pytest.fixture(scope="module")
+async def two_workers(migrated_url: str, instance_dir: Path) -> AsyncIterator[Serve]:
+    async with serving_workers(
+        instance_dir,
+        migrated_url,
+        INBOXD_METRICS_LISTEN="127.0.0.1:0",
+        # No fallback poll: a waiting Claim that gets an event was woken by a signal.
+        INBOXD_FALLBACK_POLL="1h",
+        # A second waiting Claim of the same caller is refused while the first waits: the probe below.
+        INBOXD_MAX_WAITING_CLAIMS_PER_CALLER="1",
+    ) as serve:
+        yield serve
 
 
 @pytest.fixture

@@ -21,36 +21,26 @@ import pytest
 from inboxd_client.v1 import inbox_pb2
 from inboxd_client.v1.inbox_pb2_grpc import InboxServiceStub
 from tests.integration.helpers import accept_request, seconds
-from tests.integration.procs import Serve, embedded_env, stop_stray_postgres
-from tests.integration.test_workers import LONG_WAIT, WORKERS, pid_alive, start_waiting_claim, worker_pids
+from tests.integration.procs import Serve, stop_stray_postgres
+from tests.integration.test_workers import LONG_WAIT, serving_workers, start_waiting_claim
 
 
 @pytest.fixture(scope="module")
 async def rescuing_workers(migrated_url: str) -> AsyncIterator[Serve]:
     folder = Path(tempfile.mkdtemp(prefix="inboxd-workers-wakeups-"))
     os.chmod(folder, 0o755)
-    env = embedded_env(
-        folder,
-        DATABASE_URL=migrated_url,
-        INBOXD_WORKERS=str(WORKERS),
-        INBOXD_FALLBACK_POLL="1h",
-        # The parent rescues leases the moment they expire.
-        INBOXD_RESCUE_INTERVAL="200ms",
-        INBOXD_RESCUE_GRACE="0s",
-        INBOXD_MAX_WAITING_CLAIMS_PER_CALLER="1",
-    )
-    serve = Serve(env, folder / "inboxd.log", cwd=folder)
-    await asyncio.to_thread(serve.start)
     try:
-        yield serve
+        async with serving_workers(
+            folder,
+            migrated_url,
+            INBOXD_FALLBACK_POLL="1h",
+            # The parent rescues leases the moment they expire.
+            INBOXD_RESCUE_INTERVAL="200ms",
+            INBOXD_RESCUE_GRACE="0s",
+            INBOXD_MAX_WAITING_CLAIMS_PER_CALLER="1",
+        ) as serve:
+            yield serve
     finally:
-        if serve.proc is not None and serve.proc.poll() is None:
-            serve.proc.terminate()
-            await asyncio.to_thread(serve.proc.wait, 60)
-        serve.kill()
-        for pid in worker_pids(serve).values():
-            if pid_alive(pid):
-                os.kill(pid, 9)
         stop_stray_postgres(folder / "postgres")
         shutil.rmtree(folder, ignore_errors=True)
 

@@ -1,9 +1,10 @@
 """The state diagrams in the store's docstrings and the SQL statements they name are one and the same.
 
 Each arrow of a diagram names the statement that makes it; every statement of
-the diagram's SQL file is an arrow's or is listed beside them. A transition
-added to one and not the other fails here, and so does a state the enum and
-the diagram do not share. No database: the files are read as text.
+the diagram's SQL files is an arrow's or is listed beside them, and no other
+file of the folder moves an event. A transition added to one and not the
+other fails here, and so does a state the enum and the diagram do not share.
+No database: the files are read as text.
 """
 
 from __future__ import annotations
@@ -50,11 +51,28 @@ def diagram(module: ModuleType) -> Diagram:
     )
 
 
-def statements(sql_file: str) -> dict[str, str]:
-    """The named statements of one queries file, as written (comments included)."""
-    text = resources.files("inboxd.store").joinpath("queries", sql_file).read_text(encoding="utf-8")
-    parts = _HEADER.split(text)
-    return dict(zip(parts[1::2], parts[2::2], strict=True))
+# The event's transitions stand in rooms named for what they do (Accept's,
+# Claim's, Complete's, the rest), one diagram over the four.
+EVENT_FILES = ("accepts.sql", "claims.sql", "completions.sql", "events.sql")
+ACTION_FILES = ("actions.sql",)
+
+
+def statements(*sql_files: str) -> dict[str, str]:
+    """The named statements of these queries files, as written (comments included)."""
+    found: dict[str, str] = {}
+    for sql_file in sql_files:
+        text = resources.files("inboxd.store").joinpath("queries", sql_file).read_text(encoding="utf-8")
+        parts = _HEADER.split(text)
+        for name, body in zip(parts[1::2], parts[2::2], strict=True):
+            assert name not in found, f"{name} stands in two files"
+            found[name] = body
+    return found
+
+
+def query_files() -> list[str]:
+    """Every queries file of the folder."""
+    folder = resources.files("inboxd.store").joinpath("queries")
+    return sorted(entry.name for entry in folder.iterdir() if entry.name.endswith(".sql"))
 
 
 def _written_text(statement: str) -> str:
@@ -72,26 +90,26 @@ def _written_text(statement: str) -> str:
 
 
 CASES = [
-    pytest.param(store_events, "events.sql", {s.name for s in EventState}, id="event"),
-    pytest.param(store_actions, "actions.sql", {s.name for s in ActionState}, id="action"),
+    pytest.param(store_events, EVENT_FILES, {s.name for s in EventState}, id="event"),
+    pytest.param(store_actions, ACTION_FILES, {s.name for s in ActionState}, id="action"),
 ]
 
 
-@pytest.mark.parametrize(("module", "sql_file", "states"), CASES)
+@pytest.mark.parametrize(("module", "sql_files", "states"), CASES)
 def test_every_state_has_its_place_in_the_diagram_and_no_other(
-    module: ModuleType, sql_file: str, states: set[str]
+    module: ModuleType, sql_files: tuple[str, ...], states: set[str]
 ) -> None:
     assert diagram(module).states == states
 
 
-@pytest.mark.parametrize(("module", "sql_file", "states"), CASES)
-def test_every_statement_of_the_file_is_named_by_the_diagram_and_none_more(
-    module: ModuleType, sql_file: str, states: set[str]
+@pytest.mark.parametrize(("module", "sql_files", "states"), CASES)
+def test_every_statement_of_the_files_is_named_by_the_diagram_and_none_more(
+    module: ModuleType, sql_files: tuple[str, ...], states: set[str]
 ) -> None:
     drawn = diagram(module)
     assert drawn.arrows, "the diagram has no arrows: its lines no longer parse"
     assert not drawn.statements & drawn.beside, "a statement is both a transition and beside them"
-    assert set(statements(sql_file)) == drawn.statements | drawn.beside
+    assert set(statements(*sql_files)) == drawn.statements | drawn.beside
 
 
 _STATE_TEST = re.compile(r"\bstate\s+(?:=|IS NOT DISTINCT FROM|IN)\s+(\([^)]*\)|'\w+')")
@@ -122,7 +140,7 @@ def _states_written(text: str) -> set[str]:
 def _pairs_made(text: str) -> set[tuple[str, str]]:
     """The (from, to) pairs a statement makes: each state it lets through, to each state it writes.
 
-    Every statement of events.sql moves any state it tests to any state it
+    Every statement of the event's files moves any state it tests to any state it
     writes (a Claim of a PENDING or an expired PROCESSING event may lease it,
     dead-letter it or ignore it as stale, whichever it was), so its pairs are
     the product. A statement that sets no state leaves the event where it was
@@ -135,7 +153,7 @@ def _pairs_made(text: str) -> set[tuple[str, str]]:
 
 def _arrows_not_made(arrows: frozenset[tuple[str, str, str]]) -> dict[str, set[tuple[str, str]]]:
     """Per statement, the pairs drawn and not made, and made and not drawn (empty when they agree)."""
-    written = statements("events.sql")
+    written = statements(*EVENT_FILES)
     wrong: dict[str, set[tuple[str, str]]] = {}
     for name in sorted({statement for _, _, statement in arrows}):
         drawn = {(before, after) for before, after, statement in arrows if statement == name}
@@ -183,4 +201,26 @@ def test_a_transition_drawn_without_its_statement_is_caught() -> None:
     )
     drawn = diagram(extra)
     assert ("DEAD_LETTERED", "(deleted)", "event_delete_dead_lettered") in drawn.arrows
-    assert set(statements("events.sql")) != drawn.statements | drawn.beside
+    assert set(statements(*EVENT_FILES)) != drawn.statements | drawn.beside
+
+
+def _events_moved_outside(written: dict[str, dict[str, str]]) -> dict[str, set[str]]:
+    """Per statement of a file (file: statements) not of the event's, the event states it writes."""
+    return {
+        f"{sql_file}:{name}": moved
+        for sql_file, in_file in written.items()
+        if sql_file not in EVENT_FILES
+        for name, statement in in_file.items()
+        if (moved := _states_written(_written_text(statement)))
+    }
+
+
+def test_no_file_but_the_events_moves_an_event() -> None:
+    """A transition in a room the diagram's check does not read would go unchecked."""
+    assert _events_moved_outside({sql_file: statements(sql_file) for sql_file in query_files()}) == {}
+
+
+def test_a_transition_outside_the_event_files_is_caught() -> None:
+    """The check can fail: Fail's statement as if it stood in wakeups.sql."""
+    moved = {"wakeups.sql": {"event_fail": statements("events.sql")["event_fail"]}}
+    assert _events_moved_outside(moved) == {"wakeups.sql:event_fail": {"PENDING", "DEAD_LETTERED"}}

@@ -77,7 +77,7 @@ async def _accept_round(
     now: datetime | None,
 ) -> list[int]:
     document = _ENCODER.encode([_row(pos, i, events[i]) for pos, i in enumerate(todo, start=1)])
-    # The callers' texts as one binary text[]: nothing to escape (see events.sql).
+    # The callers' texts as one binary text[]: nothing to escape (see accepts.sql).
     payloads = [events[i].payload_json for i in todo]
     try:
         cur = await conn.execute(QUERIES["event_accept_many"], {"events": document, "payloads": payloads, "now": now})

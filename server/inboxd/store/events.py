@@ -1,9 +1,10 @@
 """The life of an event: its states, every transition between them, and the statement that makes each.
 
-Every statement named below stands in queries/events.sql, and every statement
-there is named below; tests/unit/test_state_diagrams.py holds the two to each
-other and the states to EventState. A line reads `FROM -> TO  statement  who
-moves the event, and when`. (none) is before the first Accept of a key,
+Every statement named below stands in one of the event's transition files,
+queries/accepts.sql, claims.sql, completions.sql and events.sql, and every
+statement there is named below; tests/unit/test_state_diagrams.py holds the
+two to each other and the states to EventState. A line reads `FROM -> TO
+statement  who moves the event, and when`. (none) is before the first Accept of a key,
 (deleted) after retention: a later Accept of that key is a new event. The
 functions that run the statements are in claims.py, accepts.py, replays.py,
 rescue.py and retention.py, one per transition.

@@ -6,19 +6,19 @@ observer (metrics, the structured log) each committed transition and each
 fenced call refused because its claim is not current. The observer hears
 nothing before the commit. The reports stand in the transitions themselves,
 not in a subclass re-declaring each of them: a transition added here cannot
-go unreported by being forgotten there.
+go unreported by being forgotten there. The Claim path (the long poll, the
+answer's byte budget, a cancelled Claim's events handed back) stands in
+claiming.py, a base of the Inbox.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 from collections import Counter
-from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
 
 from inboxd.config.settings import Settings
 from inboxd.domain.backoff import BackoffPolicy, FailureDecision, decide_failure
@@ -27,14 +27,11 @@ from inboxd.domain.vocabulary import (
     AcceptResult,
     ActionRecord,
     ActionState,
-    ClaimBatch,
-    ClaimRequest,
     Completion,
     Disposition,
     FailResult,
     Fence,
     NewEvent,
-    StaleRevisions,
 )
 from inboxd.observability.transition_observer import InboxObserver
 from inboxd.runtime.claimable import DueWakeUps, FreedKeys
@@ -45,15 +42,24 @@ from inboxd.store import actions, claims
 from inboxd.store.accepts import accept_events
 from inboxd.store.database import Connection, Database
 from inboxd.store.notifications import ReplicaSignals
+from inboxd.usecases.claiming import CLAIM_ANSWER_BYTES, FALLBACK_POLL_SECONDS, Claiming
 
-log = logging.getLogger(__name__)
+# The Claim path's bounds are named here still, where the Inbox's callers and tests find them.
+__all__ = [
+    "CLAIM_ANSWER_BYTES",
+    "COMPLETE_LOCK_TIMEOUT",
+    "FALLBACK_POLL_SECONDS",
+    "HELD_RESUBMITS",
+    "MAX_ERROR_BYTES",
+    "Clock",
+    "Inbox",
+    "database_clock",
+    "truncate_error",
+]
 
 # The clock: None means "the database's now()", so replicas agree on time.
 Clock = Callable[[], datetime | None]
 
-# The poller looks for due work on behalf of all waiting Claims this often,
-# to cover a lost wake-up, a delayed event coming due, or a lease expiring.
-FALLBACK_POLL_SECONDS = 1.0
 MAX_ERROR_BYTES = 4096
 # How long a completion waits for an event row another transaction holds
 # before it answers UNAVAILABLE (nothing changed; retry).
@@ -63,11 +69,6 @@ COMPLETE_LOCK_TIMEOUT = timedelta(seconds=1)
 # passing has committed (measured: 2.7% of items under Claim 10 ->
 # CompleteBatch met a held row; they cost 15% of PostgreSQL's time waiting alone).
 HELD_RESUBMITS = 2
-# One Claim's events at most, as the claim statement counts them: under the
-# 4 MiB every gRPC client receives by default, with 1 MiB for what the count
-# leaves out (action ledgers, a carrying Claim's completion results, framing).
-# The rest wait, attempts uncounted: a client's limit never kills one unrun.
-CLAIM_ANSWER_BYTES = 3 * 1024 * 1024
 
 
 def database_clock() -> datetime | None:
@@ -75,7 +76,7 @@ def database_clock() -> datetime | None:
 
 
 @dataclass
-class Inbox:
+class Inbox(Claiming):
     db: Database
     settings: Settings
     clock: Clock = database_clock
@@ -102,9 +103,6 @@ class Inbox:
         # Whom a transition wakes beyond its own events' kinds: see runtime/claimable.py.
         self._later = DueWakeUps(self.wake_claimers)
         self._freed = FreedKeys(self.db, self.wake_claimers, self.clock, self._ignore_stale)
-
-    def _ignore_stale(self) -> bool:
-        return self.settings.stale_revisions is StaleRevisions.IGNORE
 
     async def accept(self, events: Sequence[NewEvent]) -> list[AcceptResult]:
         """Accepts events; each is answered once committed (accept_events says in how many transactions).
@@ -146,85 +144,6 @@ class Inbox:
             return
         for namespace, event_type, count in events:
             self.bus.notify(namespace, event_type, count)
-
-    # -- claiming --
-
-    async def claim(self, request: ClaimRequest) -> ClaimBatch:
-        """Claims up to max_events, waiting up to request.wait for the first to arrive.
-
-        A waiting Claim registers before it looks, then sleeps until a
-        wake-up or its deadline; the poller looks for due work on behalf of
-        all waiters, so an idle waiter costs the database nothing. When the
-        poller's last look found nothing due for this filter and no wake-up
-        for it came since, the Claim skips its own look (as it does at its
-        deadline): being registered, it hears of anything that arrives.
-        """
-        if not request.wait:
-            return await self._claim_once(request)
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + request.wait.total_seconds()
-        waiter = self.bus.register(request.namespaces, request.event_types, request.namespace_patterns)
-        self._poller.ensure_running()
-        held = None
-        batch = ClaimBatch([])
-        try:
-            while True:
-                held = waiter.take_wake_up()
-                if held is not None or not self._poller.nothing_due_for(waiter.filter):
-                    batch = await self._claim_once(request)
-                    if batch.events:
-                        return batch
-                    self.bus.looked_in_vain(waiter, held)
-                    held = None
-                else:
-                    self._poller.spared += 1
-                remaining = deadline - loop.time()
-                if remaining <= 0:
-                    return batch
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(waiter.woken.wait(), remaining)
-        finally:
-            self.bus.unregister(waiter, [(e.namespace, e.event_type) for e in batch.events], held)
-            if not self.bus:
-                self._poller.notice_no_waiters()
-
-    async def _claim_once(self, request: ClaimRequest) -> ClaimBatch:
-        now = self.clock()
-        max_attempts = self.settings.max_attempts
-        ignore_stale = self._ignore_stale()
-        budget = self.claim_answer_bytes
-        # One statement on an autocommit connection: one round trip, no BEGIN/COMMIT.
-        task = asyncio.ensure_future(
-            self.db.run(
-                lambda conn: claims.claim_events(
-                    conn, request, max_attempts=max_attempts, max_bytes=budget, now=now, ignore_stale=ignore_stale
-                ),
-                transaction=False,
-            )
-        )
-        try:
-            # Shielded: a caller who goes away mid-claim must not leave events
-            # claimed by nobody until their leases expire.
-            batch = await asyncio.shield(task)
-        except asyncio.CancelledError:
-            task.add_done_callback(self._release_orphaned_claim)
-            raise
-        # Each round, not just the Claim's last one: a waiting Claim's empty
-        # rounds may still have taken over expired leases or dead-lettered events.
-        self.observer.claimed(request.worker_id, batch)
-        return batch
-
-    def _release_orphaned_claim(self, task: asyncio.Future[ClaimBatch]) -> None:
-        if task.cancelled() or task.exception() is not None or not task.result().events:
-            return
-        fences = [Fence(e.namespace, e.event_key, e.claim_token) for e in task.result().events]
-        log.info("claim cancelled by its caller after commit; releasing %d events", len(fences))
-        self._spawn(self.release_many(fences))
-
-    def _spawn(self, coro: Coroutine[Any, Any, object]) -> None:
-        background = asyncio.ensure_future(coro)
-        self._background.add(background)
-        background.add_done_callback(self._background.discard)
 
     # -- fenced transitions --
 

@@ -21,8 +21,8 @@ receive.
 
 `stop()` (or SIGTERM/SIGINT) stops claiming at once, sends the completions
 that wait, lets running handlers finish within `grace` seconds, then cancels
-the rest and Releases their events, which does not count their attempts. A
-second signal skips the grace.
+the rest and Releases their events, which does not count their attempts
+(`draining`). A second signal skips the grace.
 """
 
 from __future__ import annotations
@@ -30,15 +30,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import signal
 import socket
-import threading
 from collections.abc import Coroutine, Iterable, Sequence
 from typing import Any
 
 from inboxd_client.aio_client import AsyncInboxClient
 from inboxd_client.claim_backoff import TRANSIENT_CLAIM_ERRORS, ClaimPacer
 from inboxd_client.completions import DEFAULT_MAX_ITEMS, DEFAULT_WINDOW, CompletionBatcher, Pending
+from inboxd_client.draining import drain, install_stop_signals
 from inboxd_client.errors import claim_completion_outcomes
 from inboxd_client.finishing import Finisher, Job, WorkerStats
 from inboxd_client.handler_runs import AsyncHandler, HandlerRuns, SyncHandler
@@ -46,8 +45,6 @@ from inboxd_client.v1 import inbox_pb2
 
 log = logging.getLogger(__name__)
 
-# After grace: how long cancelled handlers get to record outcomes before their releases are given up.
-RELEASE_TIMEOUT = 10.0
 # 15 minutes: far beyond a webhook's work (seconds), short of "for ever", and the
 # age at which the server already counts an INTENDED action as unresolved
 # (INBOXD_ACTION_STALE_AFTER). Longer jobs pass their own; None turns it off.
@@ -156,7 +153,7 @@ class Worker:
         self._loop = loop
         if self._stop_requested:
             self._begin_stop()
-        installed = self._install_signals(loop) if handle_signals else []
+        installed = install_stop_signals(loop, self._on_signal) if handle_signals else []
         try:
             await self._claim_loop()
         except asyncio.CancelledError:
@@ -170,43 +167,11 @@ class Worker:
                 for sig in installed:
                     loop.remove_signal_handler(sig)
 
-    def _install_signals(self, loop: asyncio.AbstractEventLoop) -> list[int]:
-        if threading.current_thread() is not threading.main_thread():
-            return []
-        installed: list[int] = []
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            try:
-                loop.add_signal_handler(sig, self._on_signal)
-            except (NotImplementedError, RuntimeError, ValueError):
-                continue  # not on this platform
-            installed.append(sig)
-        return installed
-
     async def _drain(self) -> None:
         """Lets running handlers finish until the grace period ends, then releases the rest."""
         assert self._stopped_at is not None and self._loop is not None
-        running = set(self._jobs)
         remaining = self._stopped_at + self.grace - self._loop.time()
-        if running and remaining > 0 and not self._hurry.is_set():
-            await self._wait_any(running, self._hurry, remaining)
-        late = [task for task in running if not task.done()]
-        for task in late:
-            self._jobs[task].interrupt(releasing=True)
-        if late:
-            log.info("grace period over: releasing %d events", len(late))
-            await asyncio.wait(late, timeout=RELEASE_TIMEOUT)
-        if self._side_tasks:
-            await asyncio.wait(set(self._side_tasks), timeout=RELEASE_TIMEOUT)
-
-    async def _wait_any(self, tasks: set[asyncio.Task[None]], event: asyncio.Event, seconds: float | None) -> None:
-        """Waits until all `tasks` are done, `event` is set, or `seconds` pass."""
-        watcher = asyncio.ensure_future(event.wait())
-        try:
-            everything = asyncio.ensure_future(asyncio.wait(tasks))
-            await asyncio.wait({everything, watcher}, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
-            everything.cancel()
-        finally:
-            watcher.cancel()
+        await drain(self._jobs, self._side_tasks, remaining=remaining, hurry=self._hurry)
 
     # -- claiming --
 

@@ -1,0 +1,135 @@
+-- Accept's transition, (none) -> PENDING, and the probe that names a payload
+-- PostgreSQL refused (store/accepts.py). One of the event's transition files:
+-- the state diagram is the docstring of inboxd/store/events.py.
+-- The rules every transition statement keeps (the claim token in the WHERE
+-- clause, inboxd_now(%(now)s) for now, the fence written `state IS NOT
+-- DISTINCT FROM 'processing'`) stand once, at the head of events.sql.
+
+-- Accepting: (none) -> PENDING. One group of events (one caller's batch, or
+-- several callers' events gathered by group commit) is one statement, so one
+-- transaction and one round trip.
+
+-- name: event_accept_many
+-- Inserts every event whose key is new, judges every other one against the
+-- stored row (or against the copy of this group that won the insert), and
+-- keeps each conflicting copy for investigation, in one statement.
+--
+-- The events travel as one JSON array (one object per event: pos, ord,
+-- namespace, event_key, event_type, and those of metadata as an object,
+-- message_id, ordering_key, revision, available_at that are not at their
+-- defaults), expanded by json_to_recordset: one parameter, not one array per
+-- column. Their payloads travel beside them as one text[] in binary format
+-- (%(payloads)b), element pos of it the payload of the event at pos: each is
+-- the caller's text as it came, with nothing to escape on either side, and
+-- jsonb's cast of each is the one parse it gets (PostgreSQL judges what
+-- jsonb can hold; a refusal is named by event_payload_probe).
+--
+-- Rows go in key order so that concurrent groups lock keys in the same order
+-- and cannot deadlock; among copies of one key in a group, the first in
+-- request order wins. A key that another transaction committed after this
+-- statement's snapshot was taken is neither inserted nor visible here: its
+-- outcome is 'retry', and the caller runs those events again.
+WITH incoming AS (
+    -- first_ord: which copy of its key wins the insert (the first in request order).
+    -- A field left at its default is left out of its object: NULL here.
+    SELECT i.pos, i.ord, i.namespace, i.event_key, i.event_type, p.payload::jsonb AS payload,
+           coalesce(i.metadata, '{}') AS metadata, coalesce(i.message_id, '') AS message_id,
+           coalesce(i.ordering_key, '') AS ordering_key, coalesce(i.revision, 0) AS revision,
+           inboxd_now(%(now)s) AS accepted_at, coalesce(i.available_at, inboxd_now(%(now)s)) AS available_at,
+           min(i.ord) OVER (PARTITION BY i.namespace, i.event_key) AS first_ord
+    FROM json_to_recordset(%(events)s::json)
+         AS i(pos int, ord int, namespace text, event_key text, event_type text, metadata jsonb,
+              message_id text, ordering_key text, revision bigint, available_at timestamptz)
+    JOIN unnest(%(payloads)b::text[]) WITH ORDINALITY AS p(payload, pos) ON p.pos = i.pos
+), inserted AS (
+    INSERT INTO inbox_events AS e
+        (namespace, event_key, event_type, payload, metadata, message_id, ordering_key,
+         revision, state, accepted_at, available_at, due_at, updated_at)
+    SELECT i.namespace, i.event_key, i.event_type, i.payload, i.metadata,
+           i.message_id, i.ordering_key, i.revision, 'pending', i.accepted_at,
+           i.available_at, i.available_at, i.accepted_at
+    FROM incoming AS i
+    ORDER BY i.namespace, i.event_key, i.ord
+    ON CONFLICT (namespace, event_key) DO NOTHING
+    RETURNING e.namespace, e.event_key, e.event_type, e.payload, e.state, e.accepted_at
+), judged AS (
+    -- A repeat is the same event when its type matches and its payload is an
+    -- equal JSON value (jsonb equality ignores key order and whitespace). A
+    -- payload dropped by retention cannot be compared; the key was already
+    -- processed, so the copy counts as a duplicate.
+    SELECT i.ord, i.namespace, i.event_key, i.event_type, i.payload, i.metadata,
+           CASE
+               WHEN w.event_key IS NOT NULL AND i.ord = i.first_ord THEN 'accepted'
+               WHEN w.event_key IS NOT NULL THEN
+                   CASE WHEN w.event_type = i.event_type AND w.payload = i.payload
+                        THEN 'duplicate' ELSE 'conflict' END
+               WHEN s.found THEN
+                   CASE WHEN s.event_type = i.event_type AND coalesce(s.payload = i.payload, true)
+                        THEN 'duplicate' ELSE 'conflict' END
+               ELSE 'retry'
+           END AS outcome,
+           coalesce(w.state, s.state) AS state,
+           coalesce(w.accepted_at, s.accepted_at) AS accepted_at
+    FROM incoming AS i
+    LEFT JOIN inserted AS w ON w.namespace = i.namespace AND w.event_key = i.event_key
+    -- A probe of the primary key per repeat, under any plan: as a plain join,
+    -- a generic plan (json_to_recordset is always estimated at 100 rows) chose
+    -- a hash join over a sequential scan of inbox_events, which grew with the
+    -- table until autoanalyze replanned it. LIMIT keeps the subquery a loop.
+    LEFT JOIN LATERAL (
+        SELECT true AS found, s.event_type, s.payload, s.state, s.accepted_at
+        FROM inbox_events AS s
+        WHERE w.event_key IS NULL AND s.namespace = i.namespace AND s.event_key = i.event_key
+        LIMIT 1
+    ) AS s ON true
+), copies AS (
+    -- Each conflicting copy's number among its key's copies: those kept before,
+    -- then this group's in request order. Conflicts are rare, so the count runs
+    -- for few rows, and stays short: at most 20 rows are kept per key.
+    SELECT j.ord, j.namespace, j.event_key, j.event_type, j.payload, j.metadata,
+           sha256(convert_to(j.payload::text, 'UTF8')) AS payload_sha256,
+           octet_length(j.payload::text) AS payload_bytes,
+           (SELECT count(*) FROM inbox_conflicts AS c WHERE c.namespace = j.namespace AND c.event_key = j.event_key)
+           + row_number() OVER (PARTITION BY j.namespace, j.event_key ORDER BY j.ord) AS copy_number
+    FROM judged AS j
+    WHERE j.outcome = 'conflict'
+), kept AS (
+    -- The first 20 copies of a key are kept whole (migration 0015).
+    INSERT INTO inbox_conflicts
+        (namespace, event_key, event_type, payload, metadata, received_at, payload_sha256, payload_bytes)
+    SELECT c.namespace, c.event_key, c.event_type, c.payload, c.metadata, inboxd_now(%(now)s),
+           c.payload_sha256, c.payload_bytes
+    FROM copies AS c
+    WHERE c.copy_number <= 20
+    ORDER BY c.ord
+), counted AS (
+    -- The rest are counted, with the digest of the last.
+    INSERT INTO inbox_conflict_overflow AS o
+        (namespace, event_key, copies, first_received_at, last_received_at, last_payload_sha256)
+    SELECT c.namespace, c.event_key, count(*), inboxd_now(%(now)s), inboxd_now(%(now)s),
+           (array_agg(c.payload_sha256 ORDER BY c.ord DESC))[1]
+    FROM copies AS c
+    WHERE c.copy_number > 20
+    GROUP BY c.namespace, c.event_key
+    ORDER BY c.namespace, c.event_key
+    ON CONFLICT (namespace, event_key) DO UPDATE
+        SET copies = o.copies + excluded.copies, last_received_at = excluded.last_received_at,
+            last_payload_sha256 = excluded.last_payload_sha256
+), durable AS (
+    -- Every OK is as durable as the first: a group of nothing but duplicates
+    -- writes nothing, so its COMMIT would not wait for a synchronous standby,
+    -- and a repeat of an Accept whose wait for it was cancelled would answer
+    -- OK for a row the standby may not have. A transactional message gives
+    -- the group a commit record to wait for, after the stored row's. A group
+    -- that inserts a row or a conflicting copy waits anyway and pays nothing.
+    SELECT pg_logical_emit_message(true, 'inboxd', '') AS lsn
+    WHERE EXISTS (SELECT 1 FROM judged AS d WHERE d.outcome = 'duplicate')
+      AND NOT EXISTS (SELECT 1 FROM judged AS w WHERE w.outcome IN ('accepted', 'conflict'))
+)
+-- Joined, so that the volatile message is evaluated (once) and not left out.
+SELECT ord, outcome, state, accepted_at FROM judged LEFT JOIN durable ON true
+
+-- name: event_payload_probe
+-- Whether jsonb takes this payload: the diagnosis after a group failed on a
+-- value, so the refusal can name its event. Nothing is written.
+SELECT %(payload)s::jsonb IS NOT NULL

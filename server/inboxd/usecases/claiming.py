@@ -1,0 +1,133 @@
+"""The Inbox's Claim path: the long poll, one look within the byte budget, a cancelled Claim handed back.
+
+A base of usecases.inbox.Inbox, which holds the state it reads (declared
+here, set there): the Claim path is one room, the Inbox's other use cases
+another, and a subclass or a caller still finds every method on the Inbox.
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Coroutine, Sequence
+from datetime import datetime
+from typing import Any
+
+from inboxd.config.settings import Settings
+from inboxd.domain.vocabulary import ClaimBatch, ClaimRequest, Fence, StaleRevisions
+from inboxd.observability.transition_observer import InboxObserver
+from inboxd.runtime.due_poller import DuePoller
+from inboxd.runtime.wakeups import WakeBus
+from inboxd.store import claims
+from inboxd.store.database import Database
+
+# The Inbox's logger still: the path moved rooms, what it logs did not.
+log = logging.getLogger("inboxd.usecases.inbox")
+
+# The poller looks for due work on behalf of all waiting Claims this often,
+# to cover a lost wake-up, a delayed event coming due, or a lease expiring.
+FALLBACK_POLL_SECONDS = 1.0
+# One Claim's events at most, as the claim statement counts them: under the
+# 4 MiB every gRPC client receives by default, with 1 MiB for what the count
+# leaves out (action ledgers, a carrying Claim's completion results, framing).
+# The rest wait, attempts uncounted: a client's limit never kills one unrun.
+CLAIM_ANSWER_BYTES = 3 * 1024 * 1024
+
+
+class Claiming(abc.ABC):
+    """Claim, for the Inbox: what it reads of the Inbox is declared here."""
+
+    db: Database
+    settings: Settings
+    clock: Callable[[], datetime | None]
+    bus: WakeBus
+    observer: InboxObserver
+    claim_answer_bytes: int
+    _background: set[asyncio.Task[object]]
+    _poller: DuePoller
+
+    @abc.abstractmethod
+    async def release_many(self, fences: Sequence[Fence]) -> None:
+        """Hands the events back, claimable at once (the Inbox's Release of a group)."""
+
+    def _ignore_stale(self) -> bool:
+        return self.settings.stale_revisions is StaleRevisions.IGNORE
+
+    async def claim(self, request: ClaimRequest) -> ClaimBatch:
+        """Claims up to max_events, waiting up to request.wait for the first to arrive.
+
+        A waiting Claim registers before it looks, then sleeps until a
+        wake-up or its deadline; the poller looks for due work on behalf of
+        all waiters, so an idle waiter costs the database nothing. When the
+        poller's last look found nothing due for this filter and no wake-up
+        for it came since, the Claim skips its own look (as it does at its
+        deadline): being registered, it hears of anything that arrives.
+        """
+        if not request.wait:
+            return await self._claim_once(request)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + request.wait.total_seconds()
+        waiter = self.bus.register(request.namespaces, request.event_types, request.namespace_patterns)
+        self._poller.ensure_running()
+        held = None
+        batch = ClaimBatch([])
+        try:
+            while True:
+                held = waiter.take_wake_up()
+                if held is not None or not self._poller.nothing_due_for(waiter.filter):
+                    batch = await self._claim_once(request)
+                    if batch.events:
+                        return batch
+                    self.bus.looked_in_vain(waiter, held)
+                    held = None
+                else:
+                    self._poller.spared += 1
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    return batch
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(waiter.woken.wait(), remaining)
+        finally:
+            self.bus.unregister(waiter, [(e.namespace, e.event_type) for e in batch.events], held)
+            if not self.bus:
+                self._poller.notice_no_waiters()
+
+    async def _claim_once(self, request: ClaimRequest) -> ClaimBatch:
+        now = self.clock()
+        max_attempts = self.settings.max_attempts
+        ignore_stale = self._ignore_stale()
+        budget = self.claim_answer_bytes
+        # One statement on an autocommit connection: one round trip, no BEGIN/COMMIT.
+        task = asyncio.ensure_future(
+            self.db.run(
+                lambda conn: claims.claim_events(
+                    conn, request, max_attempts=max_attempts, max_bytes=budget, now=now, ignore_stale=ignore_stale
+                ),
+                transaction=False,
+            )
+        )
+        try:
+            # Shielded: a caller who goes away mid-claim must not leave events
+            # claimed by nobody until their leases expire.
+            batch = await asyncio.shield(task)
+        except asyncio.CancelledError:
+            task.add_done_callback(self._release_orphaned_claim)
+            raise
+        # Each round, not just the Claim's last one: a waiting Claim's empty
+        # rounds may still have taken over expired leases or dead-lettered events.
+        self.observer.claimed(request.worker_id, batch)
+        return batch
+
+    def _release_orphaned_claim(self, task: asyncio.Future[ClaimBatch]) -> None:
+        if task.cancelled() or task.exception() is not None or not task.result().events:
+            return
+        fences = [Fence(e.namespace, e.event_key, e.claim_token) for e in task.result().events]
+        log.info("claim cancelled by its caller after commit; releasing %d events", len(fences))
+        self._spawn(self.release_many(fences))
+
+    def _spawn(self, coro: Coroutine[Any, Any, object]) -> None:
+        background = asyncio.ensure_future(coro)
+        self._background.add(background)
+        background.add_done_callback(self._background.discard)
