@@ -17,7 +17,7 @@ from inboxd_client.v1 import inbox_pb2
 from inboxd_client.v1.inbox_pb2_grpc import InboxServiceStub
 from tests.conftest import NO_RESCUER
 from tests.harness import eventually
-from tests.integration.helpers import accept_request
+from tests.integration.helpers import TableLocked, accept_request, stream_items_held
 from tests.integration.test_auth import A, B, Tokens, bearer, write_tokens
 
 ACCEPTED = inbox_pb2.ACCEPT_OUTCOME_ACCEPTED
@@ -133,42 +133,12 @@ async def test_a_sequence_reused_while_unanswered_refuses_the_reuse_only(
     assert await stored(db, ns) == {"first"}
 
 
-class TableLocked:
-    """Holds inbox_events in EXCLUSIVE mode from the test's own connection: every Accept waits for it."""
-
-    def __init__(self, db: Database) -> None:
-        self._db = db
-        self._locked = asyncio.Event()
-        self._unlock = asyncio.Event()
-        self._holder: asyncio.Task[None] | None = None
-
-    async def _hold(self, conn: Any) -> None:
-        await conn.execute("LOCK TABLE inbox_events IN EXCLUSIVE MODE")
-        self._locked.set()
-        await self._unlock.wait()
-
-    async def __aenter__(self) -> None:
-        self._holder = asyncio.create_task(self._db.run(self._hold))
-        await self._locked.wait()
-
-    async def __aexit__(self, *exc: object) -> None:
-        self._unlock.set()
-        assert self._holder is not None
-        await self._holder
-
-
 @pytest.fixture(scope="module")
 async def window_server(db: Database) -> AsyncIterator[RunningServer]:
     settings = Settings(listen="127.0.0.1:0", rescue_interval=NO_RESCUER, accept_stream_window=WINDOW)
     running = await start_server(settings, db)
     yield running
     await running.stop(1.0)
-
-
-def held(server: RunningServer) -> float:
-    assert server.ops is not None
-    value = server.ops.metrics.registry.get_sample_value("inboxd_accept_stream_items_held")
-    return value or 0.0
 
 
 async def test_the_server_reads_at_most_a_window_of_unanswered_items_then_resumes(
@@ -180,18 +150,18 @@ async def test_the_server_reads_at_most_a_window_of_unanswered_items_then_resume
         async with TableLocked(db):
             for sequence in range(count):
                 await call.write(item(sequence, ns, f"k{sequence}"))
-            await eventually(lambda: held(window_server) >= WINDOW, "the stream to fill its window")
+            await eventually(lambda: stream_items_held(window_server) >= WINDOW, "the stream to fill its window")
             # Every item is small and already sent: only the window keeps the rest unread.
             # A moment for the reader to overrun it, if it would (nothing signals a read not made).
             await asyncio.sleep(0.3)
-            assert held(window_server) == WINDOW
+            assert stream_items_held(window_server) == WINDOW
             assert await stored(db, ns) == set()
         # Released: the commits free room, the server reads on, every item is answered.
         got = await answers_of(call, count)
         assert all(a.accepted.outcome == ACCEPTED for a in got.values())
         await call.done_writing()
         assert await call.code() == grpc.StatusCode.OK
-    assert held(window_server) == 0
+    assert stream_items_held(window_server) == 0
     assert await stored(db, ns) == {f"k{i}" for i in range(count)}
 
 
