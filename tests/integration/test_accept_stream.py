@@ -207,3 +207,21 @@ async def test_a_stream_without_the_accept_scope_is_refused_before_any_message(
     with pytest.raises(grpc.aio.AioRpcError) as caught:
         await call.read()
     assert caught.value.code() == expected, caught.value
+
+
+async def test_a_payload_over_the_limit_is_that_items_refusal_and_a_message_over_it_ends_the_stream(
+    inbox: InboxServiceStub, settings: Settings, db: Database, ns: str
+) -> None:
+    limit = settings.max_payload_bytes
+    call = inbox.AcceptStream()
+    await call.write(item(1, ns, "fits"))
+    # Over the payload limit, within the message limit: judged as a unary Accept judges it.
+    await call.write(item(2, ns, "big", b'"' + b"x" * limit + b'"'))
+    got = await answers_of(call, 2)
+    assert got[1].accepted.outcome == ACCEPTED
+    assert got[2].error.code == INVALID and got[2].error.message.startswith("accept.payload: "), got[2]
+    # Over the message limit: never parsed, so its sequence is unknown, and the stream ends.
+    await call.write(item(3, ns, "huge", b'"' + b"x" * (3 * limit) + b'"'))
+    assert await call.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert "AcceptStream takes at most" in (await call.details() or "")
+    assert await stored(db, ns) == {"fits"}

@@ -176,7 +176,10 @@ class InboxServiceServicer:
         item's namespace is checked against the caller's grants. When the client
         half-closes, what is outstanding is answered, then the stream ends OK.
         A broken stream loses nothing answered; resend what was not (Accept is
-        idempotent: a committed item answers DUPLICATE).
+        idempotent: a committed item answers DUPLICATE). What ends the stream: a
+        message over one Accept's size limit (RESOURCE_EXHAUSTED) or one that does
+        not decode (INVALID_ARGUMENT), since its sequence cannot be known; a token
+        without the accept scope, refused on the metadata before any message.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
