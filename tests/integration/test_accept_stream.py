@@ -225,3 +225,21 @@ async def test_a_payload_over_the_limit_is_that_items_refusal_and_a_message_over
     assert await call.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
     assert "AcceptStream takes at most" in (await call.details() or "")
     assert await stored(db, ns) == {"fits"}
+
+
+async def test_a_cancelled_stream_leaves_what_it_submitted_to_group_commit(
+    server: RunningServer, inbox: InboxServiceStub, db: Database, ns: str
+) -> None:
+    call = inbox.AcceptStream()
+    async with TableLocked(db):
+        for sequence in range(5):
+            await call.write(item(sequence, ns, f"k{sequence}"))
+        await eventually(lambda: stream_items_held(server) == 5, "the server to hold the five items")
+        call.cancel()
+        await eventually(lambda: stream_items_held(server) == 0, "the server to let the cancelled stream go")
+    # Never acknowledged, and committed all the same: their group was not the stream's to cancel.
+    await eventually(lambda: _stored_all(db, ns, 5), "the submitted items to commit")
+
+
+async def _stored_all(db: Database, ns: str, count: int) -> bool:
+    return await stored(db, ns) == {f"k{i}" for i in range(count)}

@@ -19,8 +19,9 @@ parsed (ten million one-byte strings in a 28 MiB Claim held the loop for seconds
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,7 +39,9 @@ from inboxd.domain.errors import InboxError, InvalidArgument, TooManyRequests
 
 Behaviour = Callable[[Any, grpc.aio.ServicerContext[Any, Any]], Awaitable[message.Message]]
 # A both-ways streaming method: decoded requests in, answers out.
-StreamBehaviour = Callable[[AsyncIterator[Any], grpc.aio.ServicerContext[Any, Any]], AsyncIterator[message.Message]]
+StreamBehaviour = Callable[
+    [AsyncIterator[Any], grpc.aio.ServicerContext[Any, Any]], AsyncGenerator[message.Message, None]
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,8 +153,10 @@ def _wrap_stream(method_name: str, behaviour: StreamBehaviour | None, observe: O
                     await context.abort(code, f"{method_name} is not implemented yet")
                 set_caller(caller)
                 assert behaviour is not None
-                async for answer in behaviour(_decoded(requests, method_name), context):
-                    yield answer
+                # Closed with the stream, however it ends: its reader and items are let go at once, not at GC.
+                async with contextlib.aclosing(behaviour(_decoded(requests, method_name), context)) as answers:
+                    async for answer in answers:
+                        yield answer
                 code = grpc.StatusCode.OK
             except InboxError as exc:
                 code = status_for(exc)
