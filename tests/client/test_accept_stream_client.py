@@ -9,7 +9,7 @@ import pytest
 
 from inboxd.serving.server import RunningServer
 from inboxd.store.database import Database
-from inboxd_client import AcceptOutcome, AsyncInboxClient, InvalidArgument
+from inboxd_client import AcceptOutcome, AsyncInboxClient, DeadlineExceeded, InvalidArgument
 from tests.client.conftest import FAST_RETRY
 from tests.client.tcp_proxy import TcpProxy
 from tests.harness import eventually
@@ -47,6 +47,18 @@ async def test_an_item_refused_raises_the_unary_calls_exception_and_the_stream_g
         answer = await stream.accept(ns, "after", "order.paid", {})
         assert answer.outcome == ACCEPTED
         assert stream.opened == 1
+
+
+async def test_an_item_unanswered_by_its_deadline_raises_deadline_exceeded_and_the_stream_goes_on(
+    client: AsyncInboxClient, db: Database, ns: str
+) -> None:
+    async with client.accept_stream() as stream:
+        async with TableLocked(db):
+            with pytest.raises(DeadlineExceeded):
+                await stream.accept(ns, "late", "order.paid", {}, timeout=0.2)
+        # The item had reached group commit: stored, only its answer was given up on.
+        again = await stream.accept(ns, "late", "order.paid", {})
+        assert again.outcome == DUPLICATE
 
 
 @pytest.fixture
