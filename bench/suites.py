@@ -17,6 +17,7 @@ from bench.phases.idle import backlog_phase, long_poll_phase, wakeup_phase
 from bench.phases.profiling import ACCEPT, ACCEPT_BATCH, CLAIM10, profile_phase
 from bench.phases.scaling import workers_phase
 from bench.phases.startup import startup_phase
+from bench.phases.streams import streams_phase
 from bench.run import Run
 
 log = logging.getLogger("bench")
@@ -82,6 +83,7 @@ async def run_bench(config: Config) -> dict[str, Any]:
         [
             ("accept", accept_phase),
             ("accept-profiles", accept_profiles),
+            ("streams", streams_phase),
             ("claim", claim_phase),
             ("claim-profile", claim_profile),
             ("startup", startup_phase),

@@ -81,7 +81,8 @@ async def call(request: pytest.FixtureRequest, fake: FakeInbox) -> AsyncIterator
 
 
 def test_the_rpc_table_covers_every_rpc_of_the_contract() -> None:
-    contract = {f"/{s.full_name}/{m.name}" for s in SERVICES for m in s.methods}
+    # Streaming RPCs are not calls to retry: AcceptStream resends its own (inboxd_client.accept_stream).
+    contract = {f"/{s.full_name}/{m.name}" for s in SERVICES for m in s.methods if not m.client_streaming}
     assert {rpc.path for rpc in ALL_RPCS} == contract
     assert set(CALLS) == {rpc.name for rpc in ALL_RPCS}
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import io
 import json
@@ -90,3 +91,34 @@ async def own_database(cluster_url: str, *, migrated: bool = True, prefix: str =
             yield url
         finally:
             await admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+
+
+class TableLocked:
+    """Holds inbox_events in EXCLUSIVE mode from the test's own connection: every Accept waits for it."""
+
+    def __init__(self, db: Any) -> None:
+        self._db = db  # an inboxd.store.database.Database
+        self._locked = asyncio.Event()
+        self._unlock = asyncio.Event()
+        self._holder: asyncio.Task[None] | None = None
+
+    async def _hold(self, conn: Any) -> None:
+        await conn.execute("LOCK TABLE inbox_events IN EXCLUSIVE MODE")
+        self._locked.set()
+        await self._unlock.wait()
+
+    async def __aenter__(self) -> None:
+        self._holder = asyncio.create_task(self._db.run(self._hold))
+        await self._locked.wait()
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._unlock.set()
+        assert self._holder is not None
+        await self._holder
+
+
+def stream_items_held(server: Any) -> float:
+    """The AcceptStream items a server (a RunningServer) has read and not yet answered, by its own gauge."""
+    assert server.ops is not None
+    value = server.ops.metrics.registry.get_sample_value("inboxd_accept_stream_items_held")
+    return value or 0.0

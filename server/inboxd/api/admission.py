@@ -66,11 +66,17 @@ def receive_limits(batch_bytes: int, one_event_bytes: int) -> dict[str, int]:
     """The most bytes a message of each method may be, by method name; others take SMALL_MESSAGE_BYTES."""
     return {
         "Accept": one_event_bytes,
+        # Per message: one item is one Accept, and its sequence.
+        "AcceptStream": one_event_bytes + STREAM_ITEM_OVERHEAD,
         "AcceptBatch": batch_bytes,
         "Claim": COMPLETIONS_MESSAGE_BYTES,
         "CompleteBatch": COMPLETIONS_MESSAGE_BYTES,
     }
 
+
+# An AcceptStreamRequest around its AcceptRequest: the sequence (at most 11
+# bytes with its tag) and the accept field's tag and length (at most 6).
+STREAM_ITEM_OVERHEAD = 32
 
 _MOST_CACHED = 4096
 
@@ -83,6 +89,8 @@ class Method:
     handle: Handle
     request_deserializer: Callable[[bytes], object]
     response_serializer: Callable[[Any], bytes]
+    # Both ways streaming (AcceptStream): `handle` takes the request iterator and yields answers.
+    streaming: bool = False
 
 
 if TYPE_CHECKING:
@@ -146,6 +154,13 @@ class Admission(_GenericHandler):
 
 
 def _admitted(method: Method, caller: Caller) -> grpc.RpcMethodHandler[Any, Any]:
+    if method.streaming:
+        # Admitted once per stream: its messages are judged by `handle`, each alone.
+        return grpc.stream_stream_rpc_method_handler(
+            functools.partial(method.handle, caller),
+            request_deserializer=method.request_deserializer,
+            response_serializer=method.response_serializer,
+        )
     return grpc.unary_unary_rpc_method_handler(
         functools.partial(method.handle, caller),
         request_deserializer=method.request_deserializer,

@@ -45,6 +45,7 @@ _ADMIN = "/inboxd.v1.InboxAdminService/"
 RULES: dict[str, tuple[Scope, NamespacesOf]] = {
     _INBOX + "Accept": (Scope.ACCEPT, _one),
     _INBOX + "AcceptBatch": (Scope.ACCEPT, _batch),
+    _INBOX + "AcceptStream": (Scope.ACCEPT, _none),
     _INBOX + "Claim": (Scope.WORK, _claim),
     _INBOX + "RenewLease": (Scope.WORK, _one),
     _INBOX + "Complete": (Scope.WORK, _one),

@@ -19,8 +19,9 @@ parsed (ten million one-byte strings in a 28 MiB Claim held the loop for seconds
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,9 +43,13 @@ from inboxd.api.convert import check_batch_size
 from inboxd.api.identity import set_caller
 from inboxd.api.status import status_for
 from inboxd.config.tokens import Caller, TokenRegistry
-from inboxd.domain.errors import InboxError
+from inboxd.domain.errors import InboxError, InvalidArgument, TooManyRequests
 
 Behaviour = Callable[[Any, grpc.aio.ServicerContext[Any, Any]], Awaitable[message.Message]]
+# A both-ways streaming method: decoded requests in, answers out.
+StreamBehaviour = Callable[
+    [AsyncIterator[Any], grpc.aio.ServicerContext[Any, Any]], AsyncGenerator[message.Message, None]
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +129,55 @@ def _wrap(
     return handle
 
 
+async def _decoded(requests: AsyncIterable[Any], method_name: str) -> AsyncIterator[Any]:
+    """A stream's requests, each decoded; one that is not ends the stream, since its sequence is unknown."""
+    async for request in requests:
+        if isinstance(request, OversizedRequest):
+            raise TooManyRequests(
+                f"a message of the stream is {request.size} bytes; {method_name} takes at most {request.limit} each"
+            )
+        if isinstance(request, MalformedRequest):
+            raise InvalidArgument("message", f"malformed stream message: {request.problem}")
+        yield request
+
+
+def _wrap_stream(method_name: str, behaviour: StreamBehaviour | None, observe: ObserveRpc) -> Any:
+    """The async generator an admitted stream of `method_name` runs; its items are judged by `behaviour`.
+
+    The caller was admitted on the stream's metadata (once); namespaces live in
+    each item, so `behaviour` checks them item by item. An error raised here
+    ends the stream; an item's refusal is an answer, never raised.
+    """
+
+    async def handle(
+        caller: Caller, requests: AsyncIterable[Any], context: grpc.aio.ServicerContext[Any, Any]
+    ) -> AsyncIterator[message.Message]:
+        started = time.perf_counter()
+        code = grpc.StatusCode.UNKNOWN
+        try:
+            try:
+                if behaviour is None:
+                    code = grpc.StatusCode.UNIMPLEMENTED
+                    await context.abort(code, f"{method_name} is not implemented yet")
+                set_caller(caller)
+                assert behaviour is not None
+                # Closed with the stream, however it ends: its reader and items are let go at once, not at GC.
+                async with contextlib.aclosing(behaviour(_decoded(requests, method_name), context)) as answers:
+                    async for answer in answers:
+                        yield answer
+                code = grpc.StatusCode.OK
+            except InboxError as exc:
+                code = status_for(exc)
+                await context.abort(code, str(exc))
+        except (asyncio.CancelledError, GeneratorExit):
+            code = grpc.StatusCode.CANCELLED
+            raise
+        finally:
+            observe(method_name, code, time.perf_counter() - started)
+
+    return handle
+
+
 # Beyond anything grpc takes (its limits are a C int).
 _NO_LIMIT = 2**63
 
@@ -153,12 +207,18 @@ def generic_handler(
         response_cls = message_factory.GetMessageClass(method.output_type)
         behaviour = getattr(servicer, method.name, None)
         path = f"/{service.full_name}/{method.name}"
+        streaming = method.client_streaming and method.server_streaming
         methods[path] = Method(
             name=method.name,
-            handle=_wrap(path, method.name, behaviour, registry is not None, observe or _unobserved),
+            handle=(
+                _wrap_stream(method.name, behaviour, observe or _unobserved)
+                if streaming
+                else _wrap(path, method.name, behaviour, registry is not None, observe or _unobserved)
+            ),
             request_deserializer=_safe_deserializer(
                 request_cls, _NO_LIMIT if limits is None else limits.get(method.name, SMALL_MESSAGE_BYTES)
             ),
             response_serializer=response_cls.SerializeToString,
+            streaming=streaming,
         )
     return Admission(methods, registry, observe or _unobserved)

@@ -12,6 +12,7 @@ from typing import Any
 import grpc
 
 from inboxd.api import convert
+from inboxd.api.accept_stream import AcceptStreaming
 from inboxd.api.identity import current_caller
 from inboxd.domain.errors import InboxError, InvalidArgument, RefusedEvent, TooManyRequests
 from inboxd.domain.vocabulary import ClaimRequest, Completion
@@ -26,8 +27,8 @@ DEADLINE_MARGIN_SECONDS = 0.2
 Context = grpc.aio.ServicerContext[Any, Any]
 
 
-class InboxServicer:
-    """Methods are named after the RPCs; `api.handlers` routes to them."""
+class InboxServicer(AcceptStreaming):
+    """Methods are named after the RPCs; `api.handlers` routes to them (AcceptStream lives in `api.accept_stream`)."""
 
     def __init__(self, inbox: Inbox) -> None:
         self.inbox = inbox

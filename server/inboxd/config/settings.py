@@ -100,6 +100,9 @@ class Settings:
     shutdown_grace: timedelta = timedelta(seconds=10)
     # Waiting (long-polling) Claims one caller may hold at once.
     max_waiting_claims_per_caller: int = 1000
+    # Unanswered items one AcceptStream may hold: the server stops reading it at
+    # this many, so one stream holds at most this x max_payload_bytes.
+    accept_stream_window: int = 64
     # An action INTENDED for longer than this counts as unresolved.
     action_stale_after: timedelta = timedelta(minutes=15)
     pool_size: int = 20
@@ -182,6 +185,7 @@ _ENV: dict[str, tuple[str, object]] = {
     "INBOXD_POOL_SIZE": ("pool_size", int),
     "INBOXD_ACTION_STALE_AFTER": ("action_stale_after", parse_duration),
     "INBOXD_MAX_WAITING_CLAIMS_PER_CALLER": ("max_waiting_claims_per_caller", int),
+    "INBOXD_ACCEPT_STREAM_WINDOW": ("accept_stream_window", int),
     "INBOXD_FALLBACK_POLL": ("fallback_poll", parse_duration),
     "INBOXD_WORKERS": ("workers", int),
     "INBOXD_RETENTION_FORCE": ("retention_force", parse_flag),
@@ -275,12 +279,20 @@ def load_settings(env: Mapping[str, str], overrides: Mapping[str, str | None] | 
     settings = replace(Settings(), **values)  # type: ignore[arg-type]
     _check(settings)
     _check_metrics(settings)
+    _check_streams(settings)
     return settings
 
 
 def _check_metrics(settings: Settings) -> None:
     if settings.metrics_max_namespaces < 1:
         raise ConfigError(f"INBOXD_METRICS_MAX_NAMESPACES must be at least 1, not {settings.metrics_max_namespaces}")
+
+
+def _check_streams(settings: Settings) -> None:
+    if not 1 <= settings.accept_stream_window <= 10_000:
+        raise ConfigError(
+            f"INBOXD_ACCEPT_STREAM_WINDOW must be between 1 and 10000, not {settings.accept_stream_window}"
+        )
 
 
 def _check(settings: Settings) -> None:

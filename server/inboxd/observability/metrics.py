@@ -23,7 +23,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
@@ -195,6 +195,13 @@ class Metrics(InboxObserver):
             "inboxd_rpc_duration_seconds", "RPC latency by method and status code.", ["method", "code"],
             buckets=RPC_BUCKETS, registry=r,
         )  # fmt: skip
+        # Bounded by the streams' windows (INBOXD_ACCEPT_STREAM_WINDOW each): a full window means a slow commit.
+        self.accept_stream_items = Gauge(
+            "inboxd_accept_stream_items_held",
+            "AcceptStream items read and not yet answered, over all open streams.",
+            multiprocess_mode="livesum",
+            registry=r,
+        )
         # Label lookups cost a lock and a tuple per call: the hot paths keep their children.
         self._rpc_timers: dict[tuple[str, str], Any] = {}
         self._accept_counters = {outcome: self.accepts.labels(outcome.value) for outcome in AcceptOutcome}
@@ -221,6 +228,9 @@ class Metrics(InboxObserver):
     def accepted(self, events: Sequence[NewEvent], results: Sequence[AcceptResult]) -> None:
         for outcome, count in CountOf(r.outcome for r in results).items():
             self._accept_counters[outcome].inc(count)
+
+    def accept_stream_held(self, change: int) -> None:
+        self.accept_stream_items.inc(change)
 
     def claimed(self, worker_id: str, batch: ClaimBatch) -> None:
         self.claims.inc(len(batch.events))

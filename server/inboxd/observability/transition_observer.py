@@ -55,6 +55,9 @@ class InboxObserver:
     def retention_ran(self, counts: RetentionCounts) -> None:
         """A retention pass finished on this replica."""
 
+    def accept_stream_held(self, change: int) -> None:
+        """AcceptStreams hold `change` more (or fewer) unanswered items: read, not yet answered."""
+
 
 class Observers(InboxObserver):
     """Tells several observers, in order.
@@ -99,3 +102,6 @@ class Observers(InboxObserver):
 
     def retention_ran(self, counts: RetentionCounts) -> None:
         self._each(lambda o: o.retention_ran(counts))
+
+    def accept_stream_held(self, change: int) -> None:
+        self._each(lambda o: o.accept_stream_held(change))

@@ -7,6 +7,7 @@ generated stubs live in `inboxd_client.v1`.
 
 from __future__ import annotations
 
+from inboxd_client.accept_stream import AcceptStream
 from inboxd_client.actions import UNCERTAIN_ERRORS, Action
 from inboxd_client.aio_client import AsyncInboxClient
 from inboxd_client.builders import accept_request
@@ -50,6 +51,7 @@ from inboxd_client.worker import Worker
 __all__ = [
     "UNCERTAIN_ERRORS",
     "AcceptOutcome",
+    "AcceptStream",
     "Action",
     "ActionResult",
     "ActionState",

@@ -20,6 +20,7 @@ import grpc
 from google.protobuf.message import Message
 
 from inboxd_client import builders, rpcs
+from inboxd_client.accept_stream import AcceptStream
 from inboxd_client.builders import DurationLike, Fenced
 from inboxd_client.calls import CLAIM_TIMEOUT_MARGIN, DEFAULT_TIMEOUT, Callables, claim_timeout
 from inboxd_client.connection import ChannelOption, RetryPolicy, TlsConfig, call_metadata, channel_settings
@@ -112,6 +113,14 @@ class AsyncInboxClient:
             available_at=available_at,
         )
         return await self._call(rpcs.ACCEPT, request, timeout)
+
+    def accept_stream(self, *, timeout: float | None = None) -> AcceptStream:
+        """Many concurrent Accepts over one open stream (`async with client.accept_stream() as stream:`).
+
+        Cheaper for the server than a unary call each; see `inboxd_client.accept_stream`.
+        `timeout` is each item's deadline (the client's by default).
+        """
+        return AcceptStream(self._channel, self._metadata, timeout=self.timeout if timeout is None else timeout)
 
     async def accept_batch(
         self, events: Iterable[inbox_pb2.AcceptRequest], *, timeout: float | None = None

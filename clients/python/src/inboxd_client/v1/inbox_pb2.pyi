@@ -262,3 +262,29 @@ class RecordActionOutcomeResponse(_message.Message):
     ACTION_FIELD_NUMBER: _ClassVar[int]
     action: _types_pb2.ActionRecord
     def __init__(self, action: _Optional[_Union[_types_pb2.ActionRecord, _Mapping]] = ...) -> None: ...
+
+class AcceptStreamRequest(_message.Message):
+    __slots__ = ("sequence", "accept")
+    SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    ACCEPT_FIELD_NUMBER: _ClassVar[int]
+    sequence: int
+    accept: AcceptRequest
+    def __init__(self, sequence: _Optional[int] = ..., accept: _Optional[_Union[AcceptRequest, _Mapping]] = ...) -> None: ...
+
+class AcceptStreamResponse(_message.Message):
+    __slots__ = ("sequence", "accepted", "error")
+    SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    ACCEPTED_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    sequence: int
+    accepted: AcceptResponse
+    error: ItemStatus
+    def __init__(self, sequence: _Optional[int] = ..., accepted: _Optional[_Union[AcceptResponse, _Mapping]] = ..., error: _Optional[_Union[ItemStatus, _Mapping]] = ...) -> None: ...
+
+class ItemStatus(_message.Message):
+    __slots__ = ("code", "message")
+    CODE_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    code: int
+    message: str
+    def __init__(self, code: _Optional[int] = ..., message: _Optional[str] = ...) -> None: ...

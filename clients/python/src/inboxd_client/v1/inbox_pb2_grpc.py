@@ -80,6 +80,11 @@ class InboxServiceStub:
                 request_serializer=inboxd_dot_v1_dot_inbox__pb2.RecordActionOutcomeRequest.SerializeToString,
                 response_deserializer=inboxd_dot_v1_dot_inbox__pb2.RecordActionOutcomeResponse.FromString,
                 _registered_method=True)
+        self.AcceptStream = channel.stream_stream(
+                '/inboxd.v1.InboxService/AcceptStream',
+                request_serializer=inboxd_dot_v1_dot_inbox__pb2.AcceptStreamRequest.SerializeToString,
+                response_deserializer=inboxd_dot_v1_dot_inbox__pb2.AcceptStreamResponse.FromString,
+                _registered_method=True)
 
 
 class InboxServiceServicer:
@@ -160,6 +165,26 @@ class InboxServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def AcceptStream(self, request_iterator, context):
+        """Many Accepts on one open stream, each judged exactly as a unary Accept
+        would judge it and answered after its commit, by the client's sequence,
+        in completion order (not request order). One item's refusal answers that
+        item alone, with the status code Accept would have answered; the stream
+        goes on. The server reads at most a window of unanswered items per stream
+        (INBOXD_ACCEPT_STREAM_WINDOW, 64 by default) and stops reading until
+        answers free room. Authenticated once, on the stream's metadata; each
+        item's namespace is checked against the caller's grants. When the client
+        half-closes, what is outstanding is answered, then the stream ends OK.
+        A broken stream loses nothing answered; resend what was not (Accept is
+        idempotent: a committed item answers DUPLICATE). What ends the stream: a
+        message over one Accept's size limit (RESOURCE_EXHAUSTED) or one that does
+        not decode (INVALID_ARGUMENT), since its sequence cannot be known; a token
+        without the accept scope, refused on the metadata before any message.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_InboxServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -207,6 +232,11 @@ def add_InboxServiceServicer_to_server(servicer, server):
                     servicer.RecordActionOutcome,
                     request_deserializer=inboxd_dot_v1_dot_inbox__pb2.RecordActionOutcomeRequest.FromString,
                     response_serializer=inboxd_dot_v1_dot_inbox__pb2.RecordActionOutcomeResponse.SerializeToString,
+            ),
+            'AcceptStream': grpc.stream_stream_rpc_method_handler(
+                    servicer.AcceptStream,
+                    request_deserializer=inboxd_dot_v1_dot_inbox__pb2.AcceptStreamRequest.FromString,
+                    response_serializer=inboxd_dot_v1_dot_inbox__pb2.AcceptStreamResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -453,6 +483,33 @@ class InboxService:
             '/inboxd.v1.InboxService/RecordActionOutcome',
             inboxd_dot_v1_dot_inbox__pb2.RecordActionOutcomeRequest.SerializeToString,
             inboxd_dot_v1_dot_inbox__pb2.RecordActionOutcomeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AcceptStream(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/inboxd.v1.InboxService/AcceptStream',
+            inboxd_dot_v1_dot_inbox__pb2.AcceptStreamRequest.SerializeToString,
+            inboxd_dot_v1_dot_inbox__pb2.AcceptStreamResponse.FromString,
             options,
             channel_credentials,
             insecure,
