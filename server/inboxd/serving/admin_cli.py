@@ -17,7 +17,7 @@ from typing import Any
 import grpc
 
 from inboxd.serving import admin_output as out
-from inboxd_client.plaintext import PlaintextTokenRefused, refuse_plaintext_token
+from inboxd_client.plaintext import PlaintextTokenRefused, refuse_plaintext_token, trusted_network_from
 from inboxd_client.v1 import admin_pb2, admin_pb2_grpc, types_pb2
 
 COMMANDS = ("stats", "events", "show", "replay", "dead-letters")
@@ -49,7 +49,7 @@ def add_admin_commands(commands: Any) -> None:
     conn.add_argument(
         "--trusted-network",
         action="store_true",
-        default=_env_flag("INBOXD_TRUSTED_NETWORK"),
+        default=trusted_network_from(os.environ),
         help="allow the token in plaintext beyond loopback (INBOXD_TRUSTED_NETWORK): TLS ends at a proxy you trust",
     )
     conn.add_argument("--timeout", type=float, default=30.0, help="seconds per call (default 30)")
@@ -82,10 +82,6 @@ def add_admin_commands(commands: Any) -> None:
     which.add_argument("--dead-letters", action="store_true", help="every dead letter of the namespace")
     replay.add_argument("--reason", required=True, help="why: written to each event's audit trail")
     replay.add_argument("--dry-run", action="store_true", help="list what would be replayed, change nothing")
-
-
-def _env_flag(name: str) -> bool:
-    return os.environ.get(name, "").strip().lower() in {"1", "true", "yes", "on"}
 
 
 def run_admin_command(args: argparse.Namespace) -> int:

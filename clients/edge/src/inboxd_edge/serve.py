@@ -11,7 +11,7 @@ import grpc
 import grpc.aio
 from aiohttp import web
 
-from inboxd_client.plaintext import PlaintextTokenRefused, refuse_plaintext_token
+from inboxd_client.plaintext import PlaintextTokenRefused, refuse_plaintext_token, trusted_network_from
 from inboxd_edge.app import Clock, build_app
 from inboxd_edge.config import ConfigError, EdgeConfig, InboxdSettings
 from inboxd_edge.forward import Forwarder
@@ -34,10 +34,6 @@ class RunningEdge:
         """Stops taking requests, lets those in flight finish, then closes the channel."""
         await self.runner.cleanup()
         await self.channel.close(None)
-
-
-def _env_flag(text: str) -> bool:
-    return text.strip().lower() in {"1", "true", "yes", "on"}
 
 
 def open_channel(settings: InboxdSettings) -> grpc.aio.Channel:
@@ -63,7 +59,7 @@ async def start_edge(
             config.inboxd.target,
             token=token,
             tls=bool(config.inboxd.tls_ca_file),
-            trusted_network=config.inboxd.trusted_network or _env_flag(environ.get("INBOXD_TRUSTED_NETWORK", "")),
+            trusted_network=config.inboxd.trusted_network or trusted_network_from(environ),
         )
     except PlaintextTokenRefused as exc:
         raise ConfigError(f"[inboxd] {exc}") from exc

@@ -10,12 +10,18 @@ The admin CLI and the edge use it with the server's own override.
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Mapping
 
-__all__ = ["PlaintextTokenRefused", "is_loopback_target", "refuse_plaintext_token"]
+__all__ = ["PlaintextTokenRefused", "is_loopback_target", "refuse_plaintext_token", "trusted_network_from"]
 
 
 class PlaintextTokenRefused(ValueError):
     """A bearer token would cross the network in plaintext; the message says how to go on."""
+
+
+def trusted_network_from(environ: Mapping[str, str]) -> bool:
+    """Whether INBOXD_TRUSTED_NETWORK, the server's own override, is set on (1, true, yes, on)."""
+    return environ.get("INBOXD_TRUSTED_NETWORK", "").strip().lower() in {"1", "true", "yes", "on"}
 
 
 def is_loopback_target(target: str) -> bool:
