@@ -288,3 +288,81 @@ class ItemStatus(_message.Message):
     code: int
     message: str
     def __init__(self, code: _Optional[int] = ..., message: _Optional[str] = ...) -> None: ...
+
+class WorkRequest(_message.Message):
+    __slots__ = ("sequence", "credit", "subscribe", "complete", "complete_batch", "fail", "release", "renew_lease", "record_action_outcome")
+    SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    CREDIT_FIELD_NUMBER: _ClassVar[int]
+    SUBSCRIBE_FIELD_NUMBER: _ClassVar[int]
+    COMPLETE_FIELD_NUMBER: _ClassVar[int]
+    COMPLETE_BATCH_FIELD_NUMBER: _ClassVar[int]
+    FAIL_FIELD_NUMBER: _ClassVar[int]
+    RELEASE_FIELD_NUMBER: _ClassVar[int]
+    RENEW_LEASE_FIELD_NUMBER: _ClassVar[int]
+    RECORD_ACTION_OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    sequence: int
+    credit: int
+    subscribe: WorkSubscription
+    complete: CompleteRequest
+    complete_batch: CompleteBatchRequest
+    fail: FailRequest
+    release: ReleaseRequest
+    renew_lease: RenewLeaseRequest
+    record_action_outcome: RecordActionOutcomeRequest
+    def __init__(self, sequence: _Optional[int] = ..., credit: _Optional[int] = ..., subscribe: _Optional[_Union[WorkSubscription, _Mapping]] = ..., complete: _Optional[_Union[CompleteRequest, _Mapping]] = ..., complete_batch: _Optional[_Union[CompleteBatchRequest, _Mapping]] = ..., fail: _Optional[_Union[FailRequest, _Mapping]] = ..., release: _Optional[_Union[ReleaseRequest, _Mapping]] = ..., renew_lease: _Optional[_Union[RenewLeaseRequest, _Mapping]] = ..., record_action_outcome: _Optional[_Union[RecordActionOutcomeRequest, _Mapping]] = ...) -> None: ...
+
+class WorkSubscription(_message.Message):
+    __slots__ = ("namespaces", "event_types", "lease", "worker_id")
+    NAMESPACES_FIELD_NUMBER: _ClassVar[int]
+    EVENT_TYPES_FIELD_NUMBER: _ClassVar[int]
+    LEASE_FIELD_NUMBER: _ClassVar[int]
+    WORKER_ID_FIELD_NUMBER: _ClassVar[int]
+    namespaces: _containers.RepeatedScalarFieldContainer[str]
+    event_types: _containers.RepeatedScalarFieldContainer[str]
+    lease: _duration_pb2.Duration
+    worker_id: str
+    def __init__(self, namespaces: _Optional[_Iterable[str]] = ..., event_types: _Optional[_Iterable[str]] = ..., lease: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., worker_id: _Optional[str] = ...) -> None: ...
+
+class WorkResponse(_message.Message):
+    __slots__ = ("subscribed", "events", "result")
+    SUBSCRIBED_FIELD_NUMBER: _ClassVar[int]
+    EVENTS_FIELD_NUMBER: _ClassVar[int]
+    RESULT_FIELD_NUMBER: _ClassVar[int]
+    subscribed: WorkSubscribed
+    events: WorkEvents
+    result: WorkResult
+    def __init__(self, subscribed: _Optional[_Union[WorkSubscribed, _Mapping]] = ..., events: _Optional[_Union[WorkEvents, _Mapping]] = ..., result: _Optional[_Union[WorkResult, _Mapping]] = ...) -> None: ...
+
+class WorkSubscribed(_message.Message):
+    __slots__ = ("lease", "heartbeat")
+    LEASE_FIELD_NUMBER: _ClassVar[int]
+    HEARTBEAT_FIELD_NUMBER: _ClassVar[int]
+    lease: _duration_pb2.Duration
+    heartbeat: _duration_pb2.Duration
+    def __init__(self, lease: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., heartbeat: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
+
+class WorkEvents(_message.Message):
+    __slots__ = ("events",)
+    EVENTS_FIELD_NUMBER: _ClassVar[int]
+    events: _containers.RepeatedCompositeFieldContainer[ClaimedEvent]
+    def __init__(self, events: _Optional[_Iterable[_Union[ClaimedEvent, _Mapping]]] = ...) -> None: ...
+
+class WorkResult(_message.Message):
+    __slots__ = ("sequence", "complete", "complete_batch", "fail", "release", "renew_lease", "record_action_outcome", "error")
+    SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    COMPLETE_FIELD_NUMBER: _ClassVar[int]
+    COMPLETE_BATCH_FIELD_NUMBER: _ClassVar[int]
+    FAIL_FIELD_NUMBER: _ClassVar[int]
+    RELEASE_FIELD_NUMBER: _ClassVar[int]
+    RENEW_LEASE_FIELD_NUMBER: _ClassVar[int]
+    RECORD_ACTION_OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    sequence: int
+    complete: CompleteResponse
+    complete_batch: CompleteBatchResponse
+    fail: FailResponse
+    release: ReleaseResponse
+    renew_lease: RenewLeaseResponse
+    record_action_outcome: RecordActionOutcomeResponse
+    error: ItemStatus
+    def __init__(self, sequence: _Optional[int] = ..., complete: _Optional[_Union[CompleteResponse, _Mapping]] = ..., complete_batch: _Optional[_Union[CompleteBatchResponse, _Mapping]] = ..., fail: _Optional[_Union[FailResponse, _Mapping]] = ..., release: _Optional[_Union[ReleaseResponse, _Mapping]] = ..., renew_lease: _Optional[_Union[RenewLeaseResponse, _Mapping]] = ..., record_action_outcome: _Optional[_Union[RecordActionOutcomeResponse, _Mapping]] = ..., error: _Optional[_Union[ItemStatus, _Mapping]] = ...) -> None: ...

@@ -85,6 +85,11 @@ class InboxServiceStub:
                 request_serializer=inboxd_dot_v1_dot_inbox__pb2.AcceptStreamRequest.SerializeToString,
                 response_deserializer=inboxd_dot_v1_dot_inbox__pb2.AcceptStreamResponse.FromString,
                 _registered_method=True)
+        self.Work = channel.stream_stream(
+                '/inboxd.v1.InboxService/Work',
+                request_serializer=inboxd_dot_v1_dot_inbox__pb2.WorkRequest.SerializeToString,
+                response_deserializer=inboxd_dot_v1_dot_inbox__pb2.WorkResponse.FromString,
+                _registered_method=True)
 
 
 class InboxServiceServicer:
@@ -185,6 +190,39 @@ class InboxServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Work(self, request_iterator, context):
+        """A worker's whole cycle on one open stream. The first WorkRequest carries
+        `subscribe` (what to claim, the lease, the worker's id), answered by
+        WorkResponse.subscribed; any other first message ends the stream with
+        INVALID_ARGUMENT, as does a second subscription. From then on the worker
+        adds `credit` (on any message: how many more events it can take) and
+        sends fenced calls, each with a `sequence` the worker chooses, answered
+        by a WorkResult with that sequence and either the unary call's response
+        or an ItemStatus with the status code the unary call would have ended
+        with: one call's refusal never ends the stream. The server pushes
+        ClaimedEvents (WorkResponse.events) while credit remains, the moment
+        they become claimable, fairly across the subscribed namespaces; each
+        event pushed uses one credit.
+
+        The stream is the heartbeat: while it is open the server keeps alive
+        the leases of the events it pushed on it and that are still held under
+        their claim (one statement per stream per heartbeat period, at most a
+        third of the lease). When the stream ends, however it ends, with events
+        still held, those claims end at once as an expired lease would end them:
+        the attempt counts, the event is PENDING again, or DEAD_LETTERED when its
+        attempts are spent, and `last_error` says the worker's stream ended. A
+        worker alive behind a broken connection is fenced as always: its later
+        writes with those tokens get ABORTED. To stop cleanly, a worker sends
+        Release for what it has not started, finishes what it has, then
+        half-closes; the server answers what is outstanding, then ends OK.
+        Authenticated once, on the stream's metadata (scope work); namespaces are
+        checked on the subscription and on each call as the unary calls check
+        them.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_InboxServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -237,6 +275,11 @@ def add_InboxServiceServicer_to_server(servicer, server):
                     servicer.AcceptStream,
                     request_deserializer=inboxd_dot_v1_dot_inbox__pb2.AcceptStreamRequest.FromString,
                     response_serializer=inboxd_dot_v1_dot_inbox__pb2.AcceptStreamResponse.SerializeToString,
+            ),
+            'Work': grpc.stream_stream_rpc_method_handler(
+                    servicer.Work,
+                    request_deserializer=inboxd_dot_v1_dot_inbox__pb2.WorkRequest.FromString,
+                    response_serializer=inboxd_dot_v1_dot_inbox__pb2.WorkResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -510,6 +553,33 @@ class InboxService:
             '/inboxd.v1.InboxService/AcceptStream',
             inboxd_dot_v1_dot_inbox__pb2.AcceptStreamRequest.SerializeToString,
             inboxd_dot_v1_dot_inbox__pb2.AcceptStreamResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Work(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/inboxd.v1.InboxService/Work',
+            inboxd_dot_v1_dot_inbox__pb2.WorkRequest.SerializeToString,
+            inboxd_dot_v1_dot_inbox__pb2.WorkResponse.FromString,
             options,
             channel_credentials,
             insecure,
