@@ -49,8 +49,12 @@ model: ## check the protocol models in model/ with SPIN: honest models pass, eve
 	scripts/ensure-spin.sh
 	model/check.sh
 
+# Two processes (pytest-xdist), each with its own throwaway PostgreSQL: most of the suite waits on
+# servers, subprocesses and the database, so two share two cores well. One file's tests stay in one
+# process, the reliability suite whole in one (tests/conftest.py). PYTEST_WORKERS=0 runs in one process.
+PYTEST_WORKERS ?= 2
 pytest: setup ## the test suite (starts its own PostgreSQL unless DATABASE_URL is set)
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(PYTEST_WORKERS)
 
 reliability-async: setup ## the failover scenario with an ASYNCHRONOUS standby: reports what it lost, asserts nothing
 	$(PY) -m pytest tests/reliability/test_failover.py -m failover_async

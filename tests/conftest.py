@@ -10,6 +10,7 @@ import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import grpc
 import pytest
@@ -20,6 +21,38 @@ from inboxd.store.database import Database
 from inboxd.store.migrate import migrate
 from inboxd_client.v1 import admin_pb2_grpc, inbox_pb2_grpc
 from tests.harness import discard_postgres, throwaway_postgres
+
+# Each worker's reliability table, as the worker sent it home (pytest-xdist).
+_RELIABILITY_FROM_WORKERS: list[str] = []
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Under pytest-xdist (`make pytest`), one file's tests run in one process, and all the reliability suite in one.
+
+    A file's module fixtures (a server of its own, a Node runtime) are then set
+    up once, and the reliability totals see every scenario's tally. (xdist's own
+    `--dist loadgroup` cannot say this under pytest 9: the node ids it rewrites
+    to carry a group no longer change.)
+    """
+    from xdist.scheduler import LoadFileScheduling
+
+    class ByFileReliabilityWhole(LoadFileScheduling):  # type: ignore[misc]  # xdist is untyped
+        def _split_scope(self, nodeid: str) -> str:
+            return "tests/reliability" if nodeid.startswith("tests/reliability/") else super()._split_scope(nodeid)
+
+    return ByFileReliabilityWhole(config, log)
+
+
+def pytest_testnodedown(node: Any, error: object) -> None:
+    """A pytest-xdist worker finished: keep the reliability table it sent (tests/reliability/conftest.py)."""
+    _RELIABILITY_FROM_WORKERS.extend(getattr(node, "workeroutput", {}).get("inboxd_reliability", []))
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if _RELIABILITY_FROM_WORKERS:
+        terminalreporter.section("inboxd reliability")
+        for line in _RELIABILITY_FROM_WORKERS:
+            terminalreporter.write_line(line)
 
 
 @pytest.fixture(scope="session")

@@ -79,6 +79,13 @@ def pytest_runtest_makereport(
     return report
 
 
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """In a pytest-xdist worker, send the table home: the controller prints it (tests/conftest.py)."""
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None and ledger.TALLIES:
+        workeroutput["inboxd_reliability"] = ledger.summary_lines()
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if not ledger.TALLIES:
         return
