@@ -18,6 +18,7 @@ from inboxd.domain.conflict_copies import (
     encode_conflicts_token,
 )
 from inboxd.domain.errors import InvalidArgument
+from inboxd.domain.operator_actions import OperatorActionKind, OperatorActionRecord
 from inboxd.domain.operator_views import (
     ActionHistoryEntry,
     ClaimRecord,
@@ -42,14 +43,28 @@ DISPOSITION_TO_PROTO = {
 }
 
 
-def event_identity(request: admin_pb2.GetEventRequest | admin_pb2.ReplayRequest) -> tuple[str, str]:
+# Every request that names one event (and, for an act, says why).
+EventRequest = (
+    admin_pb2.GetEventRequest
+    | admin_pb2.ReplayRequest
+    | admin_pb2.SettleActionRequest
+    | admin_pb2.EndClaimRequest
+    | admin_pb2.DiscardRequest
+)
+ActRequest = (
+    admin_pb2.ReplayRequest | admin_pb2.SettleActionRequest | admin_pb2.EndClaimRequest | admin_pb2.DiscardRequest
+)
+
+
+def event_identity(request: EventRequest) -> tuple[str, str]:
     return (
         validation.check_identity("namespace", request.namespace),
         validation.check_identity("event_key", request.event_key),
     )
 
 
-def replay_reason(request: admin_pb2.ReplayRequest) -> str:
+def replay_reason(request: ActRequest) -> str:
+    """The reason an operator's act needs, for the audit trail (Replay's, and the others')."""
     reason = validation.check_text("reason", request.reason, validation.MAX_TEXT_BYTES)
     if not reason.strip():
         raise InvalidArgument("reason", "is required: say why, for the audit trail")
@@ -146,6 +161,25 @@ def _replay_to_proto(replay: ReplayEntry) -> admin_pb2.ReplayRecord:
     )
 
 
+OPERATOR_ACTION_KIND_TO_PROTO = {
+    OperatorActionKind.SETTLE_ACTION: admin_pb2.OPERATOR_ACTION_KIND_SETTLE_ACTION,
+    OperatorActionKind.END_CLAIM: admin_pb2.OPERATOR_ACTION_KIND_END_CLAIM,
+    OperatorActionKind.DISCARD: admin_pb2.OPERATOR_ACTION_KIND_DISCARD,
+}
+
+
+def _operator_action_to_proto(act: OperatorActionRecord) -> admin_pb2.OperatorActionRecord:
+    return admin_pb2.OperatorActionRecord(
+        kind=OPERATOR_ACTION_KIND_TO_PROTO[act.kind],
+        actor=act.actor,
+        reason=act.reason,
+        acted_at=instant_to_proto(act.acted_at),
+        subject=act.subject,
+        before=act.before,
+        after=act.after,
+    )
+
+
 def _history_to_proto(entry: ActionHistoryEntry) -> admin_pb2.ActionHistoryEntry:
     return admin_pb2.ActionHistoryEntry(
         action=entry.action,
@@ -174,6 +208,7 @@ def event_to_proto(record: EventRecord) -> admin_pb2.Event:
         replays=[_replay_to_proto(r) for r in record.replays],
         action_history=[_history_to_proto(h) for h in record.action_history],
         conflict_count=record.conflict_count,
+        operator_actions=[_operator_action_to_proto(a) for a in record.operator_actions],
     )
     if record.conflicts_overflow is not None:
         out.conflicts_overflow.CopyFrom(_overflow_to_proto(record.conflicts_overflow))

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from inboxd.domain.conflict_copies import ConflictOverflow
+from inboxd.domain.operator_actions import OperatorActionRecord
 from inboxd.domain.vocabulary import (
     ActionRecord,
     ActionState,
@@ -104,6 +105,8 @@ class EventRecord:
     conflicts: tuple[ConflictingCopy, ...] = ()
     claims: tuple[ClaimRecord, ...] = ()
     replays: tuple[ReplayRecord, ...] = ()
+    # SettleAction, EndClaim and Discard, audited, oldest first.
+    operator_actions: tuple[OperatorActionRecord, ...] = ()
     action_history: tuple[ActionHistoryEntry, ...] = ()
     # Every conflicting copy the key received: kept (`conflicts` is one page of them) and counted only.
     conflict_count: int = 0

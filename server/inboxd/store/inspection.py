@@ -22,6 +22,7 @@ from inboxd.domain.vocabulary import Disposition, EventKey, EventState, FencingT
 from inboxd.store.actions import action_history, unresolved_actions
 from inboxd.store.claims import action_record
 from inboxd.store.database import Connection
+from inboxd.store.operator_actions import operator_actions
 from inboxd.store.queries import QUERIES
 
 
@@ -86,6 +87,7 @@ async def read_event(
             for actor, reason, before, at in await replays.fetchall()
         ),
         action_history=tuple(history),
+        operator_actions=await operator_actions(conn, namespace, event_key),
     )
 
 

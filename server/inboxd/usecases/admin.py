@@ -1,5 +1,8 @@
 """The operators' use cases: inspect events, list them, replay them, read the inbox's health.
 
+Their other acts (settle an action, end a claim, discard an event) stand in
+operator_actions.py, a base of Operators.
+
 Like `inbox.py`, it takes validated domain values and writes no SQL. It
 shares the Inbox's database, clock and settings, and wakes the Inbox's
 waiting Claims when a Replay makes an event claimable.
@@ -18,12 +21,13 @@ from inboxd.observability.transition_observer import InboxObserver
 from inboxd.store import inspection, replays
 from inboxd.store.database import Connection
 from inboxd.usecases.inbox import Inbox
+from inboxd.usecases.operator_actions import OperatorActs
 
 ALL_STATES = tuple(EventState)
 
 
 @dataclass
-class Operators:
+class Operators(OperatorActs):
     inbox: Inbox
     observer: InboxObserver = field(default_factory=InboxObserver)
 
