@@ -149,9 +149,18 @@ def event_text(event: admin_pb2.Event) -> str:
     parts.append(title + "\n" + table(["TYPE", "RECEIVED", "PAYLOAD"], conflicts))
     replays = [[r.actor, when(r.replayed_at), state_name(r.state_before), r.reason] for r in event.replays]
     parts.append("replays\n" + table(["ACTOR", "WHEN", "FROM", "REASON"], replays))
+    acts = [
+        [_act_name(a.kind), a.subject, a.actor, when(a.acted_at), a.before, a.after, a.reason]
+        for a in event.operator_actions
+    ]
+    parts.append("operator actions\n" + table(["ACT", "ACTION", "ACTOR", "WHEN", "BEFORE", "AFTER", "REASON"], acts))
     parts.append("metadata\n" + (json.dumps(dict(event.metadata), indent=2, sort_keys=True) if event.metadata else "-"))
     parts.append("payload\n" + (_pretty_json(event.payload) if event.payload else "- (dropped by payload retention)"))
     return "\n\n".join(parts)
+
+
+def _act_name(kind: admin_pb2.OperatorActionKind) -> str:
+    return admin_pb2.OperatorActionKind.Name(kind).removeprefix("OPERATOR_ACTION_KIND_").lower()
 
 
 def _disposition(value: types_pb2.Disposition) -> str:
