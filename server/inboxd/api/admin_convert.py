@@ -65,10 +65,7 @@ def event_identity(request: EventRequest) -> tuple[str, str]:
 
 def replay_reason(request: ActRequest) -> str:
     """The reason an operator's act needs, for the audit trail (Replay's, and the others')."""
-    reason = validation.check_text("reason", request.reason, validation.MAX_TEXT_BYTES)
-    if not reason.strip():
-        raise InvalidArgument("reason", "is required: say why, for the audit trail")
-    return reason
+    return validation.required_reason(request.reason)
 
 
 def optional_namespace(request: admin_pb2.ListEventsRequest | admin_pb2.StatsRequest) -> str | None:

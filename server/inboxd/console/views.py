@@ -126,9 +126,7 @@ class Views:
         session = self.console.session(request)
         form = await request.post()
         raw_reason = form.get("reason")
-        reason = validation.check_text("reason", raw_reason if isinstance(raw_reason, str) else "", 4096)
-        if not reason.strip():
-            raise InvalidArgument("reason", "is required: say why, for the audit trail")
+        reason = validation.required_reason(raw_reason if isinstance(raw_reason, str) else "")
         refs = [r for r in form.getall("event", []) if isinstance(r, str)]
         if not refs:
             raise InvalidArgument("event", "select at least one event to replay")

@@ -14,7 +14,8 @@ import enum
 from dataclasses import dataclass
 from datetime import datetime
 
-from inboxd.domain.errors import NotFound, TransitionNotAllowed
+from inboxd.domain import validation
+from inboxd.domain.errors import InvalidArgument, NotFound, TransitionNotAllowed
 from inboxd.domain.vocabulary import ActionState, EventState, FencingToken
 
 # An operator settles what nobody recorded an outcome for; a claim's INTENDED
@@ -45,6 +46,24 @@ class OperatorActionRecord:
     after: str
 
 
+def _one_of(field: str, value: enum.Enum, allowed: frozenset[ActionState] | frozenset[EventState]) -> None:
+    if value not in allowed:
+        names = " or ".join(sorted(s.name for s in allowed))
+        raise InvalidArgument(field, f"is {value.name}; use {names}")
+
+
+def _seen_token(value: int) -> None:
+    if value <= 0:
+        raise InvalidArgument(
+            "expected_fencing_token", "is required: the fencing token you saw, so a view that moved on is refused"
+        )
+
+
+def _identity(namespace: str, event_key: str) -> None:
+    validation.check_identity("namespace", namespace)
+    validation.check_identity("event_key", event_key)
+
+
 @dataclass(frozen=True, slots=True)
 class Settlement:
     """An operator's outcome for one action, and the action as the operator saw it."""
@@ -59,6 +78,17 @@ class Settlement:
     expected_state: ActionState
     expected_fencing_token: FencingToken
 
+    def __post_init__(self) -> None:
+        """Raises InvalidArgument naming the first field an operator's adapter (API, console) got wrong."""
+        _identity(self.namespace, self.event_key)
+        validation.check_identity("action", self.action)
+        _one_of("outcome", self.outcome, SETTLED_OUTCOMES)
+        validation.check_text("external_ref", self.external_ref, validation.MAX_TEXT_BYTES)
+        validation.check_text("detail", self.detail, validation.MAX_TEXT_BYTES)
+        validation.required_reason(self.reason)
+        _one_of("expected_state", self.expected_state, SETTLEABLE)
+        _seen_token(self.expected_fencing_token)
+
 
 @dataclass(frozen=True, slots=True)
 class ClaimEnding:
@@ -70,6 +100,11 @@ class ClaimEnding:
     count_attempt: bool
     reason: str
 
+    def __post_init__(self) -> None:
+        _identity(self.namespace, self.event_key)
+        _seen_token(self.expected_fencing_token)
+        validation.required_reason(self.reason)
+
 
 @dataclass(frozen=True, slots=True)
 class Discarding:
@@ -79,6 +114,11 @@ class Discarding:
     event_key: str
     expected_state: EventState
     reason: str
+
+    def __post_init__(self) -> None:
+        _identity(self.namespace, self.event_key)
+        _one_of("expected_state", self.expected_state, DISCARDABLE)
+        validation.required_reason(self.reason)
 
 
 @dataclass(frozen=True, slots=True)
