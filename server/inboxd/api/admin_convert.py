@@ -91,7 +91,7 @@ def listing(request: admin_pb2.ListEventsRequest) -> tuple[tuple[EventState, ...
 
 
 def summary_to_proto(summary: EventSummary) -> admin_pb2.EventSummary:
-    return admin_pb2.EventSummary(
+    out = admin_pb2.EventSummary(
         namespace=summary.namespace,
         event_key=summary.event_key,
         event_type=summary.event_type,
@@ -101,7 +101,11 @@ def summary_to_proto(summary: EventSummary) -> admin_pb2.EventSummary:
         available_at=instant_to_proto(summary.available_at),
         updated_at=instant_to_proto(summary.updated_at),
         last_error=summary.last_error,
+        worker_id=summary.worker_id,
     )
+    if summary.lease_expires_at is not None:
+        out.lease_expires_at.CopyFrom(instant_to_proto(summary.lease_expires_at))
+    return out
 
 
 def _claim_to_proto(claim: ClaimRecord) -> admin_pb2.ClaimRecord:
@@ -206,6 +210,7 @@ def event_to_proto(record: EventRecord) -> admin_pb2.Event:
         action_history=[_history_to_proto(h) for h in record.action_history],
         conflict_count=record.conflict_count,
         operator_actions=[_operator_action_to_proto(a) for a in record.operator_actions],
+        blocked_by_event_key=record.blocked_by or "",
     )
     if record.conflicts_overflow is not None:
         out.conflicts_overflow.CopyFrom(_overflow_to_proto(record.conflicts_overflow))

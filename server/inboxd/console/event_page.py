@@ -40,6 +40,14 @@ def _pretty(payload_json: str | None) -> str:
     return f'<pre class="payload" tabindex="0">{h(text)}</pre>'
 
 
+def _waits_behind(record: EventRecord) -> list[tuple[str, str]]:
+    """A PENDING event held back by its ordering key says so, and links to the event it waits for."""
+    if record.blocked_by is None:
+        return []
+    link = h(event_url(record.summary.namespace, record.blocked_by))
+    return [("Waits behind", f'<a href="{link}" id="blocked-by">{h(record.blocked_by)}</a> (its ordering key)')]
+
+
 def _facts(record: EventRecord) -> str:
     s = record.summary
     facts = [
@@ -57,6 +65,7 @@ def _facts(record: EventRecord) -> str:
         ("Disposition reason", h(record.disposition_reason or "-")),
         ("Message id", h(record.message_id or "-")),
         ("Ordering key", h(record.ordering_key or "-")),
+        *_waits_behind(record),
         ("Revision", str(record.revision)),
         ("Last error", f'<span class="error-text">{h(s.last_error or "-")}</span>'),
     ]

@@ -139,6 +139,24 @@ def _summary_rows(events: Sequence[EventSummary]) -> list[list[str]]:
 
 
 _SUMMARY_HEADERS = ("Namespace", "Key", "Type", "State", "Attempt", "Accepted", "Last error")
+_PROCESSING_HEADERS = ("Namespace", "Key", "Type", "Worker", "Lease expires", "Attempt", "Accepted", "Last error")
+
+
+def _processing_rows(events: Sequence[EventSummary]) -> list[list[str]]:
+    """The processing list: who holds each event, until when, on which attempt (a dead worker's stands out)."""
+    return [
+        [
+            h(e.namespace),
+            f'<a href="{h(event_url(e.namespace, e.event_key))}">{h(e.event_key)}</a>',
+            h(e.event_type),
+            h(e.worker_id or "-"),
+            when(e.lease_expires_at),
+            str(e.attempt),
+            when(e.accepted_at),
+            f'<span class="error-text">{h(e.last_error)}</span>',
+        ]
+        for e in events
+    ]
 
 
 def _namespace_select(selected: str | None, namespaces: Sequence[str], *, everyone: str) -> str:
@@ -175,7 +193,12 @@ def events_page(filters: EventFilters, listing: Listing, *, who: str, csrf: str)
         f'<input id="key_prefix" name="key_prefix" value="{h(filters.key_prefix or "")}"></div>'
         '<div><button type="submit">Filter</button></div></form>'
     )
-    shown = table("Events, newest first", _SUMMARY_HEADERS, _summary_rows(listing.events), empty="No events match.")
+    headers: tuple[str, ...]
+    if filters.state is EventState.PROCESSING:
+        headers, rows = _PROCESSING_HEADERS, _processing_rows(listing.events)
+    else:
+        headers, rows = _SUMMARY_HEADERS, _summary_rows(listing.events)
+    shown = table("Events, newest first", headers, rows, empty="No events match.")
     body = form + shown + _pager("/events", filters.params(), listing)
     return page("Events", body, who=who, csrf=csrf, active="/events")
 

@@ -182,7 +182,7 @@ class NamespaceStats(_message.Message):
     def __init__(self, namespace: _Optional[str] = ..., pending: _Optional[int] = ..., processing: _Optional[int] = ..., completed: _Optional[int] = ..., dead_lettered: _Optional[int] = ..., oldest_claimable_age: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., unresolved_actions: _Optional[int] = ..., blocked_ordering_keys: _Optional[int] = ..., oldest_blocked_age: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
 
 class EventSummary(_message.Message):
-    __slots__ = ("namespace", "event_key", "event_type", "state", "attempt", "accepted_at", "available_at", "updated_at", "last_error")
+    __slots__ = ("namespace", "event_key", "event_type", "state", "attempt", "accepted_at", "available_at", "updated_at", "last_error", "worker_id", "lease_expires_at")
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     EVENT_KEY_FIELD_NUMBER: _ClassVar[int]
     EVENT_TYPE_FIELD_NUMBER: _ClassVar[int]
@@ -192,6 +192,8 @@ class EventSummary(_message.Message):
     AVAILABLE_AT_FIELD_NUMBER: _ClassVar[int]
     UPDATED_AT_FIELD_NUMBER: _ClassVar[int]
     LAST_ERROR_FIELD_NUMBER: _ClassVar[int]
+    WORKER_ID_FIELD_NUMBER: _ClassVar[int]
+    LEASE_EXPIRES_AT_FIELD_NUMBER: _ClassVar[int]
     namespace: str
     event_key: str
     event_type: str
@@ -201,10 +203,12 @@ class EventSummary(_message.Message):
     available_at: _timestamp_pb2.Timestamp
     updated_at: _timestamp_pb2.Timestamp
     last_error: str
-    def __init__(self, namespace: _Optional[str] = ..., event_key: _Optional[str] = ..., event_type: _Optional[str] = ..., state: _Optional[_Union[_types_pb2.EventState, str]] = ..., attempt: _Optional[int] = ..., accepted_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., available_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_error: _Optional[str] = ...) -> None: ...
+    worker_id: str
+    lease_expires_at: _timestamp_pb2.Timestamp
+    def __init__(self, namespace: _Optional[str] = ..., event_key: _Optional[str] = ..., event_type: _Optional[str] = ..., state: _Optional[_Union[_types_pb2.EventState, str]] = ..., attempt: _Optional[int] = ..., accepted_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., available_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_error: _Optional[str] = ..., worker_id: _Optional[str] = ..., lease_expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class Event(_message.Message):
-    __slots__ = ("summary", "payload", "metadata", "message_id", "ordering_key", "revision", "disposition", "disposition_reason", "lease_expires_at", "completed_at", "actions", "conflicts", "claims", "replays", "action_history", "conflict_count", "conflicts_overflow", "operator_actions")
+    __slots__ = ("summary", "payload", "metadata", "message_id", "ordering_key", "revision", "disposition", "disposition_reason", "lease_expires_at", "completed_at", "actions", "conflicts", "claims", "replays", "action_history", "conflict_count", "conflicts_overflow", "operator_actions", "blocked_by_event_key")
     class MetadataEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -230,6 +234,7 @@ class Event(_message.Message):
     CONFLICT_COUNT_FIELD_NUMBER: _ClassVar[int]
     CONFLICTS_OVERFLOW_FIELD_NUMBER: _ClassVar[int]
     OPERATOR_ACTIONS_FIELD_NUMBER: _ClassVar[int]
+    BLOCKED_BY_EVENT_KEY_FIELD_NUMBER: _ClassVar[int]
     summary: EventSummary
     payload: bytes
     metadata: _containers.ScalarMap[str, str]
@@ -248,7 +253,8 @@ class Event(_message.Message):
     conflict_count: int
     conflicts_overflow: ConflictOverflow
     operator_actions: _containers.RepeatedCompositeFieldContainer[OperatorActionRecord]
-    def __init__(self, summary: _Optional[_Union[EventSummary, _Mapping]] = ..., payload: _Optional[bytes] = ..., metadata: _Optional[_Mapping[str, str]] = ..., message_id: _Optional[str] = ..., ordering_key: _Optional[str] = ..., revision: _Optional[int] = ..., disposition: _Optional[_Union[_types_pb2.Disposition, str]] = ..., disposition_reason: _Optional[str] = ..., lease_expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., completed_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., actions: _Optional[_Iterable[_Union[_types_pb2.ActionRecord, _Mapping]]] = ..., conflicts: _Optional[_Iterable[_Union[ConflictingCopy, _Mapping]]] = ..., claims: _Optional[_Iterable[_Union[ClaimRecord, _Mapping]]] = ..., replays: _Optional[_Iterable[_Union[ReplayRecord, _Mapping]]] = ..., action_history: _Optional[_Iterable[_Union[ActionHistoryEntry, _Mapping]]] = ..., conflict_count: _Optional[int] = ..., conflicts_overflow: _Optional[_Union[ConflictOverflow, _Mapping]] = ..., operator_actions: _Optional[_Iterable[_Union[OperatorActionRecord, _Mapping]]] = ...) -> None: ...
+    blocked_by_event_key: str
+    def __init__(self, summary: _Optional[_Union[EventSummary, _Mapping]] = ..., payload: _Optional[bytes] = ..., metadata: _Optional[_Mapping[str, str]] = ..., message_id: _Optional[str] = ..., ordering_key: _Optional[str] = ..., revision: _Optional[int] = ..., disposition: _Optional[_Union[_types_pb2.Disposition, str]] = ..., disposition_reason: _Optional[str] = ..., lease_expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., completed_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., actions: _Optional[_Iterable[_Union[_types_pb2.ActionRecord, _Mapping]]] = ..., conflicts: _Optional[_Iterable[_Union[ConflictingCopy, _Mapping]]] = ..., claims: _Optional[_Iterable[_Union[ClaimRecord, _Mapping]]] = ..., replays: _Optional[_Iterable[_Union[ReplayRecord, _Mapping]]] = ..., action_history: _Optional[_Iterable[_Union[ActionHistoryEntry, _Mapping]]] = ..., conflict_count: _Optional[int] = ..., conflicts_overflow: _Optional[_Union[ConflictOverflow, _Mapping]] = ..., operator_actions: _Optional[_Iterable[_Union[OperatorActionRecord, _Mapping]]] = ..., blocked_by_event_key: _Optional[str] = ...) -> None: ...
 
 class OperatorActionRecord(_message.Message):
     __slots__ = ("kind", "actor", "reason", "acted_at", "subject", "before", "after")

@@ -1,0 +1,36 @@
+"""The console says why an event is where it is, in a real headless Chromium: who holds it, and what it waits behind."""
+
+from __future__ import annotations
+
+from playwright.async_api import Page, expect
+
+from tests.console.rig import Rig
+from tests.console.test_console_browser import sign_in
+
+
+async def test_the_processing_list_shows_the_worker_the_lease_expiry_and_the_attempt(rig: Rig, page: Page) -> None:
+    ns = f"{rig.shop}/held"
+    await rig.accept(ns, "evt_held")
+    await rig.claim(ns, "charge.succeeded", worker="worker-gone")
+    await sign_in(page, rig.tokens.operator)
+    await page.goto(f"/events?namespace={ns}&state=processing")
+    listing = page.get_by_role("table", name="Events, newest first")
+    await expect(listing.get_by_role("columnheader")).to_contain_text(["Worker", "Lease expires", "Attempt"])
+    row = listing.get_by_role("row").filter(has_text="evt_held")
+    await expect(row).to_contain_text("worker-gone")
+    await expect(row.locator("time")).to_have_count(2)  # the lease's expiry and the acceptance
+
+
+async def test_an_event_blocked_by_its_ordering_key_links_to_the_event_holding_the_key(rig: Rig, page: Page) -> None:
+    ns = f"{rig.shop}/keyed"
+    # Both share an ordering key: the first is claimed and holds it.
+    await rig.accept_keyed(ns, "evt_k1", "cart-1")
+    await rig.accept_keyed(ns, "evt_k2", "cart-1")
+    await rig.claim(ns, "cart.updated", worker="worker-slow")
+    await sign_in(page, rig.tokens.operator)
+    await page.goto(f"/event?namespace={ns}&key=evt_k2")
+    await expect(page.locator(".facts")).to_contain_text("Waits behind")
+    await page.locator("#blocked-by").click()
+    await expect(page.get_by_role("heading", level=1)).to_have_text("Event evt_k1")
+    await expect(page.locator(".facts")).to_contain_text("PROCESSING")
+    await expect(page.locator(".facts")).not_to_contain_text("Waits behind")
