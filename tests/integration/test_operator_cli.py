@@ -57,6 +57,18 @@ async def test_end_claim_returns_the_event_to_pending_and_refuses_another_claims
     await expect_status(work.Complete(inbox_pb2.CompleteRequest(**fenced(dead))), grpc.StatusCode.ABORTED)
 
 
+async def test_events_shows_who_holds_a_processing_event_and_until_when(
+    work: InboxServiceStub, ns: str, target: str
+) -> None:
+    await work.Accept(accept_request(ns, "k"))
+    await claim_one(work, ns, lease=seconds(3600), worker_id="worker-3")
+    listed = await run_cli("events", "--target", target, "-n", ns, "--state", "processing")
+    assert listed.code == 0, listed.stderr
+    header, row = listed.stdout.splitlines()
+    assert "WORKER" in header and "LEASE EXPIRES" in header
+    assert "worker-3" in row.split()
+
+
 async def test_discard_completes_the_event_as_ignored(work: InboxServiceStub, ns: str, target: str) -> None:
     await work.Accept(accept_request(ns, "k"))
     done = await run_cli(

@@ -72,11 +72,16 @@ def stats_table(response: admin_pb2.StatsResponse) -> str:
 
 
 def events_table(events: Sequence[admin_pb2.EventSummary]) -> str:
+    # WORKER and LEASE EXPIRES: who holds a PROCESSING event, and until when ("-" for the others).
     rows = [
-        [e.namespace, e.event_key, e.event_type, state_name(e.state), str(e.attempt), when(e.accepted_at), e.last_error]
+        [
+            e.namespace, e.event_key, e.event_type, state_name(e.state), str(e.attempt), when(e.accepted_at),
+            e.worker_id or "-", when(e.lease_expires_at), e.last_error,
+        ]
         for e in events
-    ]
-    return table(["NAMESPACE", "KEY", "TYPE", "STATE", "ATTEMPT", "ACCEPTED", "LAST ERROR"], rows)
+    ]  # fmt: skip
+    headers = ["NAMESPACE", "KEY", "TYPE", "STATE", "ATTEMPT", "ACCEPTED", "WORKER", "LEASE EXPIRES", "LAST ERROR"]
+    return table(headers, rows)
 
 
 def dead_letters_table(events: Sequence[admin_pb2.EventSummary]) -> str:
