@@ -34,3 +34,18 @@ async def test_an_event_blocked_by_its_ordering_key_links_to_the_event_holding_t
     await expect(page.get_by_role("heading", level=1)).to_have_text("Event evt_k1")
     await expect(page.locator(".facts")).to_contain_text("PROCESSING")
     await expect(page.locator(".facts")).not_to_contain_text("Waits behind")
+
+
+async def test_the_overview_shows_blocked_keys_and_links_processing_to_who_holds_them(rig: Rig, page: Page) -> None:
+    ns = f"{rig.shop}/blocked-overview"
+    await rig.accept_keyed(ns, "evt_k1", "cart-2")
+    await rig.accept_keyed(ns, "evt_k2", "cart-2")
+    await rig.claim(ns, "cart.updated", worker="worker-stuck")
+    await sign_in(page, rig.tokens.operator)
+    overview = page.get_by_role("table", name="Events per namespace")
+    await expect(overview.get_by_role("columnheader")).to_contain_text(["Blocked keys", "Oldest blocked"])
+    row = overview.get_by_role("row").filter(has_text=ns)
+    # pending, processing, completed, dead, oldest claimable, unresolved, blocked keys
+    await expect(row.get_by_role("cell").nth(7)).to_have_text("1")
+    await row.get_by_role("link", name="1", exact=True).click()
+    await expect(page.get_by_role("table", name="Events, newest first")).to_contain_text("worker-stuck")

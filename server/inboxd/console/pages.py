@@ -98,25 +98,37 @@ def overview_fragment(stats: Sequence[NamespaceStats]) -> str:
         dead = str(s.dead_lettered)
         if s.dead_lettered:
             dead = f'<a class="alert" href="{h(url("/dead-letters", {"namespace": s.namespace}))}">{dead}</a>'
+        processing = str(s.processing)
+        if s.processing:
+            # Who holds them, until when: a dead worker's events stand out there.
+            held = url("/events", {"namespace": s.namespace, "state": EventState.PROCESSING.value})
+            processing = f'<a href="{h(held)}">{processing}</a>'
         rows.append(
             [
                 f'<a href="{h(url("/events", {"namespace": s.namespace}))}">{h(s.namespace)}</a>',
                 str(s.pending),
-                str(s.processing),
+                processing,
                 str(s.completed),
                 dead,
                 format_age(s.oldest_claimable_age),
                 str(s.unresolved_actions),
+                str(s.blocked_ordering_keys),
+                format_age(s.oldest_blocked_age),
             ]
         )
-    headers = ("Namespace", "Pending", "Processing", "Completed", "Dead letters", "Oldest claimable", "Unresolved")
+    headers = (
+        "Namespace", "Pending", "Processing", "Completed", "Dead letters", "Oldest claimable", "Unresolved",
+        "Blocked keys", "Oldest blocked",
+    )  # fmt: skip
     return table("Events per namespace", headers, rows, empty="No events in the namespaces this token may see.")
 
 
 def overview_page(stats: Sequence[NamespaceStats], *, who: str, csrf: str) -> str:
     body = (
         "<p>Counts by state per namespace. <em>Oldest claimable</em> is how long the oldest event a worker "
-        "could take now has waited; <em>Unresolved</em> counts actions UNKNOWN or INTENDED too long.</p>"
+        "could take now has waited; <em>Unresolved</em> counts actions UNKNOWN or INTENDED too long; "
+        "<em>Blocked keys</em> are ordering keys with a due event waiting behind another of its key, the "
+        "longest for <em>Oldest blocked</em>.</p>"
         f'<div id="overview" data-refresh="/overview/fragment" data-every="{OVERVIEW_REFRESH_SECONDS}" '
         f'aria-live="polite">{overview_fragment(stats)}</div>'
     )
