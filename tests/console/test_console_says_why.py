@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from playwright.async_api import Page, expect
 
+from inboxd_client.v1 import inbox_pb2, inbox_pb2_grpc, types_pb2
 from tests.console.rig import Rig
 from tests.console.test_console_browser import sign_in
 
@@ -49,3 +52,25 @@ async def test_the_overview_shows_blocked_keys_and_links_processing_to_who_holds
     await expect(row.get_by_role("cell").nth(7)).to_have_text("1")
     await row.get_by_role("link", name="1", exact=True).click()
     await expect(page.get_by_role("table", name="Events, newest first")).to_contain_text("worker-stuck")
+
+
+async def test_unresolved_actions_link_from_the_overview_to_their_events(rig: Rig, page: Page) -> None:
+    ns = f"{rig.shop}/unsure"
+    await rig.accept(ns, "evt_timed_out", event_type="mail.send")
+    claim = await rig.claim(ns, "mail.send")
+    fence: dict[str, Any] = {"namespace": ns, "event_key": "evt_timed_out", "claim_token": claim.claim_token}
+    auth = [("authorization", f"Bearer {rig.tokens.root}")]
+    stub = inbox_pb2_grpc.InboxServiceStub(rig.channel)
+    await stub.RecordActionOutcome(
+        inbox_pb2.RecordActionOutcomeRequest(**fence, action="send:v1", state=types_pb2.ACTION_STATE_UNKNOWN),
+        metadata=auth,
+    )
+    await stub.Fail(inbox_pb2.FailRequest(**fence, error="ActionUnresolved", permanent=True), metadata=auth)
+    await sign_in(page, rig.tokens.operator)
+    row = page.get_by_role("table", name="Events per namespace").get_by_role("row").filter(has_text=ns)
+    await row.get_by_role("cell").nth(6).get_by_role("link", name="1").click()
+    listing = page.get_by_role("table", name="Unresolved actions, oldest first")
+    await expect(listing).to_contain_text("send:v1")
+    await expect(listing).to_contain_text("UNKNOWN")
+    await listing.get_by_role("link", name="evt_timed_out").click()
+    await expect(page.get_by_role("button", name="Settle send:v1")).to_be_visible()

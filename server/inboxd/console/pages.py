@@ -12,7 +12,7 @@ from inboxd.console.html import csrf_input, event_url, h, page, state_badge, tab
 from inboxd.domain import validation
 from inboxd.domain.errors import InvalidArgument
 from inboxd.domain.operator_views import EventSummary, NamespaceStats, format_age
-from inboxd.domain.vocabulary import EventState
+from inboxd.domain.vocabulary import ActionRecord, EventState
 
 
 @dataclass(frozen=True)
@@ -92,6 +92,35 @@ def signin_page(csrf: str, *, error: str | None, open_mode: bool) -> str:
     return page("Sign in", body)
 
 
+def _unresolved_link(s: NamespaceStats) -> str:
+    if not s.unresolved_actions:
+        return "0"
+    return f'<a class="alert" href="{h(url("/unresolved", {"namespace": s.namespace}))}">{s.unresolved_actions}</a>'
+
+
+def unresolved_page(namespace: str, found: Sequence[tuple[str, ActionRecord]], *, who: str, csrf: str) -> str:
+    """The actions of a namespace nobody knows the outcome of, each linked to its event (where it is settled)."""
+    rows = [
+        [
+            f'<a href="{h(event_url(namespace, key))}">{h(key)}</a>',
+            h(a.action),
+            h(a.state.value.upper()),
+            f"<code>{h(a.idempotency_key)}</code>",
+            str(a.fencing_token),
+            when(a.updated_at),
+            h(a.detail or "-"),
+        ]
+        for key, a in found
+    ]
+    headers = ("Event", "Action", "State", "Idempotency key", "Fencing token", "Since", "Detail")
+    intro = (
+        f"<p>Actions in <strong>{h(namespace)}</strong> whose outcome nobody recorded: UNKNOWN, or INTENDED too "
+        "long. Look each up downstream by its idempotency key, then settle it on its event's page.</p>"
+    )
+    shown = table("Unresolved actions, oldest first", headers, rows, empty="None: every action is settled.")
+    return page("Unresolved actions", intro + shown, who=who, csrf=csrf, active="/overview")
+
+
 def overview_fragment(stats: Sequence[NamespaceStats]) -> str:
     rows = []
     for s in stats:
@@ -111,7 +140,7 @@ def overview_fragment(stats: Sequence[NamespaceStats]) -> str:
                 str(s.completed),
                 dead,
                 format_age(s.oldest_claimable_age),
-                str(s.unresolved_actions),
+                _unresolved_link(s),
                 str(s.blocked_ordering_keys),
                 format_age(s.oldest_blocked_age),
             ]

@@ -25,6 +25,7 @@ from inboxd.console.pages import (
     overview_page,
     parse_event_ref,
     replay_result_page,
+    unresolved_page,
 )
 from inboxd.domain import validation
 from inboxd.domain.conflict_copies import ConflictWindow
@@ -114,6 +115,13 @@ class Views:
         # The conflicting copies' payloads are read only when the page shows them.
         record = await self.operators.get_event(namespace, event_key, ConflictWindow(with_payloads=show))
         return _html(event_page(record, show_payload=show, who=session.caller.name, csrf=session.csrf))
+
+    async def unresolved(self, request: web.Request) -> web.Response:
+        session = self.console.session(request)
+        namespace = validation.check_identity("namespace", request.query.get("namespace", ""))
+        session.caller.require_namespace(namespace)
+        found = await self.operators.unresolved_actions(namespace)
+        return _html(unresolved_page(namespace, found, who=session.caller.name, csrf=session.csrf))
 
     async def dead_letters(self, request: web.Request) -> web.Response:
         session = self.console.session(request)

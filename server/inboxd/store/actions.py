@@ -139,6 +139,17 @@ async def action_history(conn: Connection, namespace: str, event_key: str) -> li
     ]
 
 
+async def list_unresolved_actions(
+    conn: Connection, namespace: str, *, stale_after: timedelta, limit: int, now: datetime | None = None
+) -> list[tuple[str, ActionRecord]]:
+    """One namespace's unresolved actions, oldest first, each with its event's key."""
+    cur = await conn.execute(
+        QUERIES["action_list_unresolved"],
+        {"namespace": namespace, "stale_after": stale_after, "limit": limit, "now": now},
+    )
+    return [(str(row[1]), action_record(row[2:])) for row in await cur.fetchall()]
+
+
 async def unresolved_actions(
     conn: Connection, *, stale_after: timedelta, namespace: str | None = None, now: datetime | None = None
 ) -> list[UnresolvedActions]:

@@ -96,3 +96,15 @@ FROM inbox_actions
 WHERE state IN ('unknown', 'intended')
   AND (%(namespace)s::text IS NULL OR namespace = %(namespace)s::text)
 GROUP BY namespace
+
+-- name: action_list_unresolved
+-- One namespace's unresolved actions, oldest first, as action_unresolved_count
+-- counts them (UNKNOWN, and INTENDED for longer than the threshold), each with
+-- its event: what an operator settles (inbox_actions_unresolved).
+SELECT namespace, event_key, action, state, idempotency_key, external_ref, detail, fencing_token, updated_at
+FROM inbox_actions
+WHERE namespace = %(namespace)s
+  AND (state = 'unknown'
+       OR state = 'intended' AND updated_at < inboxd_now(%(now)s) - %(stale_after)s::interval)
+ORDER BY updated_at, event_key, action
+LIMIT %(limit)s
