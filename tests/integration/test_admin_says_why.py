@@ -47,3 +47,20 @@ async def test_an_event_waiting_behind_its_ordering_key_names_the_event_it_waits
     assert (await blocked_by("a-first"), await blocked_by("c-third")) == ("", "a-first")
     await work.Accept(accept_request(ns, "free"))  # no ordering key: never blocked
     assert await blocked_by("free") == ""
+
+
+async def test_oldest_claimable_does_not_count_an_event_waiting_behind_its_ordering_key(
+    work: InboxServiceStub, clocked_admin: InboxAdminServiceStub, ns: str, clock: FakeClock
+) -> None:
+    await work.Accept(accept_request(ns, "a-held", ordering_key="cart-1"))
+    await work.Accept(accept_request(ns, "b-behind", ordering_key="cart-1"))
+    await claim_one(work, ns, lease=seconds(3600))
+    clock.advance(30)
+    [stats] = (await clocked_admin.Stats(admin_pb2.StatsRequest(namespace=ns))).namespaces
+    # Nothing a worker could take now: the one PENDING event waits behind its key, and says so there.
+    assert (stats.pending, stats.HasField("oldest_claimable_age")) == (1, False)
+    assert (stats.blocked_ordering_keys, stats.oldest_blocked_age.seconds) == (1, 30)
+    await work.Accept(accept_request(ns, "c-free"))
+    clock.advance(5)
+    [stats] = (await clocked_admin.Stats(admin_pb2.StatsRequest(namespace=ns))).namespaces
+    assert stats.oldest_claimable_age.seconds == 5
