@@ -115,6 +115,9 @@ async def test_run_action_does_what_the_shared_table_says(
         assert raised is None
     elif expect.raises == "unresolved":
         assert isinstance(raised, ActionUnresolved), repr(raised)
+        assert expect.says is not None and expect.says in str(raised), str(raised)
+        # "pass reconcile=" is advice only for a caller who gave none.
+        assert ("pass reconcile" in str(raised)) is (case.reconcile is None), str(raised)
     else:
         assert raised is body_error
     assert performed == expect.performed, "times the body ran"

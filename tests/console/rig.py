@@ -83,6 +83,13 @@ class Rig:
         )
         await inbox_pb2_grpc.InboxServiceStub(self.channel).Accept(request, metadata=self._auth)
 
+    async def accept_keyed(self, ns: str, key: str, ordering_key: str, event_type: str = "cart.updated") -> None:
+        """Accepts `key` under an ordering key: one event of the key at a time is handed out."""
+        request = inbox_pb2.AcceptRequest(
+            namespace=ns, event_key=key, event_type=event_type, payload=b"{}", ordering_key=ordering_key
+        )
+        await inbox_pb2_grpc.InboxServiceStub(self.channel).Accept(request, metadata=self._auth)
+
     async def claim(self, ns: str, event_type: str, worker: str = "worker-7") -> inbox_pb2.ClaimedEvent:
         answer = await inbox_pb2_grpc.InboxServiceStub(self.channel).Claim(
             inbox_pb2.ClaimRequest(namespaces=[ns], event_types=[event_type], worker_id=worker), metadata=self._auth

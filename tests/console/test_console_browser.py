@@ -278,7 +278,11 @@ async def test_pages_fit_a_phone_screen(rig: Rig, context: BrowserContext, width
     phone = await context.new_page()
     await phone.set_viewport_size({"width": width, "height": 780})
     await sign_in(phone, rig.tokens.operator)
-    for path in ("/overview", "/events", "/dead-letters", f"/event?namespace={ns}&key={key}"):
+    pages = (
+        "/overview", "/events", "/events?state=processing", "/dead-letters", f"/event?namespace={ns}&key={key}",
+        f"/unresolved?namespace={ns}",
+    )  # fmt: skip
+    for path in pages:
         await phone.goto(path)
         overflow = await phone.evaluate("document.documentElement.scrollWidth - window.innerWidth")
         assert overflow <= 0, f"{path} is {overflow}px wider than a {width}px screen"

@@ -114,6 +114,17 @@ RPCS: dict[str, tuple[str, Call]] = {
         admin_pb2.ReplayRequest(namespace=ns, event_key="guess", reason="test"), metadata=md)),
     "Stats": ("admin", lambda c, ns, md: admin_pb2_grpc.InboxAdminServiceStub(c).Stats(
         admin_pb2.StatsRequest(namespace=ns), metadata=md)),
+    "SettleAction": ("admin", lambda c, ns, md: admin_pb2_grpc.InboxAdminServiceStub(c).SettleAction(
+        admin_pb2.SettleActionRequest(
+            namespace=ns, event_key="guess", action="a", outcome=types_pb2.ACTION_STATE_SUCCEEDED, reason="test",
+            expected_state=types_pb2.ACTION_STATE_UNKNOWN, expected_fencing_token=1), metadata=md)),
+    "EndClaim": ("admin", lambda c, ns, md: admin_pb2_grpc.InboxAdminServiceStub(c).EndClaim(
+        admin_pb2.EndClaimRequest(namespace=ns, event_key="guess", expected_fencing_token=1, reason="test"),
+        metadata=md)),
+    "Discard": ("admin", lambda c, ns, md: admin_pb2_grpc.InboxAdminServiceStub(c).Discard(
+        admin_pb2.DiscardRequest(
+            namespace=ns, event_key="guess", expected_state=types_pb2.EVENT_STATE_PENDING, reason="test"),
+        metadata=md)),
 }  # fmt: skip
 
 
@@ -121,7 +132,7 @@ NOT_FOUND = grpc.StatusCode.NOT_FOUND
 CORRECT_TOKEN_ANSWER = {
     **{rpc: grpc.StatusCode.OK for rpc in ("Accept", "AcceptBatch", "Claim", "ListEvents", "Stats")},
     **{rpc: NOT_FOUND for rpc in ("RenewLease", "Complete", "Fail", "Release", "RecordActionOutcome")},
-    **{rpc: NOT_FOUND for rpc in ("GetEvent", "Replay")},
+    **{rpc: NOT_FOUND for rpc in ("GetEvent", "Replay", "SettleAction", "EndClaim", "Discard")},
 }
 
 

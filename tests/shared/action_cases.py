@@ -19,6 +19,8 @@ class Expected:
     recorded: list[str]
     raises: str | None
     final: str
+    # Where raises is "unresolved": a phrase the message must hold.
+    says: str | None = None
 
 
 @dataclass(frozen=True)

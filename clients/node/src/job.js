@@ -20,12 +20,21 @@ export class ActionFailed extends Error {
   }
 }
 
-/** An action is UNKNOWN and no reconcile function settled it: the event must wait for reconciliation. */
+/**
+ * An action is UNKNOWN and no reconcile function settled it: the event must wait for reconciliation.
+ * The message says "pass reconcile" only when none was given (asked false), and otherwise what it answered.
+ */
 export class ActionUnresolved extends Error {
-  constructor(action) {
-    super(`action ${action} has an unknown outcome; reconcile it before acting again`);
+  constructor(action, { idempotencyKey = '', asked = false, answer = undefined } = {}) {
+    const head = `action ${action}${idempotencyKey ? ` (idempotency key ${idempotencyKey})` : ''} may have happened`;
+    const why = asked
+      ? `its reconcile could not tell (it answered ${JSON.stringify(answer) ?? 'undefined'}): the event is retried later`
+      : 'nothing settled it: pass reconcile in the options to look its outcome up before acting again';
+    super(`${head}, and ${why}; an operator who knows can settle it (inboxd settle)`);
     this.name = 'ActionUnresolved';
     this.action = action;
+    this.idempotencyKey = idempotencyKey;
+    this.asked = asked;
   }
 }
 
@@ -131,7 +140,9 @@ export class Job {
     }
     const verdict = reconcile ? await reconcile({ idempotencyKey: record.idempotencyKey, record }) : undefined;
     if (verdict === 'succeeded') return this.#record(name, SUCCEEDED, { detail: 'reconciled: the effect happened' });
-    if (verdict !== 'failed') throw new ActionUnresolved(name);
+    if (verdict !== 'failed') {
+      throw new ActionUnresolved(name, { idempotencyKey: record.idempotencyKey, asked: Boolean(reconcile), answer: verdict });
+    }
     await this.#record(name, FAILED, { detail: 'reconciled: no effect downstream' });
     return null;
   }

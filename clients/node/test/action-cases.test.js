@@ -87,7 +87,12 @@ for (const c of TABLE.cases) {
     }
     const { expect } = c;
     if (expect.raises === null) assert.equal(raised, null);
-    else if (expect.raises === 'unresolved') assert.ok(raised instanceof ActionUnresolved, `threw ${raised}`);
+    else if (expect.raises === 'unresolved') {
+      assert.ok(raised instanceof ActionUnresolved, `threw ${raised}`);
+      assert.ok(raised.message.includes(expect.says), raised.message);
+      // "pass reconcile" is advice only for a caller who gave none.
+      assert.equal(raised.message.includes('pass reconcile'), c.reconcile === null, raised.message);
+    }
     else assert.equal(raised, bodyError);
     assert.equal(performed, expect.performed, 'times perform ran');
     assert.equal(reconciled, expect.reconciled, 'times reconcile was asked');

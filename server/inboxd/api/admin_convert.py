@@ -18,6 +18,7 @@ from inboxd.domain.conflict_copies import (
     encode_conflicts_token,
 )
 from inboxd.domain.errors import InvalidArgument
+from inboxd.domain.operator_actions import OperatorActionKind, OperatorActionRecord
 from inboxd.domain.operator_views import (
     ActionHistoryEntry,
     ClaimRecord,
@@ -42,18 +43,29 @@ DISPOSITION_TO_PROTO = {
 }
 
 
-def event_identity(request: admin_pb2.GetEventRequest | admin_pb2.ReplayRequest) -> tuple[str, str]:
+# Every request that names one event (and, for an act, says why).
+EventRequest = (
+    admin_pb2.GetEventRequest
+    | admin_pb2.ReplayRequest
+    | admin_pb2.SettleActionRequest
+    | admin_pb2.EndClaimRequest
+    | admin_pb2.DiscardRequest
+)
+ActRequest = (
+    admin_pb2.ReplayRequest | admin_pb2.SettleActionRequest | admin_pb2.EndClaimRequest | admin_pb2.DiscardRequest
+)
+
+
+def event_identity(request: EventRequest) -> tuple[str, str]:
     return (
         validation.check_identity("namespace", request.namespace),
         validation.check_identity("event_key", request.event_key),
     )
 
 
-def replay_reason(request: admin_pb2.ReplayRequest) -> str:
-    reason = validation.check_text("reason", request.reason, validation.MAX_TEXT_BYTES)
-    if not reason.strip():
-        raise InvalidArgument("reason", "is required: say why, for the audit trail")
-    return reason
+def replay_reason(request: ActRequest) -> str:
+    """The reason an operator's act needs, for the audit trail (Replay's, and the others')."""
+    return validation.required_reason(request.reason)
 
 
 def optional_namespace(request: admin_pb2.ListEventsRequest | admin_pb2.StatsRequest) -> str | None:
@@ -79,7 +91,7 @@ def listing(request: admin_pb2.ListEventsRequest) -> tuple[tuple[EventState, ...
 
 
 def summary_to_proto(summary: EventSummary) -> admin_pb2.EventSummary:
-    return admin_pb2.EventSummary(
+    out = admin_pb2.EventSummary(
         namespace=summary.namespace,
         event_key=summary.event_key,
         event_type=summary.event_type,
@@ -89,7 +101,11 @@ def summary_to_proto(summary: EventSummary) -> admin_pb2.EventSummary:
         available_at=instant_to_proto(summary.available_at),
         updated_at=instant_to_proto(summary.updated_at),
         last_error=summary.last_error,
+        worker_id=summary.worker_id,
     )
+    if summary.lease_expires_at is not None:
+        out.lease_expires_at.CopyFrom(instant_to_proto(summary.lease_expires_at))
+    return out
 
 
 def _claim_to_proto(claim: ClaimRecord) -> admin_pb2.ClaimRecord:
@@ -146,6 +162,25 @@ def _replay_to_proto(replay: ReplayEntry) -> admin_pb2.ReplayRecord:
     )
 
 
+OPERATOR_ACTION_KIND_TO_PROTO = {
+    OperatorActionKind.SETTLE_ACTION: admin_pb2.OPERATOR_ACTION_KIND_SETTLE_ACTION,
+    OperatorActionKind.END_CLAIM: admin_pb2.OPERATOR_ACTION_KIND_END_CLAIM,
+    OperatorActionKind.DISCARD: admin_pb2.OPERATOR_ACTION_KIND_DISCARD,
+}
+
+
+def _operator_action_to_proto(act: OperatorActionRecord) -> admin_pb2.OperatorActionRecord:
+    return admin_pb2.OperatorActionRecord(
+        kind=OPERATOR_ACTION_KIND_TO_PROTO[act.kind],
+        actor=act.actor,
+        reason=act.reason,
+        acted_at=instant_to_proto(act.acted_at),
+        subject=act.subject,
+        before=act.before,
+        after=act.after,
+    )
+
+
 def _history_to_proto(entry: ActionHistoryEntry) -> admin_pb2.ActionHistoryEntry:
     return admin_pb2.ActionHistoryEntry(
         action=entry.action,
@@ -174,6 +209,8 @@ def event_to_proto(record: EventRecord) -> admin_pb2.Event:
         replays=[_replay_to_proto(r) for r in record.replays],
         action_history=[_history_to_proto(h) for h in record.action_history],
         conflict_count=record.conflict_count,
+        operator_actions=[_operator_action_to_proto(a) for a in record.operator_actions],
+        blocked_by_event_key=record.blocked_by or "",
     )
     if record.conflicts_overflow is not None:
         out.conflicts_overflow.CopyFrom(_overflow_to_proto(record.conflicts_overflow))

@@ -7,6 +7,7 @@ from typing import Any
 import grpc
 
 from inboxd.api import admin_convert as convert
+from inboxd.api import operator_actions_convert as acts
 from inboxd.api.identity import current_caller, current_caller_name
 from inboxd.domain.operator_views import ListNarrowing
 from inboxd.domain.page_tokens import encode_page_token
@@ -53,3 +54,17 @@ class AdminServicer:
     async def Stats(self, request: admin_pb2.StatsRequest, context: Context) -> admin_pb2.StatsResponse:
         stats = await self.operators.stats(convert.optional_namespace(request))
         return admin_pb2.StatsResponse(namespaces=[convert.stats_to_proto(s) for s in stats])
+
+    async def SettleAction(
+        self, request: admin_pb2.SettleActionRequest, context: Context
+    ) -> admin_pb2.SettleActionResponse:
+        record = await self.operators.settle_action(acts.settlement(request), actor=current_caller_name())
+        return admin_pb2.SettleActionResponse(event=convert.event_to_proto(record))
+
+    async def EndClaim(self, request: admin_pb2.EndClaimRequest, context: Context) -> admin_pb2.EndClaimResponse:
+        record = await self.operators.end_claim(acts.claim_ending(request), actor=current_caller_name())
+        return admin_pb2.EndClaimResponse(event=convert.event_to_proto(record))
+
+    async def Discard(self, request: admin_pb2.DiscardRequest, context: Context) -> admin_pb2.DiscardResponse:
+        record = await self.operators.discard(acts.discarding(request), actor=current_caller_name())
+        return admin_pb2.DiscardResponse(event=convert.event_to_proto(record))

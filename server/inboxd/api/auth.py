@@ -55,6 +55,9 @@ RULES: dict[str, tuple[Scope, NamespacesOf]] = {
     _INBOX + "RecordActionOutcome": (Scope.WORK, _one),
     _ADMIN + "GetEvent": (Scope.ADMIN, _one),
     _ADMIN + "Replay": (Scope.ADMIN, _one),
+    _ADMIN + "SettleAction": (Scope.ADMIN, _one),
+    _ADMIN + "EndClaim": (Scope.ADMIN, _one),
+    _ADMIN + "Discard": (Scope.ADMIN, _one),
     # Empty: every namespace the caller may see (admin.proto); the servicer narrows to its grants.
     _ADMIN + "ListEvents": (Scope.ADMIN, lambda request: _one(request) if request.namespace else []),
     _ADMIN + "Stats": (Scope.ADMIN, _optional),

@@ -21,6 +21,7 @@ from inboxd.config.tokens import Scope, TokenRegistry
 from inboxd.console import security
 from inboxd.console.hosts import AllowedHosts
 from inboxd.console.html import html_response, redirect
+from inboxd.console.operator_forms import OperatorForms
 from inboxd.console.pages import error_page
 from inboxd.console.sessions import Clock, Session, Sessions
 from inboxd.console.signin import SignIn
@@ -93,6 +94,7 @@ class Console:
         self.session_cookie = security.cookie_name(security.SESSION_COOKIE, secure=https)
         self.signin_cookie = security.cookie_name(security.SIGNIN_COOKIE, secure=https)
         self.views = Views(operators, self)
+        self.acts = OperatorForms(operators, self)
         self.signin = SignIn(self)
         self.port: int | None = None
         self.hosts: AllowedHosts | None = None
@@ -115,7 +117,11 @@ class Console:
         app.router.add_get("/events", v.events)
         app.router.add_get("/event", v.event)
         app.router.add_get("/dead-letters", v.dead_letters)
+        app.router.add_get("/unresolved", v.unresolved)
         app.router.add_post("/replay", v.replay)
+        app.router.add_post("/settle", self.acts.settle)
+        app.router.add_post("/end-claim", self.acts.end_claim)
+        app.router.add_post("/discard", self.acts.discard)
         app.router.add_get("/static/{name}", self._static_file)
         return app
 

@@ -1,4 +1,7 @@
-"""The console's page for one event: record, ledgers, conflicting copies, replays, and Replay itself.
+"""The console's page for one event: record, ledgers, conflicting copies, replays, and the acts on it.
+
+The acts are Replay's form (here) and those of act_forms.py: settle an
+unresolved action (in its row of the action ledger), end the claim, discard.
 
 The payload (and each conflicting copy's) is sent only when the operator
 asks for it: the page without `payload=1` does not contain it at all.
@@ -7,7 +10,9 @@ asks for it: the page without `payload=1` does not contain it at all.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
+from inboxd.console.act_forms import act_forms, settle_form
 from inboxd.console.html import csrf_input, event_url, h, page, state_badge, table, url, when
 from inboxd.console.pages import event_ref
 from inboxd.domain.conflict_copies import KEPT_CONFLICT_COPIES
@@ -15,6 +20,14 @@ from inboxd.domain.operator_views import ConflictingCopy, EventRecord
 from inboxd.domain.vocabulary import EventState
 
 REPLAYABLE = (EventState.COMPLETED, EventState.DEAD_LETTERED)
+
+
+@dataclass(frozen=True)
+class Notice:
+    """What an act on the page did, or why it was refused, shown above the event as it now stands."""
+
+    text: str
+    refused: bool
 
 
 def _pretty(payload_json: str | None) -> str:
@@ -25,6 +38,14 @@ def _pretty(payload_json: str | None) -> str:
     except ValueError:
         text = payload_json
     return f'<pre class="payload" tabindex="0">{h(text)}</pre>'
+
+
+def _waits_behind(record: EventRecord) -> list[tuple[str, str]]:
+    """A PENDING event held back by its ordering key says so, and links to the event it waits for."""
+    if record.blocked_by is None:
+        return []
+    link = h(event_url(record.summary.namespace, record.blocked_by))
+    return [("Waits behind", f'<a href="{link}" id="blocked-by">{h(record.blocked_by)}</a> (its ordering key)')]
 
 
 def _facts(record: EventRecord) -> str:
@@ -44,6 +65,7 @@ def _facts(record: EventRecord) -> str:
         ("Disposition reason", h(record.disposition_reason or "-")),
         ("Message id", h(record.message_id or "-")),
         ("Ordering key", h(record.ordering_key or "-")),
+        *_waits_behind(record),
         ("Revision", str(record.revision)),
         ("Last error", f'<span class="error-text">{h(s.last_error or "-")}</span>'),
     ]
@@ -62,7 +84,7 @@ def _payload_section(record: EventRecord, show: bool) -> str:
     return f'<section aria-labelledby="payload"><h2 id="payload">Payload</h2>{content}</section>'
 
 
-def _ledgers(record: EventRecord, show_payload: bool) -> str:
+def _ledgers(record: EventRecord, show_payload: bool, csrf: str) -> str:
     metadata = table(
         "Metadata", ("Name", "Value"), ([h(k), h(v)] for k, v in sorted(record.metadata.items())), empty="None."
     )
@@ -84,7 +106,7 @@ def _ledgers(record: EventRecord, show_payload: bool) -> str:
     )
     actions = table(
         "Action ledger",
-        ("Action", "State", "Idempotency key", "External reference", "Detail", "Fencing token", "Updated"),
+        ("Action", "State", "Idempotency key", "External reference", "Detail", "Fencing token", "Updated", "Settle"),
         (
             [
                 h(a.action),
@@ -94,8 +116,9 @@ def _ledgers(record: EventRecord, show_payload: bool) -> str:
                 h(a.detail or "-"),
                 str(a.fencing_token),
                 when(a.updated_at),
+                settle_form(record, a, csrf, index),
             ]
-            for a in record.actions
+            for index, a in enumerate(record.actions)
         ),
         empty="No external actions recorded.",
     )
@@ -114,12 +137,22 @@ def _ledgers(record: EventRecord, show_payload: bool) -> str:
         ([when(r.replayed_at), h(r.actor), h(r.state_before.value.upper()), h(r.reason)] for r in record.replays),
         empty="Never replayed.",
     )
+    acts = table(
+        "Operator actions: who, why, before and after",
+        ("When", "Who", "Act", "Action", "Before", "After", "Reason"),
+        (
+            [when(a.acted_at), h(a.actor), h(a.kind.value), h(a.subject or "-"), h(a.before), h(a.after), h(a.reason)]
+            for a in record.operator_actions
+        ),
+        empty="None.",
+    )
     sections = (
         ("metadata", "Metadata", metadata),
         ("claims", "Claims", claims),
         ("actions", "Actions", actions),
         ("conflicts", "Conflicting copies", conflicts),
         ("replays", "Replays", replays),
+        ("operator-actions", "Operator actions", acts),
     )
     return "".join(
         f'<section aria-labelledby="{anchor}"><h2 id="{anchor}">{title}</h2>{content}</section>'
@@ -162,7 +195,15 @@ def _replay_form(record: EventRecord, csrf: str) -> str:
     )
 
 
-def event_page(record: EventRecord, *, show_payload: bool, who: str, csrf: str) -> str:
-    body = _facts(record) + _replay_form(record, csrf) + _payload_section(record, show_payload)
-    body += _ledgers(record, show_payload)
+def _notice(notice: Notice | None) -> str:
+    if notice is None:
+        return ""
+    if notice.refused:
+        return f'<p class="error" role="alert">{h(notice.text)}</p>'
+    return f'<p class="notice" role="status">{h(notice.text)}</p>'
+
+
+def event_page(record: EventRecord, *, show_payload: bool, who: str, csrf: str, notice: Notice | None = None) -> str:
+    body = _notice(notice) + _facts(record) + _replay_form(record, csrf) + act_forms(record, csrf)
+    body += _payload_section(record, show_payload) + _ledgers(record, show_payload, csrf)
     return page(f"Event {record.summary.event_key}", body, who=who, csrf=csrf, active="/events")

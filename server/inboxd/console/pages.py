@@ -12,7 +12,7 @@ from inboxd.console.html import csrf_input, event_url, h, page, state_badge, tab
 from inboxd.domain import validation
 from inboxd.domain.errors import InvalidArgument
 from inboxd.domain.operator_views import EventSummary, NamespaceStats, format_age
-from inboxd.domain.vocabulary import EventState
+from inboxd.domain.vocabulary import ActionRecord, EventState
 
 
 @dataclass(frozen=True)
@@ -92,31 +92,72 @@ def signin_page(csrf: str, *, error: str | None, open_mode: bool) -> str:
     return page("Sign in", body)
 
 
+def _unresolved_link(s: NamespaceStats) -> str:
+    if not s.unresolved_actions:
+        return "0"
+    return f'<a class="alert" href="{h(url("/unresolved", {"namespace": s.namespace}))}">{s.unresolved_actions}</a>'
+
+
+def unresolved_page(namespace: str, found: Sequence[tuple[str, ActionRecord]], *, who: str, csrf: str) -> str:
+    """The actions of a namespace nobody knows the outcome of, each linked to its event (where it is settled)."""
+    rows = [
+        [
+            f'<a href="{h(event_url(namespace, key))}">{h(key)}</a>',
+            h(a.action),
+            h(a.state.value.upper()),
+            f"<code>{h(a.idempotency_key)}</code>",
+            str(a.fencing_token),
+            when(a.updated_at),
+            h(a.detail or "-"),
+        ]
+        for key, a in found
+    ]
+    headers = ("Event", "Action", "State", "Idempotency key", "Fencing token", "Since", "Detail")
+    intro = (
+        f"<p>Actions in <strong>{h(namespace)}</strong> whose outcome nobody recorded: UNKNOWN, or INTENDED too "
+        "long. Look each up downstream by its idempotency key, then settle it on its event's page.</p>"
+    )
+    shown = table("Unresolved actions, oldest first", headers, rows, empty="None: every action is settled.")
+    return page("Unresolved actions", intro + shown, who=who, csrf=csrf, active="/overview")
+
+
 def overview_fragment(stats: Sequence[NamespaceStats]) -> str:
     rows = []
     for s in stats:
         dead = str(s.dead_lettered)
         if s.dead_lettered:
             dead = f'<a class="alert" href="{h(url("/dead-letters", {"namespace": s.namespace}))}">{dead}</a>'
+        processing = str(s.processing)
+        if s.processing:
+            # Who holds them, until when: a dead worker's events stand out there.
+            held = url("/events", {"namespace": s.namespace, "state": EventState.PROCESSING.value})
+            processing = f'<a href="{h(held)}">{processing}</a>'
         rows.append(
             [
                 f'<a href="{h(url("/events", {"namespace": s.namespace}))}">{h(s.namespace)}</a>',
                 str(s.pending),
-                str(s.processing),
+                processing,
                 str(s.completed),
                 dead,
                 format_age(s.oldest_claimable_age),
-                str(s.unresolved_actions),
+                _unresolved_link(s),
+                str(s.blocked_ordering_keys),
+                format_age(s.oldest_blocked_age),
             ]
         )
-    headers = ("Namespace", "Pending", "Processing", "Completed", "Dead letters", "Oldest claimable", "Unresolved")
+    headers = (
+        "Namespace", "Pending", "Processing", "Completed", "Dead letters", "Oldest claimable", "Unresolved",
+        "Blocked keys", "Oldest blocked",
+    )  # fmt: skip
     return table("Events per namespace", headers, rows, empty="No events in the namespaces this token may see.")
 
 
 def overview_page(stats: Sequence[NamespaceStats], *, who: str, csrf: str) -> str:
     body = (
         "<p>Counts by state per namespace. <em>Oldest claimable</em> is how long the oldest event a worker "
-        "could take now has waited; <em>Unresolved</em> counts actions UNKNOWN or INTENDED too long.</p>"
+        "could take now has waited; <em>Unresolved</em> counts actions UNKNOWN or INTENDED too long; "
+        "<em>Blocked keys</em> are ordering keys with a due event waiting behind another of its key, the "
+        "longest for <em>Oldest blocked</em>.</p>"
         f'<div id="overview" data-refresh="/overview/fragment" data-every="{OVERVIEW_REFRESH_SECONDS}" '
         f'aria-live="polite">{overview_fragment(stats)}</div>'
     )
@@ -139,6 +180,24 @@ def _summary_rows(events: Sequence[EventSummary]) -> list[list[str]]:
 
 
 _SUMMARY_HEADERS = ("Namespace", "Key", "Type", "State", "Attempt", "Accepted", "Last error")
+_PROCESSING_HEADERS = ("Namespace", "Key", "Type", "Worker", "Lease expires", "Attempt", "Accepted", "Last error")
+
+
+def _processing_rows(events: Sequence[EventSummary]) -> list[list[str]]:
+    """The processing list: who holds each event, until when, on which attempt (a dead worker's stands out)."""
+    return [
+        [
+            h(e.namespace),
+            f'<a href="{h(event_url(e.namespace, e.event_key))}">{h(e.event_key)}</a>',
+            h(e.event_type),
+            h(e.worker_id or "-"),
+            when(e.lease_expires_at),
+            str(e.attempt),
+            when(e.accepted_at),
+            f'<span class="error-text">{h(e.last_error)}</span>',
+        ]
+        for e in events
+    ]
 
 
 def _namespace_select(selected: str | None, namespaces: Sequence[str], *, everyone: str) -> str:
@@ -175,7 +234,12 @@ def events_page(filters: EventFilters, listing: Listing, *, who: str, csrf: str)
         f'<input id="key_prefix" name="key_prefix" value="{h(filters.key_prefix or "")}"></div>'
         '<div><button type="submit">Filter</button></div></form>'
     )
-    shown = table("Events, newest first", _SUMMARY_HEADERS, _summary_rows(listing.events), empty="No events match.")
+    headers: tuple[str, ...]
+    if filters.state is EventState.PROCESSING:
+        headers, rows = _PROCESSING_HEADERS, _processing_rows(listing.events)
+    else:
+        headers, rows = _SUMMARY_HEADERS, _summary_rows(listing.events)
+    shown = table("Events, newest first", headers, rows, empty="No events match.")
     body = form + shown + _pager("/events", filters.params(), listing)
     return page("Events", body, who=who, csrf=csrf, active="/events")
 

@@ -25,6 +25,7 @@ from inboxd.console.pages import (
     overview_page,
     parse_event_ref,
     replay_result_page,
+    unresolved_page,
 )
 from inboxd.domain import validation
 from inboxd.domain.conflict_copies import ConflictWindow
@@ -115,6 +116,13 @@ class Views:
         record = await self.operators.get_event(namespace, event_key, ConflictWindow(with_payloads=show))
         return _html(event_page(record, show_payload=show, who=session.caller.name, csrf=session.csrf))
 
+    async def unresolved(self, request: web.Request) -> web.Response:
+        session = self.console.session(request)
+        namespace = validation.check_identity("namespace", request.query.get("namespace", ""))
+        session.caller.require_namespace(namespace)
+        found = await self.operators.unresolved_actions(namespace)
+        return _html(unresolved_page(namespace, found, who=session.caller.name, csrf=session.csrf))
+
     async def dead_letters(self, request: web.Request) -> web.Response:
         session = self.console.session(request)
         filters = EventFilters(namespace=_optional(request, "namespace"), state=EventState.DEAD_LETTERED)
@@ -126,9 +134,7 @@ class Views:
         session = self.console.session(request)
         form = await request.post()
         raw_reason = form.get("reason")
-        reason = validation.check_text("reason", raw_reason if isinstance(raw_reason, str) else "", 4096)
-        if not reason.strip():
-            raise InvalidArgument("reason", "is required: say why, for the audit trail")
+        reason = validation.required_reason(raw_reason if isinstance(raw_reason, str) else "")
         refs = [r for r in form.getall("event", []) if isinstance(r, str)]
         if not refs:
             raise InvalidArgument("event", "select at least one event to replay")

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from inboxd.domain.conflict_copies import ConflictOverflow
+from inboxd.domain.operator_actions import OperatorActionRecord
 from inboxd.domain.vocabulary import (
     ActionRecord,
     ActionState,
@@ -34,6 +35,9 @@ class EventSummary:
     available_at: datetime
     updated_at: datetime
     last_error: str
+    # While PROCESSING: the worker holding it and when its lease expires.
+    worker_id: str = ""
+    lease_expires_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +108,10 @@ class EventRecord:
     conflicts: tuple[ConflictingCopy, ...] = ()
     claims: tuple[ClaimRecord, ...] = ()
     replays: tuple[ReplayRecord, ...] = ()
+    # SettleAction, EndClaim and Discard, audited, oldest first.
+    operator_actions: tuple[OperatorActionRecord, ...] = ()
+    # PENDING behind another event of its ordering key: that event's key.
+    blocked_by: str | None = None
     action_history: tuple[ActionHistoryEntry, ...] = ()
     # Every conflicting copy the key received: kept (`conflicts` is one page of them) and counted only.
     conflict_count: int = 0

@@ -35,6 +35,14 @@ def check_identity(field: str, value: str) -> str:
     return check_text(field, value, MAX_IDENTITY_BYTES)
 
 
+def required_reason(value: str, field: str = "reason") -> str:
+    """An operator's reason for an act (Replay, a settlement, a discard): required, for the audit trail."""
+    reason = check_text(field, value, MAX_TEXT_BYTES)
+    if not reason.strip():
+        raise InvalidArgument(field, "is required: say why, for the audit trail")
+    return reason
+
+
 def check_text(field: str, value: str, max_bytes: int) -> str:
     """Optional text PostgreSQL can store: no NUL, no lone surrogate, bounded."""
     try:

@@ -13,6 +13,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 
+from inboxd.domain.operator_actions import OperatorActionKind
 from inboxd.domain.operator_views import RetentionCounts
 from inboxd.domain.vocabulary import (
     AcceptOutcome,
@@ -154,6 +155,16 @@ class TransitionLog(InboxObserver):
             namespace=namespace,
             event=event_ref(namespace, event_key),
             state_before=state_before.value,
+            actor=actor,
+        )
+
+    def operator_acted(self, namespace: str, event_key: str, kind: OperatorActionKind, actor: str) -> None:
+        log_fields(
+            log,
+            logging.WARNING,
+            f"operator acted: {kind.value}",
+            namespace=namespace,
+            event=event_ref(namespace, event_key),
             actor=actor,
         )
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 
+from inboxd.domain.operator_actions import OperatorActionKind
 from inboxd.domain.operator_views import RetentionCounts
 from inboxd.domain.vocabulary import (
     AcceptResult,
@@ -51,6 +52,9 @@ class InboxObserver:
 
     def replayed(self, namespace: str, event_key: str, state_before: EventState, actor: str) -> None:
         """An operator returned the event to PENDING."""
+
+    def operator_acted(self, namespace: str, event_key: str, kind: OperatorActionKind, actor: str) -> None:
+        """An operator settled one of the event's actions, ended its claim, or discarded it."""
 
     def retention_ran(self, counts: RetentionCounts) -> None:
         """A retention pass finished on this replica."""
@@ -99,6 +103,9 @@ class Observers(InboxObserver):
 
     def replayed(self, namespace: str, event_key: str, state_before: EventState, actor: str) -> None:
         self._each(lambda o: o.replayed(namespace, event_key, state_before, actor))
+
+    def operator_acted(self, namespace: str, event_key: str, kind: OperatorActionKind, actor: str) -> None:
+        self._each(lambda o: o.operator_acted(namespace, event_key, kind, actor))
 
     def retention_ran(self, counts: RetentionCounts) -> None:
         self._each(lambda o: o.retention_ran(counts))

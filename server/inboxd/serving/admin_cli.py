@@ -1,4 +1,4 @@
-"""The operator's subcommands of `inboxd`: stats, events, show, replay, dead-letters.
+"""The operator's subcommands of `inboxd`: stats, events, show, replay, dead-letters (and operator_cli's).
 
 They talk to a running server over gRPC (InboxAdminService), so they work
 against any replica, with the same tokens and TLS as every other client.
@@ -17,10 +17,11 @@ from typing import Any
 import grpc
 
 from inboxd.serving import admin_output as out
+from inboxd.serving import operator_cli
 from inboxd_client.plaintext import PlaintextTokenRefused, refuse_plaintext_token, trusted_network_from
 from inboxd_client.v1 import admin_pb2, admin_pb2_grpc, types_pb2
 
-COMMANDS = ("stats", "events", "show", "replay", "dead-letters")
+COMMANDS = ("stats", "events", "show", "replay", "dead-letters", *operator_cli.COMMANDS)
 DEFAULT_TARGET = "127.0.0.1:50051"
 STATES = {
     "pending": types_pb2.EVENT_STATE_PENDING,
@@ -82,6 +83,8 @@ def add_admin_commands(commands: Any) -> None:
     which.add_argument("--dead-letters", action="store_true", help="every dead letter of the namespace")
     replay.add_argument("--reason", required=True, help="why: written to each event's audit trail")
     replay.add_argument("--dry-run", action="store_true", help="list what would be replayed, change nothing")
+
+    operator_cli.add_operator_commands(commands, common)
 
 
 def run_admin_command(args: argparse.Namespace) -> int:
@@ -216,4 +219,5 @@ _RUNNERS = {
     "dead-letters": _dead_letters,
     "show": _show,
     "replay": _replay,
+    **operator_cli.RUNNERS,
 }

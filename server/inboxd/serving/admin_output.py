@@ -72,11 +72,16 @@ def stats_table(response: admin_pb2.StatsResponse) -> str:
 
 
 def events_table(events: Sequence[admin_pb2.EventSummary]) -> str:
+    # WORKER and LEASE EXPIRES: who holds a PROCESSING event, and until when ("-" for the others).
     rows = [
-        [e.namespace, e.event_key, e.event_type, state_name(e.state), str(e.attempt), when(e.accepted_at), e.last_error]
+        [
+            e.namespace, e.event_key, e.event_type, state_name(e.state), str(e.attempt), when(e.accepted_at),
+            e.worker_id or "-", when(e.lease_expires_at), e.last_error,
+        ]
         for e in events
-    ]
-    return table(["NAMESPACE", "KEY", "TYPE", "STATE", "ATTEMPT", "ACCEPTED", "LAST ERROR"], rows)
+    ]  # fmt: skip
+    headers = ["NAMESPACE", "KEY", "TYPE", "STATE", "ATTEMPT", "ACCEPTED", "WORKER", "LEASE EXPIRES", "LAST ERROR"]
+    return table(headers, rows)
 
 
 def dead_letters_table(events: Sequence[admin_pb2.EventSummary]) -> str:
@@ -149,9 +154,18 @@ def event_text(event: admin_pb2.Event) -> str:
     parts.append(title + "\n" + table(["TYPE", "RECEIVED", "PAYLOAD"], conflicts))
     replays = [[r.actor, when(r.replayed_at), state_name(r.state_before), r.reason] for r in event.replays]
     parts.append("replays\n" + table(["ACTOR", "WHEN", "FROM", "REASON"], replays))
+    acts = [
+        [_act_name(a.kind), a.subject, a.actor, when(a.acted_at), a.before, a.after, a.reason]
+        for a in event.operator_actions
+    ]
+    parts.append("operator actions\n" + table(["ACT", "ACTION", "ACTOR", "WHEN", "BEFORE", "AFTER", "REASON"], acts))
     parts.append("metadata\n" + (json.dumps(dict(event.metadata), indent=2, sort_keys=True) if event.metadata else "-"))
     parts.append("payload\n" + (_pretty_json(event.payload) if event.payload else "- (dropped by payload retention)"))
     return "\n\n".join(parts)
+
+
+def _act_name(kind: admin_pb2.OperatorActionKind) -> str:
+    return admin_pb2.OperatorActionKind.Name(kind).removeprefix("OPERATOR_ACTION_KIND_").lower()
 
 
 def _disposition(value: types_pb2.Disposition) -> str:

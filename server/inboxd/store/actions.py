@@ -14,8 +14,8 @@ inboxd.domain.action_states.plan_action_write lets through. A line reads
     INTENDED  -> SUCCEEDED  action_update  the outcome of the intended attempt
     INTENDED  -> FAILED     action_update  likewise
     INTENDED  -> UNKNOWN    action_update  likewise: nobody knows whether the effect happened
-    UNKNOWN   -> SUCCEEDED  action_update  reconciled
-    UNKNOWN   -> FAILED     action_update  reconciled
+    UNKNOWN   -> SUCCEEDED  action_update  reconciled, by a worker or an operator (SettleAction)
+    UNKNOWN   -> FAILED     action_update  likewise
     FAILED    -> INTENDED   action_update  a retry, same idempotency key
     FAILED    -> SUCCEEDED  action_update  an older claim's SUCCEEDED: it proves the effect, so it always stands
 
@@ -24,6 +24,12 @@ any claim ever issued for the event, but an older claim's outcome other than
 SUCCEEDED never moves the action past a newer claim's record: it is kept in
 the history only (action_read answers the action as it stands, as it does for
 a repeat).
+
+An operator's settlement (store/operator_actions.py) is such an outcome too,
+a fact about the outside world: it writes action_update and
+action_history_add for an UNKNOWN action, or an INTENDED one whose claim is
+no longer current, under a fencing token of its own, newer than every claim
+before it, so no older claim's late outcome moves it back.
 
 Beside the transitions, statements that move no action: they lock, read or
 record what the transition decided.
@@ -131,6 +137,17 @@ async def action_history(conn: Connection, namespace: str, event_key: str) -> li
         )
         for action, state, external_ref, detail, fencing_token, applied, recorded_at in await cur.fetchall()
     ]
+
+
+async def list_unresolved_actions(
+    conn: Connection, namespace: str, *, stale_after: timedelta, limit: int, now: datetime | None = None
+) -> list[tuple[str, ActionRecord]]:
+    """One namespace's unresolved actions, oldest first, each with its event's key."""
+    cur = await conn.execute(
+        QUERIES["action_list_unresolved"],
+        {"namespace": namespace, "stale_after": stale_after, "limit": limit, "now": now},
+    )
+    return [(str(row[1]), action_record(row[2:])) for row in await cur.fetchall()]
 
 
 async def unresolved_actions(

@@ -1,13 +1,14 @@
 """The life of an event: its states, every transition between them, and the statement that makes each.
 
 Every statement named below stands in one of the event's transition files,
-queries/accepts.sql, claims.sql, completions.sql and events.sql, and every
+queries/accepts.sql, claims.sql, completions.sql, events.sql and
+operator_actions.sql, and every
 statement there is named below; tests/unit/test_state_diagrams.py holds the
 two to each other and the states to EventState. A line reads `FROM -> TO
 statement  who moves the event, and when`. (none) is before the first Accept of a key,
 (deleted) after retention: a later Accept of that key is a new event. The
 functions that run the statements are in claims.py, accepts.py, replays.py,
-rescue.py and retention.py, one per transition.
+rescue.py, retention.py and operator_actions.py, one per transition.
 
     (none)        -> PENDING        event_accept_many       Accept, AcceptBatch: a new key, due at available_at
     PENDING       -> PROCESSING     event_claim             Claim, when due: attempt + 1, a new claim and fencing token
@@ -24,6 +25,9 @@ rescue.py and retention.py, one per transition.
     PROCESSING    -> PENDING        event_release_many      Release (current token): due now, the attempt given back
     COMPLETED     -> PENDING        event_replay            Replay (audited): attempts reset, ledger kept, even stale
     DEAD_LETTERED -> PENDING        event_replay            Replay, likewise
+    PROCESSING    -> PENDING        event_end_claim         EndClaim (audited), the claim the operator saw: due now
+    PENDING       -> COMPLETED      event_discard           Discard (audited), in the state the operator saw: IGNORED
+    DEAD_LETTERED -> COMPLETED      event_discard           Discard, likewise
     PROCESSING    -> PENDING        event_rescue_expired    the rescuer: lease expired past a grace, attempts left
     PROCESSING    -> DEAD_LETTERED  event_rescue_expired    the rescuer: lease expired past a grace, no attempts left
     COMPLETED     -> (deleted)      event_delete_completed  retention: completed longer ago than INBOXD_RETENTION
@@ -33,14 +37,19 @@ claim; Release gives one back): event_claim and event_rescue_expired test it
 in SQL, Fail in domain.backoff.decide_failure, and
 tests/integration/test_attempts_rule.py holds the three to one rule. Every
 transition out of PROCESSING ends the claim in inbox_claims with its outcome
-(expired, completed, failed, dead_lettered, released): its token is dead.
+(expired, completed, failed, dead_lettered, released, ended): its token is dead.
 
 Beside the transitions, statements that move no event: they lock, diagnose or
 set up the transition they serve.
 
-    event_payload_probe          which payload of a refused group PostgreSQL cannot hold
-    event_complete_lock_timeout  how long event_complete_waiting may wait for the row
-    event_fail_lock              the current claim's row, locked while Fail decides
-    event_fence_diagnose         why a fenced write matched no row: no such event, or a claim not current
-    event_replay_lock            the event's row, locked while Replay judges its state
+    event_payload_probe           which payload of a refused group PostgreSQL cannot hold
+    event_complete_lock_timeout   how long event_complete_waiting may wait for the row
+    event_fail_lock               the current claim's row, locked while Fail decides
+    event_fence_diagnose          why a fenced write matched no row: no such event, or a claim not current
+    event_replay_lock             the event's row, locked while Replay judges its state
+    event_operator_lock           the event's row, locked while an operator's act is judged against what they saw
+    event_operator_settle_lookup  the event's state and claim, key-share locked, while a settlement is judged
+    fencing_token_mint            a settlement's own fencing token, newer than every claim before it
+    operator_action_audit         a settlement's audit row (end_claim and discard write theirs in their statement)
+    operator_actions_for_event    the operators' audited acts on one key, for GetEvent
 """

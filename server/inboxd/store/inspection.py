@@ -22,6 +22,7 @@ from inboxd.domain.vocabulary import Disposition, EventKey, EventState, FencingT
 from inboxd.store.actions import action_history, unresolved_actions
 from inboxd.store.claims import action_record
 from inboxd.store.database import Connection
+from inboxd.store.operator_actions import operator_actions
 from inboxd.store.queries import QUERIES
 
 
@@ -86,11 +87,15 @@ async def read_event(
             for actor, reason, before, at in await replays.fetchall()
         ),
         action_history=tuple(history),
+        operator_actions=await operator_actions(conn, namespace, event_key),
+        blocked_by=await _blocked_by(conn, key) if ordering_key else None,
     )
 
 
 def _summary(row: Sequence[Any]) -> EventSummary:
-    namespace, event_key, event_type, state, attempt, accepted_at, available_at, updated_at, last_error = row
+    """A listing's row (with the worker and lease expiry) or the first nine columns of event_read's."""
+    namespace, event_key, event_type, state, attempt, accepted_at, available_at, updated_at, last_error = row[:9]
+    worker_id, lease_expires_at = row[9:11] if len(row) > 9 else ("", None)
     return EventSummary(
         namespace=Namespace(namespace),
         event_key=EventKey(event_key),
@@ -101,7 +106,15 @@ def _summary(row: Sequence[Any]) -> EventSummary:
         available_at=available_at,
         updated_at=updated_at,
         last_error=last_error,
+        worker_id=worker_id,
+        lease_expires_at=lease_expires_at,
     )
+
+
+async def _blocked_by(conn: Connection, key: dict[str, str]) -> str | None:
+    """The event a PENDING keyed event waits behind (holding its key, or before it in order); None: nobody."""
+    row = await (await conn.execute(QUERIES["ordering_key_blocker"], key)).fetchone()
+    return None if row is None or row[0] is None else str(row[0])
 
 
 async def list_events(

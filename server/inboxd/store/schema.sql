@@ -281,7 +281,7 @@ CREATE TABLE public.inbox_claims (
     ended_at timestamp with time zone,
     outcome text,
     CONSTRAINT inbox_claims_ended_with_outcome CHECK (((ended_at IS NULL) = (outcome IS NULL))),
-    CONSTRAINT inbox_claims_outcome_known CHECK (((outcome IS NULL) OR (outcome = ANY (ARRAY['completed'::text, 'failed'::text, 'released'::text, 'expired'::text, 'dead_lettered'::text, 'replayed'::text]))))
+    CONSTRAINT inbox_claims_outcome_known CHECK (((outcome IS NULL) OR (outcome = ANY (ARRAY['completed'::text, 'failed'::text, 'released'::text, 'expired'::text, 'dead_lettered'::text, 'replayed'::text, 'ended'::text]))))
 );
 
 
@@ -381,6 +381,39 @@ CREATE SEQUENCE public.inbox_fencing_tokens
     NO MINVALUE
     NO MAXVALUE
     CACHE 1;
+
+
+--
+-- Name: inbox_operator_actions; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.inbox_operator_actions (
+    id bigint NOT NULL,
+    namespace text NOT NULL,
+    event_key text NOT NULL,
+    kind text NOT NULL,
+    subject text DEFAULT ''::text NOT NULL,
+    actor text NOT NULL,
+    reason text NOT NULL,
+    before text NOT NULL,
+    after text NOT NULL,
+    acted_at timestamp with time zone NOT NULL,
+    CONSTRAINT inbox_operator_actions_kind_known CHECK ((kind = ANY (ARRAY['settle_action'::text, 'end_claim'::text, 'discard'::text])))
+);
+
+
+--
+-- Name: inbox_operator_actions_id_seq; Type: SEQUENCE; Schema: public; Owner: -
+--
+
+ALTER TABLE public.inbox_operator_actions ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME public.inbox_operator_actions_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
 
 
 --
@@ -503,6 +536,14 @@ ALTER TABLE ONLY public.inbox_events
 
 
 --
+-- Name: inbox_operator_actions inbox_operator_actions_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.inbox_operator_actions
+    ADD CONSTRAINT inbox_operator_actions_pkey PRIMARY KEY (id);
+
+
+--
 -- Name: inbox_ordering_keys inbox_ordering_keys_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -608,6 +649,13 @@ CREATE INDEX inbox_events_ordering_open ON public.inbox_events USING btree (name
 --
 
 CREATE INDEX inbox_events_payload_held ON public.inbox_events USING btree (completed_at) WHERE ((state = 'completed'::text) AND (payload IS NOT NULL));
+
+
+--
+-- Name: inbox_operator_actions_event; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX inbox_operator_actions_event ON public.inbox_operator_actions USING btree (namespace, event_key);
 
 
 --

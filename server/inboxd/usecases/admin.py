@@ -1,5 +1,8 @@
 """The operators' use cases: inspect events, list them, replay them, read the inbox's health.
 
+Their other acts (settle an action, end a claim, discard an event) stand in
+operator_actions.py, a base of Operators.
+
 Like `inbox.py`, it takes validated domain values and writes no SQL. It
 shares the Inbox's database, clock and settings, and wakes the Inbox's
 waiting Claims when a Replay makes an event claimable.
@@ -13,17 +16,18 @@ from dataclasses import dataclass, field
 from inboxd.domain.conflict_copies import FIRST_PAGE, ConflictWindow
 from inboxd.domain.errors import NotFound
 from inboxd.domain.operator_views import EventPage, EventRecord, ListNarrowing, ListPosition, NamespaceStats
-from inboxd.domain.vocabulary import EventState
+from inboxd.domain.vocabulary import ActionRecord, EventState
 from inboxd.observability.transition_observer import InboxObserver
-from inboxd.store import inspection, replays
+from inboxd.store import actions, inspection, replays
 from inboxd.store.database import Connection
 from inboxd.usecases.inbox import Inbox
+from inboxd.usecases.operator_actions import OperatorActs
 
 ALL_STATES = tuple(EventState)
 
 
 @dataclass
-class Operators:
+class Operators(OperatorActs):
     inbox: Inbox
     observer: InboxObserver = field(default_factory=InboxObserver)
 
@@ -67,6 +71,13 @@ class Operators:
         self.inbox.wake_claimers({(namespace, replayed.event_type): 1})
         self.observer.replayed(namespace, event_key, replayed.state_before, actor)
         return record
+
+    async def unresolved_actions(self, namespace: str, limit: int = 200) -> list[tuple[str, ActionRecord]]:
+        """The namespace's actions an operator may have to settle, oldest first: (event key, action)."""
+        now, stale_after = self.inbox.clock(), self.inbox.settings.action_stale_after
+        return await self.inbox.db.run(
+            lambda conn: actions.list_unresolved_actions(conn, namespace, stale_after=stale_after, limit=limit, now=now)
+        )
 
     async def stats(self, namespace: str | None) -> list[NamespaceStats]:
         now = self.inbox.clock()

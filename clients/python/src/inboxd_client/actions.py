@@ -121,10 +121,13 @@ class ActionLedger:
             )
         return record.idempotency_key
 
-    async def apply_verdict(self, name: str, verdict: Reconciled | None) -> bool:
-        """Records what reconciliation found; True when the action is done and must not run again."""
+    async def apply_verdict(self, name: str, verdict: Reconciled | None, *, asked: bool) -> bool:
+        """Records what reconciliation found; True when the action is done and must not run again.
+
+        asked: a reconcile hook was called (and `verdict` is its answer); False: there was none.
+        """
         if verdict is None:
-            raise ActionUnresolved(name, self._records[name].idempotency_key)
+            raise ActionUnresolved(name, self._records[name].idempotency_key, asked=asked, answer=verdict)
         if verdict.succeeded:
             detail = verdict.detail or "reconciled: the effect happened"
             await self.record(name, SUCCEEDED, external_ref=verdict.external_ref, detail=detail)
@@ -203,7 +206,8 @@ class AsyncActionScope:
         if plan is Plan.RECONCILE:
             key = await ledger.prepare_reconcile(name)
             verdict = await self._reconcile(key) if self._reconcile is not None else None
-            plan = Plan.DONE if await ledger.apply_verdict(name, verdict) else Plan.ACT
+            asked = self._reconcile is not None
+            plan = Plan.DONE if await ledger.apply_verdict(name, verdict, asked=asked) else Plan.ACT
         if plan is Plan.DONE:
             self._action = ledger.already_done(name)
         else:

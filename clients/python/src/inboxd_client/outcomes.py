@@ -53,18 +53,23 @@ class UncertainOutcome(Exception):
 class ActionUnresolved(Exception):
     """An action's outcome is UNKNOWN and nothing settled it; acting again could do the work twice.
 
-    Raised by `run_action`/`action` when there is no reconcile hook or the hook
-    cannot tell yet (returned None). The event is retried later, so a later
-    reconciliation can settle it; an operator sees it in `Stats.unresolved_actions`.
+    Raised by `run_action`/`action` when there is no reconcile hook (`asked`
+    False) or the hook cannot tell yet (`asked` True: it answered None). The
+    message says which: "pass reconcile=" only when none was given. The event is
+    retried later, so a later reconciliation can settle it; an operator sees it
+    in `Stats.unresolved_actions` and can settle it (`inboxd settle`).
     """
 
-    def __init__(self, action: str, idempotency_key: str) -> None:
-        super().__init__(
-            f"action {action!r} (idempotency key {idempotency_key}) may have happened; "
-            "pass reconcile= to look its outcome up before acting again"
-        )
+    def __init__(self, action: str, idempotency_key: str, *, asked: bool = False, answer: object = None) -> None:
+        head = f"action {action!r} (idempotency key {idempotency_key}) may have happened"
+        if asked:
+            why = f"its reconcile could not tell (it answered {answer!r}): the event is retried later"
+        else:
+            why = "nothing settled it: pass reconcile= to look its outcome up before acting again"
+        super().__init__(f"{head}, and {why}; an operator who knows can settle it (inboxd settle)")
         self.action = action
         self.idempotency_key = idempotency_key
+        self.asked = asked
 
 
 @dataclass(frozen=True)

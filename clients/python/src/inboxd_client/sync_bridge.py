@@ -88,7 +88,8 @@ class SyncActionScope:
             key = call_in_loop(loop, ledger.prepare_reconcile(name))
             # The hook runs here, in the handler's thread, like the body would.
             verdict = self._reconcile(key) if self._reconcile is not None else None
-            plan = Plan.DONE if call_in_loop(loop, ledger.apply_verdict(name, verdict)) else Plan.ACT
+            asked = self._reconcile is not None
+            plan = Plan.DONE if call_in_loop(loop, ledger.apply_verdict(name, verdict, asked=asked)) else Plan.ACT
         if plan is Plan.DONE:
             self._action = ledger.already_done(name)
         else:

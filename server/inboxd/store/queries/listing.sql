@@ -3,7 +3,8 @@
 -- without payloads. The console's filters (an event type, a key prefix, the
 -- LIKE patterns of a token's grants) are checked on the rows the scan hands
 -- over, so a page costs the rows scanned until it is full, and no more;
--- ListEvents passes no filter (NULL, and the pattern '%').
+-- ListEvents passes no filter (NULL, and the pattern '%'). A summary names
+-- the worker holding a PROCESSING event and its lease's expiry (NULL else).
 
 -- name: event_list_in_namespace
 -- One page of a namespace's events in the given states, of one type and/or
@@ -14,7 +15,8 @@ SELECT page.*
 FROM unnest(%(states)s::text[]) AS s(state)
 CROSS JOIN LATERAL (
     SELECT e.namespace, e.event_key, e.event_type, e.state, e.attempt, e.accepted_at, e.available_at,
-           e.updated_at, coalesce(e.last_error, '') AS last_error
+           e.updated_at, coalesce(e.last_error, '') AS last_error, coalesce(e.worker_id, '') AS worker_id,
+           e.lease_expires_at
     FROM inbox_events AS e
     WHERE e.namespace = %(namespace)s AND e.state = s.state
       AND (e.accepted_at, e.event_key)
@@ -33,7 +35,7 @@ LIMIT %(limit)s
 -- under a key prefix (NULL: any), newest first. Scans the table: operators of
 -- a large inbox name a namespace.
 SELECT e.namespace, e.event_key, e.event_type, e.state, e.attempt, e.accepted_at, e.available_at,
-       e.updated_at, coalesce(e.last_error, '')
+       e.updated_at, coalesce(e.last_error, ''), coalesce(e.worker_id, ''), e.lease_expires_at
 FROM inbox_events AS e
 WHERE e.state = ANY(%(states)s::text[])
   AND e.namespace LIKE ANY(%(namespace_patterns)s::text[])

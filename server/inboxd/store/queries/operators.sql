@@ -56,14 +56,19 @@ SELECT set_config('max_parallel_workers_per_gather', '0', true)
 -- name: namespace_stats
 -- Per namespace: events per state, and the age of the oldest PENDING event
 -- that is claimable now. Delayed and backing-off events (available_at still
--- ahead) are not waiting on workers, so they do not count.
+-- ahead) are not waiting on workers, so they do not count; nor is an event
+-- waiting behind another of its ordering key (it shows in the blocked keys):
+-- a keyed event counts only when it is its key's next (inboxd_next_of_key, as
+-- the claim statement judges it).
 SELECT e.namespace,
        count(*) FILTER (WHERE e.state = 'pending'),
        count(*) FILTER (WHERE e.state = 'processing'),
        count(*) FILTER (WHERE e.state = 'completed'),
        count(*) FILTER (WHERE e.state = 'dead_lettered'),
-       inboxd_now(%(now)s) - min(e.available_at) FILTER (WHERE e.state = 'pending'
-                                                         AND e.available_at <= inboxd_now(%(now)s))
+       inboxd_now(%(now)s) - min(e.available_at) FILTER (
+           WHERE e.state = 'pending' AND e.available_at <= inboxd_now(%(now)s)
+             AND (e.ordering_key = '' OR inboxd_next_of_key(e.namespace, e.ordering_key, e.event_key, e.revision,
+                                                            e.accepted_at, false)))
 FROM inbox_events AS e
 WHERE (%(namespace)s::text IS NULL OR e.namespace = %(namespace)s::text)
 GROUP BY e.namespace
@@ -96,3 +101,15 @@ FROM inbox_actions
 WHERE state IN ('unknown', 'intended')
   AND (%(namespace)s::text IS NULL OR namespace = %(namespace)s::text)
 GROUP BY namespace
+
+-- name: action_list_unresolved
+-- One namespace's unresolved actions, oldest first, as action_unresolved_count
+-- counts them (UNKNOWN, and INTENDED for longer than the threshold), each with
+-- its event: what an operator settles (inbox_actions_unresolved).
+SELECT namespace, event_key, action, state, idempotency_key, external_ref, detail, fencing_token, updated_at
+FROM inbox_actions
+WHERE namespace = %(namespace)s
+  AND (state = 'unknown'
+       OR state = 'intended' AND updated_at < inboxd_now(%(now)s) - %(stale_after)s::interval)
+ORDER BY updated_at, event_key, action
+LIMIT %(limit)s

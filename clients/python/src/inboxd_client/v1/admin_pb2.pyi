@@ -4,12 +4,24 @@ from google.protobuf import duration_pb2 as _duration_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from . import types_pb2 as _types_pb2
 from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from collections.abc import Iterable as _Iterable, Mapping as _Mapping
 from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
+
+class OperatorActionKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    OPERATOR_ACTION_KIND_UNSPECIFIED: _ClassVar[OperatorActionKind]
+    OPERATOR_ACTION_KIND_SETTLE_ACTION: _ClassVar[OperatorActionKind]
+    OPERATOR_ACTION_KIND_END_CLAIM: _ClassVar[OperatorActionKind]
+    OPERATOR_ACTION_KIND_DISCARD: _ClassVar[OperatorActionKind]
+OPERATOR_ACTION_KIND_UNSPECIFIED: OperatorActionKind
+OPERATOR_ACTION_KIND_SETTLE_ACTION: OperatorActionKind
+OPERATOR_ACTION_KIND_END_CLAIM: OperatorActionKind
+OPERATOR_ACTION_KIND_DISCARD: OperatorActionKind
 
 class GetEventRequest(_message.Message):
     __slots__ = ("namespace", "event_key", "conflicts_page_size", "conflicts_page_token", "include_conflict_payloads")
@@ -69,6 +81,72 @@ class ReplayResponse(_message.Message):
     event: Event
     def __init__(self, event: _Optional[_Union[Event, _Mapping]] = ...) -> None: ...
 
+class SettleActionRequest(_message.Message):
+    __slots__ = ("namespace", "event_key", "action", "outcome", "external_ref", "detail", "reason", "expected_state", "expected_fencing_token")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    EVENT_KEY_FIELD_NUMBER: _ClassVar[int]
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    EXTERNAL_REF_FIELD_NUMBER: _ClassVar[int]
+    DETAIL_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    EXPECTED_STATE_FIELD_NUMBER: _ClassVar[int]
+    EXPECTED_FENCING_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    event_key: str
+    action: str
+    outcome: _types_pb2.ActionState
+    external_ref: str
+    detail: str
+    reason: str
+    expected_state: _types_pb2.ActionState
+    expected_fencing_token: int
+    def __init__(self, namespace: _Optional[str] = ..., event_key: _Optional[str] = ..., action: _Optional[str] = ..., outcome: _Optional[_Union[_types_pb2.ActionState, str]] = ..., external_ref: _Optional[str] = ..., detail: _Optional[str] = ..., reason: _Optional[str] = ..., expected_state: _Optional[_Union[_types_pb2.ActionState, str]] = ..., expected_fencing_token: _Optional[int] = ...) -> None: ...
+
+class SettleActionResponse(_message.Message):
+    __slots__ = ("event",)
+    EVENT_FIELD_NUMBER: _ClassVar[int]
+    event: Event
+    def __init__(self, event: _Optional[_Union[Event, _Mapping]] = ...) -> None: ...
+
+class EndClaimRequest(_message.Message):
+    __slots__ = ("namespace", "event_key", "expected_fencing_token", "count_attempt", "reason")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    EVENT_KEY_FIELD_NUMBER: _ClassVar[int]
+    EXPECTED_FENCING_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    COUNT_ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    event_key: str
+    expected_fencing_token: int
+    count_attempt: bool
+    reason: str
+    def __init__(self, namespace: _Optional[str] = ..., event_key: _Optional[str] = ..., expected_fencing_token: _Optional[int] = ..., count_attempt: _Optional[bool] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class EndClaimResponse(_message.Message):
+    __slots__ = ("event",)
+    EVENT_FIELD_NUMBER: _ClassVar[int]
+    event: Event
+    def __init__(self, event: _Optional[_Union[Event, _Mapping]] = ...) -> None: ...
+
+class DiscardRequest(_message.Message):
+    __slots__ = ("namespace", "event_key", "expected_state", "reason")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    EVENT_KEY_FIELD_NUMBER: _ClassVar[int]
+    EXPECTED_STATE_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    event_key: str
+    expected_state: _types_pb2.EventState
+    reason: str
+    def __init__(self, namespace: _Optional[str] = ..., event_key: _Optional[str] = ..., expected_state: _Optional[_Union[_types_pb2.EventState, str]] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class DiscardResponse(_message.Message):
+    __slots__ = ("event",)
+    EVENT_FIELD_NUMBER: _ClassVar[int]
+    event: Event
+    def __init__(self, event: _Optional[_Union[Event, _Mapping]] = ...) -> None: ...
+
 class StatsRequest(_message.Message):
     __slots__ = ("namespace",)
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
@@ -104,7 +182,7 @@ class NamespaceStats(_message.Message):
     def __init__(self, namespace: _Optional[str] = ..., pending: _Optional[int] = ..., processing: _Optional[int] = ..., completed: _Optional[int] = ..., dead_lettered: _Optional[int] = ..., oldest_claimable_age: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., unresolved_actions: _Optional[int] = ..., blocked_ordering_keys: _Optional[int] = ..., oldest_blocked_age: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
 
 class EventSummary(_message.Message):
-    __slots__ = ("namespace", "event_key", "event_type", "state", "attempt", "accepted_at", "available_at", "updated_at", "last_error")
+    __slots__ = ("namespace", "event_key", "event_type", "state", "attempt", "accepted_at", "available_at", "updated_at", "last_error", "worker_id", "lease_expires_at")
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     EVENT_KEY_FIELD_NUMBER: _ClassVar[int]
     EVENT_TYPE_FIELD_NUMBER: _ClassVar[int]
@@ -114,6 +192,8 @@ class EventSummary(_message.Message):
     AVAILABLE_AT_FIELD_NUMBER: _ClassVar[int]
     UPDATED_AT_FIELD_NUMBER: _ClassVar[int]
     LAST_ERROR_FIELD_NUMBER: _ClassVar[int]
+    WORKER_ID_FIELD_NUMBER: _ClassVar[int]
+    LEASE_EXPIRES_AT_FIELD_NUMBER: _ClassVar[int]
     namespace: str
     event_key: str
     event_type: str
@@ -123,10 +203,12 @@ class EventSummary(_message.Message):
     available_at: _timestamp_pb2.Timestamp
     updated_at: _timestamp_pb2.Timestamp
     last_error: str
-    def __init__(self, namespace: _Optional[str] = ..., event_key: _Optional[str] = ..., event_type: _Optional[str] = ..., state: _Optional[_Union[_types_pb2.EventState, str]] = ..., attempt: _Optional[int] = ..., accepted_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., available_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_error: _Optional[str] = ...) -> None: ...
+    worker_id: str
+    lease_expires_at: _timestamp_pb2.Timestamp
+    def __init__(self, namespace: _Optional[str] = ..., event_key: _Optional[str] = ..., event_type: _Optional[str] = ..., state: _Optional[_Union[_types_pb2.EventState, str]] = ..., attempt: _Optional[int] = ..., accepted_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., available_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_error: _Optional[str] = ..., worker_id: _Optional[str] = ..., lease_expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class Event(_message.Message):
-    __slots__ = ("summary", "payload", "metadata", "message_id", "ordering_key", "revision", "disposition", "disposition_reason", "lease_expires_at", "completed_at", "actions", "conflicts", "claims", "replays", "action_history", "conflict_count", "conflicts_overflow")
+    __slots__ = ("summary", "payload", "metadata", "message_id", "ordering_key", "revision", "disposition", "disposition_reason", "lease_expires_at", "completed_at", "actions", "conflicts", "claims", "replays", "action_history", "conflict_count", "conflicts_overflow", "operator_actions", "blocked_by_event_key")
     class MetadataEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -151,6 +233,8 @@ class Event(_message.Message):
     ACTION_HISTORY_FIELD_NUMBER: _ClassVar[int]
     CONFLICT_COUNT_FIELD_NUMBER: _ClassVar[int]
     CONFLICTS_OVERFLOW_FIELD_NUMBER: _ClassVar[int]
+    OPERATOR_ACTIONS_FIELD_NUMBER: _ClassVar[int]
+    BLOCKED_BY_EVENT_KEY_FIELD_NUMBER: _ClassVar[int]
     summary: EventSummary
     payload: bytes
     metadata: _containers.ScalarMap[str, str]
@@ -168,7 +252,27 @@ class Event(_message.Message):
     action_history: _containers.RepeatedCompositeFieldContainer[ActionHistoryEntry]
     conflict_count: int
     conflicts_overflow: ConflictOverflow
-    def __init__(self, summary: _Optional[_Union[EventSummary, _Mapping]] = ..., payload: _Optional[bytes] = ..., metadata: _Optional[_Mapping[str, str]] = ..., message_id: _Optional[str] = ..., ordering_key: _Optional[str] = ..., revision: _Optional[int] = ..., disposition: _Optional[_Union[_types_pb2.Disposition, str]] = ..., disposition_reason: _Optional[str] = ..., lease_expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., completed_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., actions: _Optional[_Iterable[_Union[_types_pb2.ActionRecord, _Mapping]]] = ..., conflicts: _Optional[_Iterable[_Union[ConflictingCopy, _Mapping]]] = ..., claims: _Optional[_Iterable[_Union[ClaimRecord, _Mapping]]] = ..., replays: _Optional[_Iterable[_Union[ReplayRecord, _Mapping]]] = ..., action_history: _Optional[_Iterable[_Union[ActionHistoryEntry, _Mapping]]] = ..., conflict_count: _Optional[int] = ..., conflicts_overflow: _Optional[_Union[ConflictOverflow, _Mapping]] = ...) -> None: ...
+    operator_actions: _containers.RepeatedCompositeFieldContainer[OperatorActionRecord]
+    blocked_by_event_key: str
+    def __init__(self, summary: _Optional[_Union[EventSummary, _Mapping]] = ..., payload: _Optional[bytes] = ..., metadata: _Optional[_Mapping[str, str]] = ..., message_id: _Optional[str] = ..., ordering_key: _Optional[str] = ..., revision: _Optional[int] = ..., disposition: _Optional[_Union[_types_pb2.Disposition, str]] = ..., disposition_reason: _Optional[str] = ..., lease_expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., completed_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., actions: _Optional[_Iterable[_Union[_types_pb2.ActionRecord, _Mapping]]] = ..., conflicts: _Optional[_Iterable[_Union[ConflictingCopy, _Mapping]]] = ..., claims: _Optional[_Iterable[_Union[ClaimRecord, _Mapping]]] = ..., replays: _Optional[_Iterable[_Union[ReplayRecord, _Mapping]]] = ..., action_history: _Optional[_Iterable[_Union[ActionHistoryEntry, _Mapping]]] = ..., conflict_count: _Optional[int] = ..., conflicts_overflow: _Optional[_Union[ConflictOverflow, _Mapping]] = ..., operator_actions: _Optional[_Iterable[_Union[OperatorActionRecord, _Mapping]]] = ..., blocked_by_event_key: _Optional[str] = ...) -> None: ...
+
+class OperatorActionRecord(_message.Message):
+    __slots__ = ("kind", "actor", "reason", "acted_at", "subject", "before", "after")
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    ACTOR_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    ACTED_AT_FIELD_NUMBER: _ClassVar[int]
+    SUBJECT_FIELD_NUMBER: _ClassVar[int]
+    BEFORE_FIELD_NUMBER: _ClassVar[int]
+    AFTER_FIELD_NUMBER: _ClassVar[int]
+    kind: OperatorActionKind
+    actor: str
+    reason: str
+    acted_at: _timestamp_pb2.Timestamp
+    subject: str
+    before: str
+    after: str
+    def __init__(self, kind: _Optional[_Union[OperatorActionKind, str]] = ..., actor: _Optional[str] = ..., reason: _Optional[str] = ..., acted_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., subject: _Optional[str] = ..., before: _Optional[str] = ..., after: _Optional[str] = ...) -> None: ...
 
 class ConflictOverflow(_message.Message):
     __slots__ = ("copies", "first_received_at", "last_received_at", "last_payload_sha256")

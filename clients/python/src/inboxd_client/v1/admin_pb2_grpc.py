@@ -55,6 +55,21 @@ class InboxAdminServiceStub:
                 request_serializer=inboxd_dot_v1_dot_admin__pb2.StatsRequest.SerializeToString,
                 response_deserializer=inboxd_dot_v1_dot_admin__pb2.StatsResponse.FromString,
                 _registered_method=True)
+        self.SettleAction = channel.unary_unary(
+                '/inboxd.v1.InboxAdminService/SettleAction',
+                request_serializer=inboxd_dot_v1_dot_admin__pb2.SettleActionRequest.SerializeToString,
+                response_deserializer=inboxd_dot_v1_dot_admin__pb2.SettleActionResponse.FromString,
+                _registered_method=True)
+        self.EndClaim = channel.unary_unary(
+                '/inboxd.v1.InboxAdminService/EndClaim',
+                request_serializer=inboxd_dot_v1_dot_admin__pb2.EndClaimRequest.SerializeToString,
+                response_deserializer=inboxd_dot_v1_dot_admin__pb2.EndClaimResponse.FromString,
+                _registered_method=True)
+        self.Discard = channel.unary_unary(
+                '/inboxd.v1.InboxAdminService/Discard',
+                request_serializer=inboxd_dot_v1_dot_admin__pb2.DiscardRequest.SerializeToString,
+                response_deserializer=inboxd_dot_v1_dot_admin__pb2.DiscardResponse.FromString,
+                _registered_method=True)
 
 
 class InboxAdminServiceServicer:
@@ -89,6 +104,33 @@ class InboxAdminServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SettleAction(self, request, context):
+        """Records the outcome an operator found downstream for an action that is
+        UNKNOWN, or INTENDED by a claim that is no longer current; audited. The
+        next claim's runtime sees it settled. Fenced by what the operator saw:
+        once the action moved on, FAILED_PRECONDITION.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def EndClaim(self, request, context):
+        """Ends a PROCESSING event's claim now (its worker is gone): the event is
+        PENDING and claimable at once, the claim's token dead; audited. Fenced by
+        the claim the operator saw: another claim's, FAILED_PRECONDITION.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Discard(self, request, context):
+        """Completes a PENDING or DEAD_LETTERED event as IGNORED with the reason; the
+        event and its history stay; audited. Fenced by the state the operator saw.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_InboxAdminServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -111,6 +153,21 @@ def add_InboxAdminServiceServicer_to_server(servicer, server):
                     servicer.Stats,
                     request_deserializer=inboxd_dot_v1_dot_admin__pb2.StatsRequest.FromString,
                     response_serializer=inboxd_dot_v1_dot_admin__pb2.StatsResponse.SerializeToString,
+            ),
+            'SettleAction': grpc.unary_unary_rpc_method_handler(
+                    servicer.SettleAction,
+                    request_deserializer=inboxd_dot_v1_dot_admin__pb2.SettleActionRequest.FromString,
+                    response_serializer=inboxd_dot_v1_dot_admin__pb2.SettleActionResponse.SerializeToString,
+            ),
+            'EndClaim': grpc.unary_unary_rpc_method_handler(
+                    servicer.EndClaim,
+                    request_deserializer=inboxd_dot_v1_dot_admin__pb2.EndClaimRequest.FromString,
+                    response_serializer=inboxd_dot_v1_dot_admin__pb2.EndClaimResponse.SerializeToString,
+            ),
+            'Discard': grpc.unary_unary_rpc_method_handler(
+                    servicer.Discard,
+                    request_deserializer=inboxd_dot_v1_dot_admin__pb2.DiscardRequest.FromString,
+                    response_serializer=inboxd_dot_v1_dot_admin__pb2.DiscardResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -222,6 +279,87 @@ class InboxAdminService:
             '/inboxd.v1.InboxAdminService/Stats',
             inboxd_dot_v1_dot_admin__pb2.StatsRequest.SerializeToString,
             inboxd_dot_v1_dot_admin__pb2.StatsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SettleAction(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/inboxd.v1.InboxAdminService/SettleAction',
+            inboxd_dot_v1_dot_admin__pb2.SettleActionRequest.SerializeToString,
+            inboxd_dot_v1_dot_admin__pb2.SettleActionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def EndClaim(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/inboxd.v1.InboxAdminService/EndClaim',
+            inboxd_dot_v1_dot_admin__pb2.EndClaimRequest.SerializeToString,
+            inboxd_dot_v1_dot_admin__pb2.EndClaimResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Discard(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/inboxd.v1.InboxAdminService/Discard',
+            inboxd_dot_v1_dot_admin__pb2.DiscardRequest.SerializeToString,
+            inboxd_dot_v1_dot_admin__pb2.DiscardResponse.FromString,
             options,
             channel_credentials,
             insecure,
