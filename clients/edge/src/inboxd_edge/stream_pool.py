@@ -118,6 +118,9 @@ class StreamPool:
         if not slot.reachable:
             # A unary Accept fails at once on a channel in TRANSIENT_FAILURE: so does the item, unsent.
             raise Unavailable("inboxd cannot be reached", method=METHOD)
+        if slot.stream.broken is not None:
+            # Ended for good while idle (a proxy's stream timeout, say): this item was never on it.
+            slot.renew(slot.stream)
         stream = slot.stream
         item = asyncio.ensure_future(stream.accept_request(request, timeout=timeout))
         try:
