@@ -37,6 +37,8 @@ class Relay:
         self.cut_after_commit: set[str] = set()
         # Event keys that end their stream for good with this code, before the item is forwarded.
         self.end_stream_with: dict[str, grpc.StatusCode] = {}
+        # Codes the next streams are ended with as they open, before any item (a proxy's stream timeout).
+        self.end_opening_streams_with: list[grpc.StatusCode] = []
 
     async def start(self) -> Relay:
         handlers: dict[str, grpc.RpcMethodHandler[Any, Any]] = {
@@ -80,6 +82,8 @@ class Relay:
         self, requests: AsyncIterator[inbox_pb2.AcceptStreamRequest], context: grpc.aio.ServicerContext[Any, Any]
     ) -> AsyncIterator[inbox_pb2.AcceptStreamResponse]:
         self.calls["AcceptStream"] += 1
+        if self.end_opening_streams_with:
+            await context.abort(self.end_opening_streams_with.pop(0), "the relay ends the stream as it opens")
         async for item in requests:
             key = item.accept.event_key
             self.items[key] += 1

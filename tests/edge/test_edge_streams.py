@@ -141,6 +141,26 @@ async def test_an_item_whose_stream_ends_for_good_is_sent_as_a_unary_accept_and_
         assert set(await stored_events(db, f"std/{acct}")) == {"msg_end", "msg_next"}
 
 
+async def test_a_stream_ended_for_good_while_idle_is_replaced_before_a_delivery_is_sent_on_it(
+    server: RunningServer, http: aiohttp.ClientSession, db: Database
+) -> None:
+    async with relay_to(server) as relay:
+        # The pool's first stream is ended (INTERNAL, as a proxy's timeout may end it) before any delivery.
+        relay.end_opening_streams_with.append(grpc.StatusCode.INTERNAL)
+        async with edge_to(relay.target, accept_streams=1, accept_mode="stream") as edge:
+            assert edge.forwarder.pool is not None
+            [ended] = edge.forwarder.pool.streams
+            async with asyncio.timeout(5):
+                # Returns once the stream has ended (its runner gone): the signal that it is broken.
+                await ended.close()
+            assert ended.broken is not None
+            acct = std_account()
+            reply = await std_delivery(edge, http, acct)("msg_idle")
+            assert (reply.status, reply.outcome) == (200, "accepted")
+            assert (relay.calls["AcceptStream"], relay.items["msg_idle"], relay.calls["Accept"]) == (2, 1, 0)
+            assert list(await stored_events(db, f"std/{acct}")) == ["msg_idle"]
+
+
 async def test_a_message_over_the_streams_size_limit_gets_the_unary_answer_400_and_its_neighbours_2xx(
     server: RunningServer, http: aiohttp.ClientSession, db: Database
 ) -> None:

@@ -105,6 +105,11 @@ class StreamPool:
     def __len__(self) -> int:
         return len(self._slots)
 
+    @property
+    def streams(self) -> tuple[AcceptStream, ...]:
+        """The streams the next deliveries go on, one per connection."""
+        return tuple(slot.stream for slot in self._slots)
+
     async def accept(self, request: inbox_pb2.AcceptRequest, *, timeout: float) -> inbox_pb2.AcceptResponse:
         """Accepts over the next stream whose connection is not failing: answered after the item's commit.
 
