@@ -42,10 +42,10 @@ def std_account() -> str:
     return next(_unused_accounts)
 
 
-def routes_config(target: str, *, deadline: float = 5.0) -> dict[str, Any]:
-    """The routes every edge test uses: one per scheme."""
+def routes_config(target: str, *, deadline: float = 5.0, **inboxd: Any) -> dict[str, Any]:
+    """The routes every edge test uses: one per scheme; `inboxd` adds to the [inboxd] table (accept_mode, say)."""
     return {
-        "inboxd": {"target": target, "deadline_seconds": deadline},
+        "inboxd": {"target": target, "deadline_seconds": deadline, **inboxd},
         "routes": [
             {
                 "name": "std",

@@ -43,8 +43,9 @@ async def test_with_inboxd_stopped_the_edge_answers_503_and_stores_nothing(
         await edge.stop()
 
 
+@pytest.mark.parametrize("accept_mode", ["auto", "unary"])
 async def test_an_inboxd_that_never_answers_gets_503_when_the_deadline_passes(
-    http: aiohttp.ClientSession, db: Database
+    http: aiohttp.ClientSession, db: Database, accept_mode: str
 ) -> None:
     # A TCP listener that accepts and then says nothing: the Accept can only time out.
     held: list[asyncio.StreamWriter] = []
@@ -55,7 +56,8 @@ async def test_an_inboxd_that_never_answers_gets_503_when_the_deadline_passes(
     silent = await asyncio.start_server(hold, "127.0.0.1", 0)
     port = silent.sockets[0].getsockname()[1]
     edge = await start_edge(
-        config_from_data(routes_config(f"127.0.0.1:{port}", deadline=0.5), {}), listen="127.0.0.1:0"
+        config_from_data(routes_config(f"127.0.0.1:{port}", deadline=0.5, accept_mode=accept_mode), {}),
+        listen="127.0.0.1:0",
     )
     try:
         acct = std_account()

@@ -22,6 +22,7 @@ from inboxd_edge.identity import (
     fingerprint,
     namespace_sources,
 )
+from inboxd_edge.inboxd_settings import InboxdSettings, InboxdSettingsError, inboxd_settings
 from inboxd_edge.presets import PRESETS
 from inboxd_edge.signatures import (
     HmacScheme,
@@ -65,22 +66,6 @@ _PATH_SECRETS_KEYS = {"placeholder", "secrets", "secrets_env"}
 
 class ConfigError(Exception):
     """The configuration cannot be used; the message names the route and the field."""
-
-
-@dataclass(frozen=True)
-class InboxdSettings:
-    """How the edge reaches inboxd."""
-
-    target: str = "127.0.0.1:50051"
-    # Each Accept's deadline: past it the provider gets 503 and retries.
-    deadline_seconds: float = 5.0
-    # The environment variable holding the bearer token, if inboxd has a tokens file.
-    token_env: str = "INBOXD_TOKEN"
-    # A PEM file of CAs: set it to reach inboxd over TLS.
-    tls_ca_file: str | None = None
-    # Allows the bearer token in plaintext beyond loopback (the server's INBOXD_TRUSTED_NETWORK): TLS ends at
-    # a proxy on a network you trust. Without it, a token and a remote target without a CA are refused.
-    trusted_network: bool = False
 
 
 @dataclass(frozen=True)
@@ -138,12 +123,10 @@ def load_config(path: Path, environ: Mapping[str, str]) -> EdgeConfig:
 def config_from_data(data: Mapping[str, Any], environ: Mapping[str, str]) -> EdgeConfig:
     """Builds the configuration from parsed TOML/JSON data."""
     edge = _table(data, "edge")
-    inboxd = _table(data, "inboxd")
-    known = {f.name for f in fields(InboxdSettings)}
-    if unknown := set(inboxd) - known:
-        raise ConfigError(f"[inboxd]: unknown keys {sorted(unknown)}")
-    if not isinstance(inboxd.get("trusted_network", False), bool):
-        raise ConfigError("[inboxd]: trusted_network must be true or false")
+    try:
+        inboxd = inboxd_settings(_table(data, "inboxd"))
+    except InboxdSettingsError as exc:
+        raise ConfigError(str(exc)) from exc
     routes_data = data.get("routes")
     if not isinstance(routes_data, list) or not routes_data:
         raise ConfigError("at least one [[routes]] table is required")
@@ -157,7 +140,7 @@ def config_from_data(data: Mapping[str, Any], environ: Mapping[str, str]) -> Edg
         raise ConfigError(str(exc)) from exc
     return EdgeConfig(
         listen=str(edge.get("listen", "127.0.0.1:8080")),
-        inboxd=InboxdSettings(**inboxd),
+        inboxd=inboxd,
         routes=routes,
     )
 

@@ -1,6 +1,6 @@
-"""Accept on inboxd, and the HTTP answer the provider gets for inboxd's outcome.
+"""Accept on inboxd (over a pool of AcceptStreams, or unary), and the HTTP answer the provider gets for its outcome.
 
-The rule that matters: 2xx only after Accept answered OK. ACCEPTED, DUPLICATE
+The rule that matters: 2xx only after Accept (or the stream's item) answered OK. ACCEPTED, DUPLICATE
 and CONFLICT all mean "durably accepted", so all three are 2xx. Anything that
 may not have been committed (UNAVAILABLE, a passed deadline) is 503, so the
 provider retries and the retry finds the row or creates it.
@@ -8,14 +8,20 @@ provider retries and the retry finds the row or creates it.
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 import grpc
 import grpc.aio
 
+from inboxd_client.errors import InboxError
 from inboxd_client.v1 import inbox_pb2
 from inboxd_edge.keys import ResolvedEvent
+from inboxd_edge.stream_pool import StreamEnded, StreamPool
+
+log = logging.getLogger("inboxd_edge")
 
 _OUTCOMES: Mapping[int, str] = {
     inbox_pb2.ACCEPT_OUTCOME_ACCEPTED: "accepted",
@@ -54,9 +60,25 @@ def answer_for_error(code: grpc.StatusCode) -> Answer:
 
 
 class Forwarder:
-    """Calls Accept with a deadline and, when configured, a bearer token."""
+    """Forwards each event with a deadline and, when configured, a bearer token: over `pool`, or unary Accept.
 
-    def __init__(self, channel: grpc.aio.Channel, *, deadline: float, token: str | None = None) -> None:
+    With `pool` and `fallback`, a server that answers the stream UNIMPLEMENTED
+    switches the edge to unary Accept for good (said once, at INFO); an item
+    whose stream ended for good under it (a message over the stream's size,
+    a refused token) is sent once as a unary Accept, so the provider hears
+    what today's unary forward would answer. Without `fallback` the stream is
+    forced: its refusal is the answer.
+    """
+
+    def __init__(
+        self,
+        channel: grpc.aio.Channel,
+        *,
+        deadline: float,
+        token: str | None = None,
+        pool: StreamPool | None = None,
+        fallback: bool = True,
+    ) -> None:
         self._accept: AcceptCall = channel.unary_unary(
             "/inboxd.v1.InboxService/Accept",
             request_serializer=inbox_pb2.AcceptRequest.SerializeToString,
@@ -64,6 +86,13 @@ class Forwarder:
         )
         self._deadline = deadline
         self._metadata = (("authorization", f"Bearer {token}"),) if token else None
+        self.pool = pool
+        self._fallback = fallback
+
+    @property
+    def streaming(self) -> bool:
+        """True while deliveries go over AcceptStream."""
+        return self.pool is not None
 
     async def accept(self, event: ResolvedEvent) -> Answer:
         """Accepts the event and says what to answer the provider."""
@@ -76,12 +105,50 @@ class Forwarder:
             message_id=event.message_id,
             ordering_key=event.ordering_key,
         )
+        pool = self.pool
+        if pool is None:
+            return await self._unary(request, self._deadline)
+        loop = asyncio.get_running_loop()
+        started = loop.time()
         try:
-            response = await self._accept(request, timeout=self._deadline, metadata=self._metadata)
+            response = await pool.accept(request, timeout=self._deadline)
+        except StreamEnded as ended:
+            if not self._fallback:
+                return answer_for_error(ended.error.code)
+            if ended.error.code is grpc.StatusCode.UNIMPLEMENTED:
+                await self._stop_streaming(pool)
+            # Not answered by the stream: judged as a unary Accept, within what is left of the deadline.
+            return await self._unary(request, max(0.0, self._deadline - (loop.time() - started)))
+        except InboxError as exc:
+            if self.pool is not pool:
+                # The pool closed under it as the edge fell back to unary: sent again, as a unary Accept.
+                return await self._unary(request, max(0.0, self._deadline - (loop.time() - started)))
+            return answer_for_error(exc.code)
+        return _answer(response)
+
+    async def _unary(self, request: inbox_pb2.AcceptRequest, deadline: float) -> Answer:
+        try:
+            response = await self._accept(request, timeout=deadline, metadata=self._metadata)
         except grpc.aio.AioRpcError as exc:
             return answer_for_error(exc.code())
-        outcome = _OUTCOMES.get(response.outcome)
-        if outcome is None:
-            # An OK without a known outcome proves nothing was committed: never 2xx on it.
-            return Answer(500, "unknown_outcome")
-        return Answer(200, outcome)
+        return _answer(response)
+
+    async def _stop_streaming(self, pool: StreamPool) -> None:
+        """Unary Accept from now on: this inboxd does not serve AcceptStream."""
+        if self.pool is pool:
+            self.pool = None
+            log.info("inboxd does not serve AcceptStream (UNIMPLEMENTED): forwarding with unary Accept from now on")
+            await pool.close()
+
+    async def close(self) -> None:
+        """Half-closes the streams once their items are answered."""
+        if self.pool is not None:
+            await self.pool.close()
+
+
+def _answer(response: inbox_pb2.AcceptResponse) -> Answer:
+    outcome = _OUTCOMES.get(response.outcome)
+    if outcome is None:
+        # An OK without a known outcome proves nothing was committed: never 2xx on it.
+        return Answer(500, "unknown_outcome")
+    return Answer(200, outcome)

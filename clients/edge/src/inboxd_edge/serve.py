@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -11,10 +11,13 @@ import grpc
 import grpc.aio
 from aiohttp import web
 
+from inboxd_client.connection import call_metadata
 from inboxd_client.plaintext import PlaintextTokenRefused, refuse_plaintext_token, trusted_network_from
 from inboxd_edge.app import Clock, build_app
-from inboxd_edge.config import ConfigError, EdgeConfig, InboxdSettings
+from inboxd_edge.config import ConfigError, EdgeConfig
 from inboxd_edge.forward import Forwarder
+from inboxd_edge.inboxd_settings import InboxdSettings
+from inboxd_edge.stream_pool import StreamPool
 
 
 @dataclass
@@ -23,6 +26,7 @@ class RunningEdge:
 
     runner: web.AppRunner
     channel: grpc.aio.Channel
+    forwarder: Forwarder
     host: str
     port: int
 
@@ -31,17 +35,39 @@ class RunningEdge:
         return f"http://{self.host}:{self.port}"
 
     async def stop(self) -> None:
-        """Stops taking requests, lets those in flight finish, then closes the channel."""
+        """Stops taking requests, lets those in flight finish, then closes the streams and the channels."""
         await self.runner.cleanup()
+        await self.forwarder.close()
         await self.channel.close(None)
 
 
-def open_channel(settings: InboxdSettings) -> grpc.aio.Channel:
+def open_channel(settings: InboxdSettings, options: Sequence[tuple[str, int]] = ()) -> grpc.aio.Channel:
     """An insecure channel on loopback, or TLS when a CA file is configured."""
     if settings.tls_ca_file:
         credentials = grpc.ssl_channel_credentials(Path(settings.tls_ca_file).read_bytes())
-        return grpc.aio.secure_channel(settings.target, credentials)
-    return grpc.aio.insecure_channel(settings.target)
+        return grpc.aio.secure_channel(settings.target, credentials, options=options)
+    return grpc.aio.insecure_channel(settings.target, options=options)
+
+
+def build_forwarder(settings: InboxdSettings, channel: grpc.aio.Channel, token: str | None) -> Forwarder:
+    """The forwarder `settings.accept_mode` asks for: over a pool of AcceptStreams, or unary Accept only."""
+    pool = None
+    if settings.accept_mode != "unary":
+        try:
+            metadata = call_metadata(token)
+        except ValueError as exc:
+            raise ConfigError(f"[inboxd] {settings.token_env}: {exc}") from exc
+        # A subchannel pool of its own per channel: a connection of its own per stream, not one shared by all.
+        own_connection = [("grpc.use_local_subchannel_pool", 1)]
+        channels = [open_channel(settings, own_connection) for _ in range(settings.accept_streams)]
+        pool = StreamPool(channels, metadata, timeout=settings.deadline_seconds)
+    return Forwarder(
+        channel,
+        deadline=settings.deadline_seconds,
+        token=token,
+        pool=pool,
+        fallback=settings.accept_mode == "auto",
+    )
 
 
 async def start_edge(
@@ -64,7 +90,7 @@ async def start_edge(
     except PlaintextTokenRefused as exc:
         raise ConfigError(f"[inboxd] {exc}") from exc
     channel = open_channel(config.inboxd)
-    forwarder = Forwarder(channel, deadline=config.inboxd.deadline_seconds, token=token)
+    forwarder = build_forwarder(config.inboxd, channel, token)
     app = build_app(config, forwarder) if clock is None else build_app(config, forwarder, clock=clock)
     # The edge logs its own one line per request; aiohttp's access log would repeat it.
     runner = web.AppRunner(app, access_log=None)
@@ -72,4 +98,4 @@ async def start_edge(
     site = web.TCPSite(runner, host or "127.0.0.1", int(port))
     await site.start()
     bound = runner.addresses[0]
-    return RunningEdge(runner, channel, str(bound[0]), int(bound[1]))
+    return RunningEdge(runner, channel, forwarder, str(bound[0]), int(bound[1]))

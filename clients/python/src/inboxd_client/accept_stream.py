@@ -76,6 +76,15 @@ class AcceptStream:
         # How many times the stream was (re)opened: 1 while it never broke.
         self.opened = 0
 
+    @property
+    def broken(self) -> InboxError | None:
+        """The error that ended this stream for good (it is never reopened), or None while it lives.
+
+        An `accept` that raised this very exception failed with its stream,
+        not for anything of its own: a pool may open a fresh stream for it.
+        """
+        return self._broken
+
     def open(self) -> AcceptStream:
         if self._runner is None:
             self._runner = asyncio.create_task(self._run())
@@ -180,6 +189,9 @@ class AcceptStream:
                 if exc.code() not in REOPEN_ON:
                     self._broken = error_from_status(exc.code(), exc.details(), method=METHOD)
                     self._fail_all(self._broken)
+                    return
+                if self._closing and not self._unanswered:
+                    # Closing with nothing left to answer: a server that is gone would be retried for ever.
                     return
             finally:
                 writer.cancel()
