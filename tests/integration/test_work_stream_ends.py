@@ -170,8 +170,8 @@ async def test_a_sigkilled_workers_events_are_claimed_by_another_within_a_second
         if len(taken) == 3:
             break
     assert sorted(taken) == ["a", "b", "c"]
-    # Not a lease (30 s) later.
-    assert time.monotonic() - killed < 2.0
+    # Not a lease (30 s) later: about a second, with room for a loaded machine.
+    assert time.monotonic() - killed < 3.0
 
 
 async def test_a_connection_cut_under_a_live_worker_ends_its_claims_and_fences_its_later_writes(
