@@ -234,9 +234,8 @@ async def test_a_call_on_a_namespace_not_granted_is_refused_alone(
 ) -> None:
     mine = f"{A}/{ns}"
     await guarded.Accept(accept_request(mine, "k"), metadata=bearer(tokens.root))
-    # No namespace named: every namespace the token may see, as a Claim's.
     worker = Worker(guarded, metadata=bearer(tokens.worker_a))
-    await worker.subscribe([], credit=1)
+    await worker.subscribe([mine], credit=1)
     [event] = await worker.pushed(1)
     assert event.namespace == mine
     theirs = await worker.ask(complete=inbox_pb2.CompleteRequest(**{**fence_of(event), "namespace": f"{B}/{ns}"}))

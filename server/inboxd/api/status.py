@@ -39,7 +39,8 @@ INTERNAL_ITEM = inbox_pb2.ItemStatus(code=grpc.StatusCode.INTERNAL.value[0], mes
 
 def within(prefix: str, exc: errors.InboxError) -> errors.InboxError:
     """An item's error with its field named within the item (`accept.payload`, `complete.claim_token`)."""
-    named = isinstance(exc, errors.InvalidArgument) and (exc.field == prefix or exc.field.startswith(f"{prefix}."))
-    if isinstance(exc, errors.InvalidArgument) and not named:
+    if not isinstance(exc, errors.InvalidArgument):
+        return exc
+    if exc.field != prefix and not exc.field.startswith(f"{prefix}."):
         return errors.InvalidArgument(f"{prefix}.{exc.field}", exc.problem)
     return exc
