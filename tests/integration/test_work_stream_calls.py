@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import grpc
 import pytest
 
 from inboxd.api.work_stream import WorkStreaming
 from inboxd.config.settings import Settings
-from inboxd.config.tokens import TokenRegistry
+from inboxd.config.tokens import Scope, TokenRegistry, entry_toml, new_token
 from inboxd.serving.server import RunningServer, start_server
 from inboxd.store.database import Connection, Database
 from inboxd_client.v1 import inbox_pb2, types_pb2
@@ -290,3 +291,26 @@ async def test_the_server_reads_at_most_a_window_of_unanswered_calls_then_resume
 
 async def _at_least(db: Database, count: int) -> bool:
     return await _waiting(db, "event_release_many") >= count
+
+
+async def test_a_subscription_naming_no_namespace_is_pushed_only_what_its_token_may_see(
+    work: InboxServiceStub, db: Database, tmp_path: Path, ns: str
+) -> None:
+    token = new_token()
+    tokens_file = tmp_path / "tokens.toml"
+    tokens_file.write_text(entry_toml("narrow", token, [Scope.WORK], [f"{ns}/mine/*"]))
+    # Another tenant's event, accepted first: the oldest due, and not this token's to see.
+    await work.Accept(accept_request(f"{ns}/theirs", "t"))
+    await work.Accept(accept_request(f"{ns}/mine/a", "m"))
+    settings = Settings(listen="127.0.0.1:0", tokens_file=tokens_file, rescue_interval=NO_RESCUER)
+    running = await start_server(settings, db, registry=TokenRegistry(tokens_file))
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as channel:
+            worker = Worker(InboxServiceStub(channel), metadata=bearer(token))
+            await worker.subscribe([], credit=5)
+            [event] = await worker.pushed(1)
+            assert event.namespace == f"{ns}/mine/a"
+            assert await worker.close() == grpc.StatusCode.OK
+    finally:
+        await running.stop(1.0)
+    assert (await read_event(db, f"{ns}/theirs", "t"))["state"] == "pending"
