@@ -11,9 +11,19 @@
 import grpc from '@grpc/grpc-js';
 
 import { AcceptStream } from './accept_stream.js';
-import { duration, enumValue } from './convert.js';
+import { duration } from './convert.js';
 import { loadInboxd } from './protos.js';
-import { acceptRequest, completeItem, CompleteItemError, fenced, outcomes } from './requests.js';
+import {
+  acceptRequest,
+  completeItem,
+  CompleteItemError,
+  completeRequest,
+  failRequest,
+  fenced,
+  outcomes,
+  recordRequest,
+  renewRequest,
+} from './requests.js';
 
 export const { status } = grpc;
 export { CompleteItemError };
@@ -84,18 +94,12 @@ export class InboxClient {
    * for this call: a renewal that hangs for as long as the lease would lose it.
    */
   async renewLease({ leaseMs, deadlineMs, ...fence }) {
-    const request = fenced(fence);
-    if (leaseMs !== undefined) request.lease = duration(leaseMs);
-    return this.#call('RenewLease', request, { deadlineMs });
+    return this.#call('RenewLease', renewRequest({ leaseMs, ...fence }), { deadlineMs });
   }
 
   /** Complete (fenced). disposition: 'APPLIED' (default) or 'IGNORED' with a reason. */
-  async complete({ disposition = 'APPLIED', reason = '', ...fence }) {
-    return this.#call('Complete', {
-      ...fenced(fence),
-      disposition: enumValue('DISPOSITION_', disposition),
-      reason,
-    });
+  async complete(item) {
+    return this.#call('Complete', completeRequest(item));
   }
 
   /**
@@ -114,10 +118,8 @@ export class InboxClient {
   }
 
   /** Fail (fenced): retry later with backoff (or after retryAfterMs), or dead-letter when permanent. */
-  async fail({ error = '', permanent = false, retryAfterMs, ...fence }) {
-    const request = { ...fenced(fence), error, permanent };
-    if (retryAfterMs !== undefined) request.retryAfter = duration(retryAfterMs);
-    return this.#call('Fail', request);
+  async fail(failure) {
+    return this.#call('Fail', failRequest(failure));
   }
 
   /** Release (fenced): give the event back without counting the attempt. */
@@ -129,14 +131,8 @@ export class InboxClient {
    * RecordActionOutcome (fenced): state is INTENDED, SUCCEEDED, FAILED or UNKNOWN.
    * Resolves to the ActionRecord, whose idempotencyKey is stable across retries.
    */
-  async recordActionOutcome({ action, state, externalRef = '', detail = '', ...fence }) {
-    const response = await this.#call('RecordActionOutcome', {
-      ...fenced(fence),
-      action,
-      state: enumValue('ACTION_STATE_', state),
-      externalRef,
-      detail,
-    });
+  async recordActionOutcome(outcome) {
+    const response = await this.#call('RecordActionOutcome', recordRequest(outcome));
     return response.action;
   }
 

@@ -3,7 +3,7 @@
 
 import grpc from '@grpc/grpc-js';
 
-import { enumValue, payloadBytes, timestamp } from './convert.js';
+import { duration, enumValue, payloadBytes, timestamp } from './convert.js';
 import { ItemError } from './item_error.js';
 
 const { status } = grpc;
@@ -22,6 +22,30 @@ export function fenced({ namespace, eventKey, claimToken }) {
     throw new TypeError('a fenced call needs namespace, eventKey and claimToken');
   }
   return { namespace, eventKey, claimToken };
+}
+
+/** A RenewLeaseRequest; no leaseMs: the server's default lease. */
+export function renewRequest({ leaseMs, ...fence }) {
+  const request = fenced(fence);
+  if (leaseMs !== undefined) request.lease = duration(leaseMs);
+  return request;
+}
+
+/** A CompleteRequest; disposition 'APPLIED' (default) or 'IGNORED' with a reason. */
+export function completeRequest({ disposition = 'APPLIED', reason = '', ...fence }) {
+  return { ...fenced(fence), disposition: enumValue('DISPOSITION_', disposition), reason };
+}
+
+/** A FailRequest: retried after backoff (or retryAfterMs), or dead-lettered when permanent. */
+export function failRequest({ error = '', permanent = false, retryAfterMs, ...fence }) {
+  const request = { ...fenced(fence), error, permanent };
+  if (retryAfterMs !== undefined) request.retryAfter = duration(retryAfterMs);
+  return request;
+}
+
+/** A RecordActionOutcomeRequest; state INTENDED, SUCCEEDED, FAILED or UNKNOWN, with or without its prefix. */
+export function recordRequest({ action, state, externalRef = '', detail = '', ...fence }) {
+  return { ...fenced(fence), action, state: enumValue('ACTION_STATE_', state), externalRef, detail };
 }
 
 /** An AcceptRequest from an event as callers give it (payload as a value, availableAt as a Date). */
