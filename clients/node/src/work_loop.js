@@ -27,7 +27,8 @@ export class WorkLoop {
         leaseMs: worker.leaseMs,
         workerId: worker.workerId,
       },
-      free: () => worker.concurrency - worker.busy,
+      // A stopping worker takes nothing more: a slot it frees gives no credit back.
+      free: () => (worker.stopping ? 0 : worker.concurrency - worker.busy),
       events: (events) => this.#pushed(events),
       broken: (err) => worker.emit('claimError', err),
       unsupported: (err) => {

@@ -74,6 +74,8 @@ export class Worker extends EventEmitter {
    * @param {number} [options.completeBatchSize] at most this many completions per CompleteBatch.
    * @param {'auto'|'work'|'claim'} [options.transport] the Work stream, falling back to Claim
    *   against a server without it ('auto'), or either alone.
+   * @param {{minMs?: number, maxMs?: number}} [options.streamBackoff] the pause before a broken
+   *   Work stream is opened again (50 ms doubling to 2 s, jittered).
    */
   constructor(client, options) {
     super();
@@ -97,6 +99,7 @@ export class Worker extends EventEmitter {
     this.claimRetryMs = options.claimRetryMs ?? 1_000;
     this.workerId = options.workerId ?? `node-${process.pid}`;
     this.transport = options.transport ?? 'auto';
+    this.streamBackoff = options.streamBackoff;
     if (!TRANSPORTS.has(this.transport)) throw new RangeError(`transport=${this.transport}: 'auto', 'work' or 'claim'`);
     // Each handler's event still gets its own answer; only the round trip is shared.
     this.completeOptions = {

@@ -102,6 +102,7 @@ test('a worker whose Claim answer is too big to receive halves its batch and run
   const small = client({ channelOptions: { 'grpc.max_receive_message_length': 64 * 1024 } });
   const ran = new Set();
   const worker = new Worker(small, {
+    transport: 'claim',
     namespaces: [ns],
     concurrency: 6,
     // The refused Claims leased their events all the same: they come back when these leases end.
