@@ -7,6 +7,7 @@ import { after, test } from 'node:test';
 import { status } from '../src/index.js';
 import { client, namespace, needsInboxd } from '../test-support/helpers.js';
 import { cutter } from '../test-support/cutter.js';
+import { proxy } from '../test-support/proxy.js';
 
 const inbox = client();
 after(() => inbox.close());
@@ -104,4 +105,20 @@ test('a stream cut mid-flight is opened again and resends what was unanswered: n
   }
   // Every event is stored, once: a unary Accept of each finds it.
   for (const key of keys) assert.equal((await inbox.accept(event(ns, key))).outcome, 'ACCEPT_OUTCOME_DUPLICATE', key);
+});
+
+test('against a server without AcceptStream every item, and every later one, rejects UNIMPLEMENTED', needsInboxd, async () => {
+  const older = await proxy(undefined, { streams: false });
+  const viaOlder = client({ target: older.target });
+  const stream = viaOlder.acceptStream();
+  try {
+    const ns = namespace();
+    await assert.rejects(stream.accept(event(ns, 'k1')), (err) => err.code === status.UNIMPLEMENTED);
+    await assert.rejects(stream.accept(event(ns, 'k2')), (err) => err.code === status.UNIMPLEMENTED);
+    assert.equal(stream.opened, 1, 'not reopened in a loop');
+  } finally {
+    await stream.close();
+    viaOlder.close();
+    older.close();
+  }
 });

@@ -154,3 +154,51 @@ test('a Work stream cut under a live worker is opened again; the held claim ende
   assert.deepEqual(outcomes, ['superseded', 'completed']);
   assert.deepEqual(attempts, [1, 2], 'the attempt cut off counts, as an expired lease would');
 });
+
+test('on the Work stream, completions that finish together share one complete_batch; each its own answer', needsInboxd, async () => {
+  const ns = namespace();
+  const keys = ['k1', 'k2', 'k3', 'stale'];
+  await acceptAll(ns, keys);
+  const calls = [];
+  const watching = await proxy((method, request, forward) => {
+    if (method.startsWith('Work.') && method !== 'Work.credit') calls.push(method);
+    forward(request);
+  });
+  const viaProxy = client({ target: watching.target });
+  let rival = null;
+  let started = 0;
+  let releaseAll;
+  const together = new Promise((resolve) => {
+    releaseAll = resolve;
+  });
+  const worker = new Worker(viaProxy, {
+    namespaces: [ns],
+    concurrency: keys.length,
+    completeWindowMs: 1_000, // "together" must not depend on how busy the machine is
+    handler: async (job) => {
+      if (job.event.eventKey === 'stale') {
+        // Meanwhile this claim ends and a rival takes the event: its completion must be refused alone.
+        await inbox.release(job.fence);
+        [rival] = (await inbox.claim({ namespaces: [ns] })).events;
+      }
+      started += 1;
+      if (started === keys.length) releaseAll();
+      await together;
+    },
+  });
+  const outcomes = new Map();
+  worker.on('settled', ({ event, outcome }) => outcomes.set(event.eventKey, outcome));
+  const running = worker.run();
+  try {
+    await poll(() => (outcomes.size === keys.length ? true : undefined), { withinMs: 15_000 });
+  } finally {
+    await worker.stop();
+    await running;
+    viaProxy.close();
+    watching.close();
+  }
+  assert.deepEqual(calls, ['Work.subscribe', 'Work.completeBatch']);
+  assert.deepEqual(Object.fromEntries(outcomes), { k1: 'completed', k2: 'completed', k3: 'completed', stale: 'superseded' });
+  // The rival's claim is untouched by the stale completion.
+  await inbox.complete(rival);
+});
