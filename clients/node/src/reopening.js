@@ -3,7 +3,11 @@
 // AcceptStream and Work share this: each says what to send on a fresh call (what was unanswered,
 // the subscription), what to do with each message, and whether an end is a break to reopen after.
 
+import grpc from '@grpc/grpc-js';
+
 import { StreamBackoff } from './stream_backoff.js';
+
+const { status } = grpc;
 
 export class ReopeningStream {
   /**
@@ -31,7 +35,15 @@ export class ReopeningStream {
 
   start() {
     if (this.stopped) return;
-    const call = this.client.openStream(this.method);
+    let call;
+    try {
+      call = this.client.openStream(this.method);
+    } catch (err) {
+      // The client was closed under the stream: it cannot open again, ever.
+      this.stopped = true;
+      this.handlers.ended({ code: status.CANCELLED, details: String(err?.message ?? err) });
+      return;
+    }
     this.call = call;
     this.opened += 1;
     call.on('data', (message) => {
