@@ -4,7 +4,11 @@ This test accepts webhooks through the edge, then runs `node --test clients/node
 with INBOXD_TARGET pointing at the session's inboxd. The Node tests check claim,
 renewal, fencing (ABORTED), actions and SIGTERM themselves; this test checks that
 they all ran and passed, and that the edge's events ended COMPLETED with their
-action recorded.
+action recorded. It runs twice: every file with the workers on the Work stream
+(INBOXD_WORKER_TRANSPORT=work), then the files whose tests hold for either path
+(WORKER_FILES) with the workers on unary Claims; the files of one path's own
+behaviour (Claims carrying completions, the idle Claims' backoff, a Claim's answer
+too big) take that path themselves.
 """
 
 from __future__ import annotations
@@ -53,15 +57,22 @@ async def event_states(db: Database, namespace: str) -> dict[str, tuple[str, lis
 OWN_WRAPPERS = frozenset({"action-cases.test.js", "idle-claims.test.js"})
 
 
-def node_test_files() -> list[Path]:
-    """Every Node test file but those with a wrapper of their own."""
-    files = sorted(p for p in NODE_TESTS.glob("*.test.js") if p.name not in OWN_WRAPPERS)
-    assert files and OWN_WRAPPERS <= {p.name for p in NODE_TESTS.glob("*.test.js")}, "a wrapped file was renamed"
-    return files
+# The worker tests that hold for either path, run again on unary Claims (the edge's events included).
+WORKER_FILES = ("worker.test.js", "worker-timeout.test.js", "ordering.test.js", "renewals.test.js")
 
 
+def node_test_files(transport: str) -> list[Path]:
+    """On the Work stream, every Node test file but those with a wrapper of their own; on Claims, WORKER_FILES."""
+    if transport == "claim":
+        return [NODE_TESTS / name for name in WORKER_FILES]
+    every = {p.name for p in NODE_TESTS.glob("*.test.js")}
+    assert OWN_WRAPPERS | set(WORKER_FILES) <= every, "a listed file was renamed"
+    return sorted(NODE_TESTS / name for name in every - OWN_WRAPPERS)
+
+
+@pytest.mark.parametrize("transport", ["work", "claim"])
 async def test_node_worker_completes_edge_events_renews_leases_and_is_fenced(
-    server: RunningServer, edge: RunningEdge, db: Database
+    server: RunningServer, edge: RunningEdge, db: Database, transport: str
 ) -> None:
     acct = std_account()
     keys = [f"msg_{i}" for i in range(3)]
@@ -71,8 +82,12 @@ async def test_node_worker_completes_edge_events_renews_leases_and_is_fenced(
             reply = await post(http, f"{edge.url}/hooks/std/{acct}", body, sign_standard(body, key, account=acct))
             assert (reply.status, reply.outcome) == (200, "accepted")
 
-    env = {"INBOXD_EDGE_NAMESPACE": f"std/{acct}", "INBOXD_EDGE_KEYS": json.dumps(keys)}
-    output = await run_node_tests(server, node_test_files(), env)
+    env = {
+        "INBOXD_EDGE_NAMESPACE": f"std/{acct}",
+        "INBOXD_EDGE_KEYS": json.dumps(keys),
+        "INBOXD_WORKER_TRANSPORT": transport,
+    }
+    output = await run_node_tests(server, node_test_files(transport), env)
     assert tap_count(output, "pass") >= 11
 
     states = await event_states(db, f"std/{acct}")

@@ -10,10 +10,23 @@
 
 import grpc from '@grpc/grpc-js';
 
-import { duration, enumValue, payloadBytes, timestamp } from './convert.js';
+import { AcceptStream } from './accept_stream.js';
+import { duration } from './convert.js';
 import { loadInboxd } from './protos.js';
+import {
+  acceptRequest,
+  completeItem,
+  CompleteItemError,
+  completeRequest,
+  failRequest,
+  fenced,
+  outcomes,
+  recordRequest,
+  renewRequest,
+} from './requests.js';
 
 export const { status } = grpc;
+export { CompleteItemError };
 
 const DEFAULT_DEADLINE_MS = 30_000;
 // grpc-js refuses answers over 4 MiB by default, and a Claim's answer holds its events' payloads
@@ -81,18 +94,12 @@ export class InboxClient {
    * for this call: a renewal that hangs for as long as the lease would lose it.
    */
   async renewLease({ leaseMs, deadlineMs, ...fence }) {
-    const request = fenced(fence);
-    if (leaseMs !== undefined) request.lease = duration(leaseMs);
-    return this.#call('RenewLease', request, { deadlineMs });
+    return this.#call('RenewLease', renewRequest({ leaseMs, ...fence }), { deadlineMs });
   }
 
   /** Complete (fenced). disposition: 'APPLIED' (default) or 'IGNORED' with a reason. */
-  async complete({ disposition = 'APPLIED', reason = '', ...fence }) {
-    return this.#call('Complete', {
-      ...fenced(fence),
-      disposition: enumValue('DISPOSITION_', disposition),
-      reason,
-    });
+  async complete(item) {
+    return this.#call('Complete', completeRequest(item));
   }
 
   /**
@@ -111,10 +118,8 @@ export class InboxClient {
   }
 
   /** Fail (fenced): retry later with backoff (or after retryAfterMs), or dead-letter when permanent. */
-  async fail({ error = '', permanent = false, retryAfterMs, ...fence }) {
-    const request = { ...fenced(fence), error, permanent };
-    if (retryAfterMs !== undefined) request.retryAfter = duration(retryAfterMs);
-    return this.#call('Fail', request);
+  async fail(failure) {
+    return this.#call('Fail', failRequest(failure));
   }
 
   /** Release (fenced): give the event back without counting the attempt. */
@@ -126,72 +131,39 @@ export class InboxClient {
    * RecordActionOutcome (fenced): state is INTENDED, SUCCEEDED, FAILED or UNKNOWN.
    * Resolves to the ActionRecord, whose idempotencyKey is stable across retries.
    */
-  async recordActionOutcome({ action, state, externalRef = '', detail = '', ...fence }) {
-    const response = await this.#call('RecordActionOutcome', {
-      ...fenced(fence),
-      action,
-      state: enumValue('ACTION_STATE_', state),
-      externalRef,
-      detail,
-    });
+  async recordActionOutcome(outcome) {
+    const response = await this.#call('RecordActionOutcome', recordRequest(outcome));
     return response.action;
   }
 
-  #call(method, request, { extraMs = 0, deadlineMs = this.deadlineMs } = {}) {
+  /**
+   * AcceptStream: many concurrent Accepts over one open stream, each answered by its sequence after
+   * its commit (src/accept_stream.js). `await stream.accept(event)` answers as accept(event) does;
+   * `await stream.close()` waits for what is outstanding.
+   * @param {{window?: number, deadlineMs?: number}} [options] window: items unanswered at once (64).
+   */
+  acceptStream(options = {}) {
+    return new AcceptStream(this, options);
+  }
+
+  /** Opens the bidirectional stream `method` ('AcceptStream', 'Work'), authenticated once on its metadata. */
+  openStream(method) {
+    return this.raw[method](this.#metadata());
+  }
+
+  #metadata() {
     const metadata = new grpc.Metadata();
     if (this.token) metadata.set('authorization', `Bearer ${this.token}`);
+    return metadata;
+  }
+
+  #call(method, request, { extraMs = 0, deadlineMs = this.deadlineMs } = {}) {
     const deadline = new Date(Date.now() + deadlineMs + extraMs);
     return new Promise((resolve, reject) => {
-      this.raw[method](request, metadata, { deadline }, (err, response) => {
+      this.raw[method](request, this.#metadata(), { deadline }, (err, response) => {
         if (err) reject(err);
         else resolve(response);
       });
     });
   }
-}
-
-/** One CompleteBatch item's refusal; `code` and `details` as on grpc-js's ServiceError. */
-export class CompleteItemError extends Error {
-  constructor(code, details) {
-    super(`${code} ${statusName(code)}: ${details}`);
-    this.name = 'CompleteItemError';
-    this.code = code;
-    this.details = details;
-  }
-}
-
-function statusName(code) {
-  return Object.keys(status).find((name) => status[name] === code) ?? 'UNKNOWN';
-}
-
-function fenced({ namespace, eventKey, claimToken }) {
-  if (!namespace || !eventKey || !claimToken) {
-    throw new TypeError('a fenced call needs namespace, eventKey and claimToken');
-  }
-  return { namespace, eventKey, claimToken };
-}
-
-function acceptRequest({ payload = {}, availableAt, metadata = {}, ...fields }) {
-  const request = { ...fields, payload: payloadBytes(payload), metadata };
-  if (availableAt) request.availableAt = timestamp(availableAt);
-  if (request.revision !== undefined) request.revision = String(request.revision);
-  return request;
-}
-
-function completeItem(item) {
-  return {
-    namespace: item.namespace ?? '',
-    eventKey: item.eventKey ?? '',
-    claimToken: item.claimToken ?? '',
-    disposition: enumValue('DISPOSITION_', item.disposition ?? 'APPLIED'),
-    reason: item.reason ?? '',
-  };
-}
-
-/** One entry per completion sent: null when it completed, else its CompleteItemError. */
-function outcomes(method, results = [], sent) {
-  if (results.length !== sent) {
-    throw new CompleteItemError(status.INTERNAL, `${method} answered ${results.length} results for ${sent} completions`);
-  }
-  return results.map(({ code, message }) => (code === status.OK ? null : new CompleteItemError(code, message)));
 }

@@ -47,8 +47,10 @@ export function runLimited(entry, run, { timeoutMs, graceMs = HANDLER_TIMEOUT_GR
 
 /** Handlers still running after their event was settled: each holds its slot until it returns. */
 export class Overdue {
-  constructor() {
+  /** @param {() => void} [returned] told each time an overdue handler returns and frees its slot. */
+  constructor(returned = () => {}) {
     this.entries = new Set();
+    this.returned = returned;
   }
 
   get size() {
@@ -65,7 +67,10 @@ export class Overdue {
         `its event was ${outcome}, and its concurrency slot stays taken until it returns`,
       { code: 'INBOXD_HANDLER_OVERDUE' },
     );
-    entry.returned.then(() => this.entries.delete(entry));
+    entry.returned.then(() => {
+      this.entries.delete(entry);
+      this.returned();
+    });
     return true;
   }
 

@@ -1,6 +1,8 @@
 // inboxd for Node.js: a promise-based client and a worker loop on @grpc/grpc-js.
 
 export { CompleteItemError, InboxClient, status } from './client.js';
+export { AcceptStream } from './accept_stream.js';
+export { ItemError } from './item_error.js';
 export { CompletionBatcher } from './completions.js';
 export { Worker, LeaseLost } from './worker.js';
 export { WorkerStopping } from './finishing.js';

@@ -22,35 +22,30 @@
 // signal's reason (WorkerStopping), or is still running when it ends, is
 // released: back to PENDING at once, without counting the attempt. Any other error is a failure, stopping or not.
 //
-// Completions that finish within completeWindowMs (2 ms) of each other, up to completeBatchSize
-// (100), go out together; each event still gets its own answer, so a superseded claim is reported
-// for that event alone. They ride the worker's next Claim (ClaimRequest.completions, with waitMs 0),
-// so a busy worker's cycle is one call; an event settles only once that Claim's answer says the
-// server committed it, and keeps its concurrency slot until then. While a long-poll is out (or
-// after a failed Claim, or when stopping) they go as a CompleteBatch instead, so none waits for a
-// poll; the completions of a failed Claim are sent again (a repeat answers OK); a server that
-// ignores a Claim's completions is detected by its answer, and CompleteBatch is used from then on.
-//
-// How soon and how much it claims is src/claim_backoff.js: a worker with waitMs 0 pauses after an
-// empty answer, and a Claim whose answer was too big to receive halves the next Claims' batch.
+// It takes work over the Work stream (src/work_loop.js): credit for each free slot, events pushed,
+// every fenced call on the stream. Against a server without Work (UNIMPLEMENTED, found out once,
+// when run() starts) it claims with unary Claims instead (src/claim_loop.js); `transport` forces
+// either: 'work' or 'claim' ('auto' by default). Either way completions that finish within
+// completeWindowMs (2 ms) of each other, up to completeBatchSize (100), go out together, each
+// event with its own answer, and an event keeps its slot until the server has answered for it.
 //
 // Events (all optional): 'settled' {event, outcome, error} with outcome one of
 // completed, ignored, failed, released, superseded, unfinished; 'renewed'
-// {event, leaseExpiresAt}; 'leaseLost' {event, error}; 'claimError',
-// 'renewError' and 'finishError' with the grpc error.
+// {event, leaseExpiresAt}; 'leaseLost' {event, error}; 'claimError' (a failed
+// Claim, a broken stream), 'renewError' and 'finishError' with the grpc error.
 
 import { EventEmitter } from 'node:events';
 
-import { ClaimBackoff } from './claim_backoff.js';
+import { ClaimLoop } from './claim_loop.js';
 import { CompletionBatcher, DEFAULT_MAX_ITEMS, DEFAULT_WINDOW_MS } from './completions.js';
 import { toDate } from './convert.js';
 import { finishClaim, releaseClaim, WorkerStopping } from './finishing.js';
 import { DEFAULT_HANDLER_TIMEOUT_MS, HANDLER_TIMEOUT_GRACE_MS, Overdue, runLimited } from './handler_timeout.js';
 import { Job } from './job.js';
 import { LeaseKeeper } from './renewals.js';
+import { WorkLoop } from './work_loop.js';
 
-// inboxd leases at most 100 events per Claim.
-const MAX_EVENTS_PER_CLAIM = 100;
+const TRANSPORTS = new Set(['auto', 'work', 'claim']);
 
 /** The reason a job's signal aborts when its claim was superseded or ended. */
 export class LeaseLost extends Error {
@@ -77,6 +72,10 @@ export class Worker extends EventEmitter {
    * @param {string} [options.workerId] recorded in the claim history.
    * @param {number} [options.completeWindowMs] completions finishing within this many ms share one Claim or CompleteBatch.
    * @param {number} [options.completeBatchSize] at most this many completions per CompleteBatch.
+   * @param {'auto'|'work'|'claim'} [options.transport] the Work stream, falling back to Claim
+   *   against a server without it ('auto'), or either alone.
+   * @param {{minMs?: number, maxMs?: number}} [options.streamBackoff] the pause before a broken
+   *   Work stream is opened again (50 ms doubling to 2 s, jittered).
    */
   constructor(client, options) {
     super();
@@ -96,16 +95,22 @@ export class Worker extends EventEmitter {
     }
     this.handlerTimeoutGraceMs = options.handlerTimeoutGraceMs ?? HANDLER_TIMEOUT_GRACE_MS;
     // Timed-out handlers still running after their event was failed: each keeps its slot.
-    this.overdue = new Overdue();
+    this.overdue = new Overdue(() => this.slotFreed());
     this.claimRetryMs = options.claimRetryMs ?? 1_000;
-    // Pauses an idle worker that does not long-poll, and shrinks a batch too big to receive.
-    this.claims = new ClaimBackoff({ waitMs: this.waitMs, maxEvents: MAX_EVENTS_PER_CLAIM });
     this.workerId = options.workerId ?? `node-${process.pid}`;
+    this.transport = options.transport ?? 'auto';
+    this.streamBackoff = options.streamBackoff;
+    if (!TRANSPORTS.has(this.transport)) throw new RangeError(`transport=${this.transport}: 'auto', 'work' or 'claim'`);
     // Each handler's event still gets its own answer; only the round trip is shared.
-    this.completions = new CompletionBatcher(client, {
+    this.completeOptions = {
       windowMs: options.completeWindowMs ?? DEFAULT_WINDOW_MS,
       maxItems: options.completeBatchSize ?? DEFAULT_MAX_ITEMS,
-    });
+    };
+    this.completions = new CompletionBatcher(client, this.completeOptions);
+    // Where the fenced calls go: the client, or the Work stream once it is open (src/work_loop.js).
+    this.calls = client;
+    // Told each time a slot frees (the Work stream gives its credit back).
+    this.slotFreed = () => {};
     this.inflight = new Map();
     this.stopping = false;
     this.started = false;
@@ -116,113 +121,35 @@ export class Worker extends EventEmitter {
       this.resolveStopped = resolve;
     });
     this.wake = () => {};
-    // Whether the server commits a Claim's completions: unknown (null) until a Claim carried some.
-    this.carries = null;
   }
 
   /** Claims and handles events until stop(); resolves once every claimed event is settled. */
   async run() {
     if (this.started) throw new Error('a Worker runs once');
     this.started = true;
-    while (!this.stopping) {
-      const carrying = this.carries !== false;
-      this.completions.holdForClaims(carrying);
-      let claiming;
-      if (carrying && this.completions.waiting > 0) {
-        if (!this.completions.due) {
-          // At most the completion window: then they ride the Claim below.
-          await Promise.race([this.completions.whenDue(), this.stopped]);
-          continue;
-        }
-        claiming = this.#claimCarrying(this.completions.take());
-      } else {
-        const free = this.concurrency - this.#busy;
-        if (free <= 0) {
-          const waits = [this.#somethingSettles(), this.stopped];
-          if (carrying) waits.push(this.completions.whenDue());
-          await Promise.race(waits);
-          continue;
-        }
-        // A long-poll would keep completions waiting: while it is out, they go as a CompleteBatch.
-        this.completions.holdForClaims(carrying && this.waitMs === 0);
-        const idle = this.claims.delayMs();
-        if (idle > 0) {
-          // The last answer was empty: pause, unless completions come to be carried (or stop()).
-          const waits = [this.#pause(idle), this.stopped];
-          if (carrying) waits.push(this.completions.whenDue());
-          await Promise.race(waits);
-          continue;
-        }
-        claiming = this.#claim(free, this.waitMs).then(({ events }) => events);
-      }
-      let events;
-      try {
-        events = await claiming;
-      } catch (err) {
-        this.emit('claimError', err);
-        this.completions.holdForClaims(false);
-        // An answer too big to receive: a smaller batch may claim again at once.
-        if (!this.claims.refused(err)) await this.#pause(this.claimRetryMs);
-        continue;
-      }
-      this.claims.answered(events);
-      for (const event of events) {
-        if (this.stopping) await this.#giveBack(event);
-        else this.#start(event);
+    this.loop = null;
+    if (this.transport !== 'claim') {
+      const work = new WorkLoop(this);
+      if (await work.run()) this.loop = work;
+      else if (this.transport === 'work') {
+        this.resolveFinished();
+        throw work.unsupported;
       }
     }
-    this.completions.holdForClaims(false);
-    while (this.inflight.size > 0) await this.#somethingSettles();
+    if (this.loop === null) {
+      // A server without Work: unary Claims, decided once for this run.
+      this.loop = new ClaimLoop(this);
+      await this.loop.run();
+    }
+    while (this.inflight.size > 0) await this.somethingSettles();
     clearTimeout(this.graceTimer);
+    await this.loop.finish();
     this.resolveFinished();
   }
 
-  #claim(free, waitMs, completions = []) {
-    return this.client.claim({
-      namespaces: this.namespaces,
-      eventTypes: this.eventTypes,
-      maxEvents: this.claims.batch(free),
-      leaseMs: this.leaseMs,
-      waitMs,
-      workerId: this.workerId,
-      completions,
-    });
-  }
-
-  /**
-   * A Claim that first commits `carried`: the worker's cycle in one call instead of two.
-   *
-   * A completion keeps its event in flight (its concurrency slot taken) until the server has
-   * answered for it, as a CompleteBatch's would; but the server commits a Claim's completions before
-   * it leases anything, so this Claim may ask for their slots too without the worker ever holding
-   * more than `concurrency` leased events. It never long-polls: those events' handlers wait for it.
-   */
-  async #claimCarrying(carried) {
-    const free = this.concurrency - this.#busy + carried.length;
-    if (free < 1) {
-      this.completions.send(carried);
-      return [];
-    }
-    let answer;
-    try {
-      answer = await this.#claim(free, 0, carried.map((entry) => entry.item));
-    } catch (err) {
-      // In doubt: the server may have committed them or not. Sent again, a committed one answers OK.
-      this.completions.send(carried);
-      throw err;
-    }
-    if (answer.completionOutcomes === null) {
-      // A server older than ClaimRequest.completions ignored them: complete them as before, from now on.
-      this.carries = false;
-      this.completions.send(carried);
-      const allowed = Math.max(this.concurrency - this.#busy, 0);
-      // It leased into the slots of the completions it ignored: give those events back.
-      for (const event of answer.events.slice(allowed)) await this.#giveBack(event);
-      return answer.events.slice(0, allowed);
-    }
-    this.carries = true;
-    this.completions.answer(carried, answer.completionOutcomes);
-    return answer.events;
+  /** The path this run took: 'work' or 'claim' (null before run() decided). */
+  get transportUsed() {
+    return this.loop instanceof WorkLoop ? 'work' : this.loop ? 'claim' : null;
   }
 
   /**
@@ -255,12 +182,13 @@ export class Worker extends EventEmitter {
     return remove;
   }
 
-  #start(event) {
+  /** Runs a claimed event's handler in a slot of its own (by the loops: src/claim_loop.js, src/work_loop.js). */
+  startJob(event) {
     const controller = new AbortController();
     const entry = {
       event,
       controller,
-      job: new Job(this.client, event, controller.signal),
+      job: new Job(this.calls, event, controller.signal),
       state: 'running',
       lost: false,
     };
@@ -268,7 +196,7 @@ export class Worker extends EventEmitter {
       entry.resolveSettled = resolve;
     });
     // Every third of the lease, each renewal with a deadline of its own (src/renewals.js).
-    entry.lease = new LeaseKeeper(this.client, entry.job.fence, {
+    entry.lease = new LeaseKeeper(this.calls, entry.job.fence, {
       leaseMs: this.leaseMs,
       onRenewed: (answer) => this.emit('renewed', { event, leaseExpiresAt: toDate(answer.leaseExpiresAt) }),
       onLost: (err) => {
@@ -304,14 +232,19 @@ export class Worker extends EventEmitter {
   async #finish(entry, result, error) {
     if (entry.lost) return 'superseded';
     const onError = (err) => this.emit('finishError', err, entry.event);
-    return finishClaim(this, entry.job.fence, { result, error, stopping: this.stopping, onError });
+    return finishClaim({ client: this.calls, completions: this.completions }, entry.job.fence, {
+      result,
+      error,
+      stopping: this.stopping,
+      onError,
+    });
   }
 
   async #detach(entry) {
     if (entry.state !== 'running') return;
     entry.state = 'detached';
     entry.lease.stop();
-    const outcome = await releaseClaim(this.client, entry.job.fence, (err) => this.emit('finishError', err, entry.event));
+    const outcome = await releaseClaim(this.calls, entry.job.fence, (err) => this.emit('finishError', err, entry.event));
     this.#settle(entry, outcome, null);
   }
 
@@ -320,25 +253,28 @@ export class Worker extends EventEmitter {
     // A timed-out handler that ignored its signal: its slot stays taken until it returns.
     if (entry.timedOut) this.overdue.hold(entry, outcome);
     entry.resolveSettled();
+    this.slotFreed();
     this.emit('settled', { event: entry.event, outcome, error });
   }
 
-  async #giveBack(event) {
-    const outcome = await releaseClaim(this.client, event, (err) => this.emit('finishError', err, event));
+  /** Releases an event that will not run (it came as the worker stops), over the path it came by. */
+  async giveBack(event) {
+    const outcome = await releaseClaim(this.calls, event, (err) => this.emit('finishError', err, event));
     this.emit('settled', { event, outcome, error: null });
   }
 
   /** Slots taken: events in flight, and timed-out handlers still running after theirs was failed. */
-  get #busy() {
+  get busy() {
     return this.inflight.size + this.overdue.size;
   }
 
   /** Resolves when a slot frees: an event settles, or an overdue handler returns. */
-  #somethingSettles() {
+  somethingSettles() {
     return Promise.race([...[...this.inflight.values()].map((entry) => entry.settled), ...this.overdue.returns()]);
   }
 
-  #pause(ms) {
+  /** Resolves after ms, or at once when stop() wakes it. */
+  pause(ms) {
     return new Promise((resolve) => {
       const timer = setTimeout(resolve, ms);
       this.wake = () => {

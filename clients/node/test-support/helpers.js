@@ -4,12 +4,23 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 
-import { InboxClient } from '../src/index.js';
+import { InboxClient, Worker } from '../src/index.js';
 
 /** inboxd's host:port, given by the test command (tests/node/test_node_worker.py). */
 export const TARGET = process.env.INBOXD_TARGET;
 /** Skips a test that needs a live inboxd when none was given. */
 export const needsInboxd = TARGET ? {} : { skip: 'INBOXD_TARGET is not set: no live inboxd' };
+
+/**
+ * The path the worker tests take (the Worker's `transport`): 'work' or 'claim', from
+ * INBOXD_WORKER_TRANSPORT; tests/node runs the worker test files on each.
+ */
+export const TRANSPORT = process.env.INBOXD_WORKER_TRANSPORT || 'auto';
+
+/** A Worker on the path under test; a test of one path's own behaviour passes `transport` itself. */
+export function newWorker(inbox, options) {
+  return new Worker(inbox, { transport: TRANSPORT, ...options });
+}
 
 export function client(options = {}) {
   return new InboxClient({ target: TARGET, deadlineMs: 10_000, ...options });

@@ -1,18 +1,27 @@
 // A grpc-js server in front of the live inboxd that forwards every call, for tests that need the
 // network to misbehave on one call: `hook(method, request, forward)` forwards it (changed or not),
-// or holds it by never calling forward (the caller then sees its deadline pass).
+// or holds it by never calling forward (the caller then sees its deadline pass). On a stream each
+// message from the client goes through the hook, named for what it carries ('Work.renewLease',
+// 'Work.subscribe', 'AcceptStream.accept'). `streams: false` serves the unary methods only: a server
+// older than the streams, which answers them UNIMPLEMENTED.
 
 import grpc from '@grpc/grpc-js';
 
 import { InboxClient, loadInboxd } from '../src/index.js';
 import { TARGET } from './helpers.js';
 
-export async function proxy(hook) {
+const forwardAll = (method, request, forward) => forward(request);
+
+export async function proxy(hook = forwardAll, { streams = true } = {}) {
   const upstream = new InboxClient({ target: TARGET });
   const service = loadInboxd().InboxService.service;
   const handlers = {};
-  for (const method of Object.keys(service)) {
-    handlers[method] = (call, callback) => hook(method, call.request, (request) => upstream.raw[method](request, callback));
+  for (const [method, definition] of Object.entries(service)) {
+    if (!definition.requestStream) {
+      handlers[method] = (call, callback) => hook(method, call.request, (request) => upstream.raw[method](request, callback));
+    } else if (streams) {
+      handlers[method] = (call) => relayStream(upstream, method, call, hook);
+    }
   }
   const server = new grpc.Server();
   server.addService(service, handlers);
@@ -28,4 +37,22 @@ export async function proxy(hook) {
       upstream.close();
     },
   };
+}
+
+/** Relays one bidirectional stream: each client message through the hook, each answer back as it is. */
+function relayStream(upstream, method, call, hook) {
+  const onward = upstream.openStream(method);
+  onward.on('data', (message) => call.write(message));
+  onward.on('error', () => {});
+  onward.on('status', (status) => {
+    if (status.code === grpc.status.OK) call.end();
+    else call.emit('error', { code: status.code, details: status.details, metadata: status.metadata });
+  });
+  call.on('data', (message) => {
+    const kind = message.call ?? (message.accept ? 'accept' : 'credit');
+    hook(`${method}.${kind}`, message, (changed) => onward.write(changed));
+  });
+  call.on('end', () => onward.end());
+  call.on('cancelled', () => onward.cancel());
+  call.on('error', () => onward.cancel());
 }

@@ -6,6 +6,7 @@ import { InboxClient, Worker } from '../src/index.js';
 const client = new InboxClient({ target: process.env.INBOXD_TARGET });
 const worker = new Worker(client, {
   namespaces: [process.env.WORKER_NAMESPACE],
+  transport: process.env.INBOXD_WORKER_TRANSPORT || 'auto',
   leaseMs: 30_000,
   waitMs: 500,
   shutdownGraceMs: 5_000,

@@ -102,6 +102,7 @@ test('a worker whose Claim answer is too big to receive halves its batch and run
   const small = client({ channelOptions: { 'grpc.max_receive_message_length': 64 * 1024 } });
   const ran = new Set();
   const worker = new Worker(small, {
+    transport: 'claim',
     namespaces: [ns],
     concurrency: 6,
     // The refused Claims leased their events all the same: they come back when these leases end.
@@ -127,7 +128,7 @@ test('a worker whose Claim answer is too big to receive halves its batch and run
     process.off('warning', onWarning);
   }
   assert.deepEqual([...ran].sort(), keys);
-  assert.equal(worker.claims.maxEvents, 1);
+  assert.equal(worker.loop.claims.maxEvents, 1);
   assert.ok(warned.length >= 2, `warnings: ${JSON.stringify(warned)}`);
   assert.match(warned[0], /claiming at most 3 at a time instead of 6/);
 });

@@ -21,7 +21,7 @@ test('an idle worker with waitMs 0 backs off between empty Claims, and still tak
     claims += 1;
     return claim(request);
   };
-  const worker = new Worker(counting, { namespaces: [ns], waitMs: 0, handler: async () => {} });
+  const worker = new Worker(counting, { transport: 'claim', namespaces: [ns], waitMs: 0, handler: async () => {} });
   const running = worker.run();
   try {
     await sleep(IDLE_MS);

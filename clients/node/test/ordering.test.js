@@ -3,8 +3,7 @@
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 
-import { Worker } from '../src/index.js';
-import { client, namespace, needsInboxd, poll } from '../test-support/helpers.js';
+import { client, namespace, needsInboxd, newWorker, poll } from '../test-support/helpers.js';
 
 const inbox = client();
 after(() => inbox.close());
@@ -16,7 +15,7 @@ test('a job carries its ordering key, revision and the applied revision; revisio
     await inbox.accept({ namespace: ns, eventKey: `v${revision}`, eventType: 't', payload: {}, orderingKey: 'customer-7', revision });
   }
   const seen = [];
-  const worker = new Worker(inbox, {
+  const worker = newWorker(inbox, {
     namespaces: [ns],
     waitMs: 200,
     concurrency: 2,

@@ -4,8 +4,7 @@
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 
-import { Worker } from '../src/index.js';
-import { client, namespace, needsInboxd, settledOf } from '../test-support/helpers.js';
+import { client, namespace, needsInboxd, newWorker, settledOf } from '../test-support/helpers.js';
 import { proxy } from '../test-support/proxy.js';
 
 const inbox = client();
@@ -16,7 +15,7 @@ test('a renewal that hangs times out and is retried at once: the lease survives 
   await inbox.accept({ namespace: ns, eventKey: 'slow', eventType: 't', payload: {} });
   let held = 0;
   const stalling = await proxy((method, request, forward) => {
-    if (method === 'RenewLease' && held === 0) {
+    if ((method === 'RenewLease' || method === 'Work.renewLease') && held === 0) {
       held += 1; // no answer, ever: the caller's deadline must end it
       return;
     }
@@ -32,7 +31,7 @@ test('a renewal that hangs times out and is retried at once: the lease survives 
   const handlerMayEnd = new Promise((resolve) => {
     release = resolve;
   });
-  const worker = new Worker(viaProxy, {
+  const worker = newWorker(viaProxy, {
     namespaces: [ns],
     leaseMs: 3_000, // renewed every second; a renewal may take half of that
     waitMs: 200,

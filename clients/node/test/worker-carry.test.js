@@ -4,6 +4,7 @@
 // what only the network does (a Claim's answer lost). An older server (one that ignores
 // ClaimRequest.completions) is a grpc-js proxy in front of inboxd that drops them from each Claim.
 
+// Completions riding Claims are the unary path's own: these workers take it (transport: 'claim').
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 
@@ -40,7 +41,7 @@ test('a busy worker carries its completions in its Claims instead of CompleteBat
   const concurrency = 2;
   await acceptAll(ns, keys);
   const counting = countingClient();
-  const worker = new Worker(counting, { namespaces: [ns], concurrency, waitMs: 500, handler: async () => {} });
+  const worker = new Worker(counting, { transport: 'claim', namespaces: [ns], concurrency, waitMs: 500, handler: async () => {} });
   try {
     const outcomes = await runUntil(worker, (o) => o.size === keys.length);
     assert.ok([...outcomes.values()].every((o) => o === 'completed'), JSON.stringify([...outcomes]));
@@ -68,6 +69,7 @@ test('completions that finish while a Claim long-polls share one CompleteBatch',
   // Slots to spare: the worker long-polls for more while the handlers run, and its completions
   // must not wait for that poll to end.
   const worker = new Worker(counting, {
+    transport: 'claim',
     namespaces: [ns],
     concurrency: 2 * keys.length,
     waitMs: 5_000,
@@ -99,7 +101,7 @@ test('completions waiting for a Claim are sent when the worker stops', needsInbo
   const counting = countingClient();
   // Its only slot busy, the worker holds the completion for its next Claim, and a window no
   // test waits out means only stopping can send it.
-  const worker = new Worker(counting, { namespaces: [ns], waitMs: 500, completeWindowMs: 600_000, handler: async () => {} });
+  const worker = new Worker(counting, { transport: 'claim', namespaces: [ns], waitMs: 500, completeWindowMs: 600_000, handler: async () => {} });
   const outcomes = new Map();
   worker.on('settled', ({ event, outcome }) => outcomes.set(event.eventKey, outcome));
   const running = worker.run();
@@ -129,7 +131,7 @@ for (const committed of [false, true]) {
         return claim(request);
       },
     });
-    const worker = new Worker(counting, { namespaces: [ns], waitMs: 500, claimRetryMs: 10, handler: async () => {} });
+    const worker = new Worker(counting, { transport: 'claim', namespaces: [ns], waitMs: 500, claimRetryMs: 10, handler: async () => {} });
     const errors = [];
     worker.on('finishError', (err) => errors.push(err));
     try {
@@ -162,7 +164,7 @@ test('a worker falls back to CompleteBatch when the server ignores a Claim\'s co
   await acceptAll(ns, keys);
   const older = await olderServer();
   const viaOlder = new InboxClient({ target: older.target, deadlineMs: 10_000 });
-  const worker = new Worker(viaOlder, { namespaces: [ns], waitMs: 500, handler: async () => {} });
+  const worker = new Worker(viaOlder, { transport: 'claim', namespaces: [ns], waitMs: 500, handler: async () => {} });
   const released = [];
   worker.on('settled', ({ event, outcome }) => outcome === 'released' && released.push(event.eventKey));
   let outcomes;

@@ -4,8 +4,7 @@ import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 
-import { Worker } from '../src/index.js';
-import { client, namespace, needsInboxd, poll, settledOf } from '../test-support/helpers.js';
+import { client, namespace, needsInboxd, newWorker, poll, settledOf } from '../test-support/helpers.js';
 
 const inbox = client();
 after(() => inbox.close());
@@ -34,7 +33,7 @@ test('a handler that hangs past handlerTimeoutMs is aborted and its event failed
   const ns = namespace();
   await inbox.accept({ namespace: ns, eventKey: 'hung', eventType: 't', payload: {} });
   let abortedBy;
-  const worker = new Worker(inbox, {
+  const worker = newWorker(inbox, {
     namespaces: [ns],
     leaseMs: 2_000,
     waitMs: 200,
@@ -72,7 +71,7 @@ test('a handler that throws while the worker is stopping is failed, not released
   const handling = new Promise((resolve) => {
     started = resolve;
   });
-  const worker = new Worker(inbox, {
+  const worker = newWorker(inbox, {
     namespaces: [ns],
     leaseMs: 30_000,
     waitMs: 200,
@@ -107,7 +106,7 @@ test('a timed-out handler that ignores its signal keeps its slot until it return
   });
   let running = 0;
   let most = 0;
-  const worker = new Worker(inbox, {
+  const worker = newWorker(inbox, {
     namespaces: [ns],
     concurrency: 1,
     leaseMs: 5_000,

@@ -9,8 +9,8 @@ import { after, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 
-import { ActionFailed, status, Worker } from '../src/index.js';
-import { client, countingClient, namespace, needsInboxd, poll, settledOf, TARGET } from '../test-support/helpers.js';
+import { ActionFailed, status } from '../src/index.js';
+import { client, countingClient, namespace, needsInboxd, newWorker, poll, settledOf, TARGET } from '../test-support/helpers.js';
 
 const inbox = client();
 after(() => inbox.close());
@@ -22,7 +22,7 @@ const needsEdgeEvents =
 
 test('completes the events accepted through the Python edge, recording each action', needsEdgeEvents, async () => {
   const keysSeen = new Map();
-  const worker = new Worker(inbox, {
+  const worker = newWorker(inbox, {
     namespaces: [EDGE_NAMESPACE],
     leaseMs: 10_000,
     waitMs: 500,
@@ -55,7 +55,7 @@ test("renews a slow job's lease, so no one else can claim it while it runs", nee
   let handlerDone = false;
   let started;
   const handlerStarted = new Promise((resolve) => { started = resolve; });
-  const worker = new Worker(inbox, {
+  const worker = newWorker(inbox, {
     namespaces: [ns],
     leaseMs: 2_000,
     waitMs: 200,
@@ -96,7 +96,7 @@ test('a worker whose claim was superseded ends as superseded and loses its signa
   const rival = client();
   let rivalToken;
   let abortedBy;
-  const worker = new Worker(inbox, {
+  const worker = newWorker(inbox, {
     namespaces: [ns],
     leaseMs: 3_000,
     waitMs: 200,
@@ -129,7 +129,7 @@ test('a completion fenced by a superseded token is ABORTED and reported as super
   const ns = namespace();
   await inbox.accept({ namespace: ns, eventKey: 'late', eventType: 't', payload: {} });
   const rival = client();
-  const worker = new Worker(inbox, {
+  const worker = newWorker(inbox, {
     namespaces: [ns],
     leaseMs: 60_000, // no renewal comes before the handler returns
     waitMs: 200,
@@ -155,7 +155,7 @@ test('an UNKNOWN action is reconciled on the next attempt under the same idempot
   const performedWith = [];
   const reconciledWith = [];
   let secondAttemptSaw;
-  const worker = new Worker(inbox, {
+  const worker = newWorker(inbox, {
     namespaces: [ns],
     leaseMs: 10_000,
     waitMs: 200,
@@ -201,7 +201,7 @@ test('a FAILED action is intended again with the same key and then succeeds', ne
   const ns = namespace();
   await inbox.accept({ namespace: ns, eventKey: 'send', eventType: 't', payload: {} });
   const keys = [];
-  const worker = new Worker(inbox, {
+  const worker = newWorker(inbox, {
     namespaces: [ns],
     leaseMs: 10_000,
     waitMs: 200,
@@ -273,7 +273,8 @@ test('handlers that finish together ride one Claim; each sees its own result', n
     releaseAll = resolve;
   });
   let started = 0;
-  const worker = new Worker(counting, {
+  const worker = newWorker(counting, {
+    transport: 'claim', // what rides a Claim: the unary path's own
     namespaces: [ns],
     concurrency: keys.length,
     waitMs: 500,

@@ -1,0 +1,78 @@
+// The worker's stream path: one Work stream, credit for every free slot, pushed events run as jobs.
+//
+// The worker subscribes once with its namespaces, event types, lease and id, and gives the server
+// credit for each free slot (concurrency less the slots taken); each slot that frees gives one
+// credit back, so the server pushes an event the moment it is claimable and a slot is free, with
+// no Claim and no poll. Completions, failures, releases, renewals and action outcomes go over the
+// same stream (src/work_stream.js), completions batched as on the unary path (complete_batch).
+// A broken stream is opened again with backoff; the server ended the claims it held, so those
+// jobs' later calls answer ABORTED and they settle as superseded, as after a lost lease.
+//
+// Stopping: events pushed after stop() are released at once, over the stream; running handlers
+// finish (or are released after the grace) over the stream; then it half-closes, and the server
+// answers what is outstanding before it ends the stream.
+
+import { CompletionBatcher } from './completions.js';
+import { WorkStream } from './work_stream.js';
+
+export class WorkLoop {
+  /** @param {import('./worker.js').Worker} worker */
+  constructor(worker) {
+    this.worker = worker;
+    this.unsupported = null;
+    this.stream = new WorkStream(worker.client, {
+      subscription: {
+        namespaces: worker.namespaces,
+        eventTypes: worker.eventTypes,
+        leaseMs: worker.leaseMs,
+        workerId: worker.workerId,
+      },
+      // A stopping worker takes nothing more: a slot it frees gives no credit back.
+      free: () => (worker.stopping ? 0 : worker.concurrency - worker.busy),
+      events: (events) => this.#pushed(events),
+      broken: (err) => worker.emit('claimError', err),
+      unsupported: (err) => {
+        this.unsupported = err;
+        this.wake();
+      },
+      backoff: worker.streamBackoff,
+    });
+    this.wake = () => {};
+  }
+
+  /**
+   * Runs until the worker stops; resolves false at once when the server has no Work
+   * (UNIMPLEMENTED: nothing was claimed), for the worker to fall back to Claim.
+   */
+  async run() {
+    const { worker, stream } = this;
+    // The job machinery's fenced calls, and the completions, go over the stream from now on.
+    worker.calls = stream;
+    worker.completions = new CompletionBatcher(stream, worker.completeOptions);
+    worker.slotFreed = () => stream.topUp();
+    const unsupported = new Promise((resolve) => {
+      this.wake = resolve;
+    });
+    stream.start();
+    await Promise.race([worker.stopped, unsupported]);
+    if (this.unsupported) {
+      worker.calls = worker.client;
+      worker.completions = new CompletionBatcher(worker.client, worker.completeOptions);
+      worker.slotFreed = () => {};
+      return false;
+    }
+    return true;
+  }
+
+  /** Half-closes the stream once every job has settled; resolves when the server has ended it. */
+  async finish() {
+    await this.stream.close();
+  }
+
+  #pushed(events) {
+    for (const event of events) {
+      if (this.worker.stopping) void this.worker.giveBack(event);
+      else this.worker.startJob(event);
+    }
+  }
+}
