@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from bench.figures import peer_rates
+from bench.peer_work import WORK_DRAIN
 from bench.phases.idle_streams import WORK_IDLE
 from bench.phases.streams import STREAMED as ACCEPT_STREAMED
 from bench.phases.streams import UNARY as ACCEPT_UNARY
@@ -17,9 +18,6 @@ from bench.phases.work import RAW_CLAIM10, WORK_CLAIM, WORK_RECOVERY, WORK_WAKEU
 from bench.record import server_us_per
 from bench.support import ACCEPT_STREAM, WORK
 from bench.targets import Bar, Measured, Results, Target, _generator_share, _lacks, _Ratio, better_peer
-
-# The Work drain's name among the peers' rounds (better_peer leaves out every name starting "inboxd").
-WORK_DRAIN = "inboxd-work"
 
 Measure = Callable[[Results, Results | None], Measured]
 
