@@ -110,8 +110,11 @@ async def work_stream(
     """A Work stream subscribed to `namespaces` with `credit`, read in the background; cancelled on exit."""
     call = stub.Work()
     subscribe = inbox_pb2.WorkSubscription(namespaces=namespaces, lease=Duration(seconds=lease_s), worker_id=worker_id)
-    await call.write(inbox_pb2.WorkRequest(credit=credit, subscribe=subscribe))
     try:
+        # A server that ends the call at once (UNIMPLEMENTED) can fail this write with an error of grpc's own
+        # ("Internal error from Core"); the read below raises the status the server ended the call with.
+        with contextlib.suppress(grpc.aio.AioRpcError):
+            await call.write(inbox_pb2.WorkRequest(credit=credit, subscribe=subscribe))
         first = await asyncio.wait_for(call.read(), PROBE_SECONDS)
         if first is grpc.aio.EOF or first.WhichOneof("response") != "subscribed":  # type: ignore[attr-defined]
             raise RuntimeError(f"a Work subscription was answered {first!r}, not `subscribed`")
