@@ -94,7 +94,7 @@ class Worker {
       };
     });
     this.stream.stream.write({
-      credit: spec.credit || 10,
+      credit: spec.credit ?? 10,
       subscribe: { namespaces: [spec.namespace], worker_id: id, lease: { seconds: spec.lease_s || 30 } },
     });
   }
@@ -172,7 +172,7 @@ export async function holdMain(spec, channel) {
   const worker = new Worker(spec, channel, 'bench-holder');
   await worker.subscribed;
   const held = [];
-  while (held.length < (spec.credit || 10)) held.push(...(await worker.take(60_000)));
+  while (held.length < (spec.credit ?? 10)) held.push(...(await worker.take(60_000)));
   emit({ event: 'held', keys: held.map((e) => e.event_key) });
   setInterval(() => {}, 60_000);
 }
