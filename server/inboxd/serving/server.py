@@ -119,6 +119,8 @@ class RunningServer:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         await self.server.stop(grace)
+        # The Work streams the stop cut off end their claims in the background: at once, not a lease later.
+        await self.inbox.streams.closed()
         for close in self._closers:
             await close()
 
