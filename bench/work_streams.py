@@ -67,7 +67,8 @@ class WorkStream:
     sequence: int = 0
 
     async def read(self) -> None:
-        async for response in self.call:
+        # call.read(), not `async for`: grpc.aio refuses an iterator on a call that was read from.
+        while (response := await self.call.read()) is not grpc.aio.EOF:  # type: ignore[attr-defined]
             kind = response.WhichOneof("response")
             if kind == "events":
                 arrived = time.perf_counter()
