@@ -1,4 +1,4 @@
-"""Issue 27's rows on docs/benchmarks.md: each a figure of the run, or why it is not measured; never a number unmeasured.
+"""Issue 27's rows on docs/benchmarks.md: each a figure of the run, or why it is not measured, never a guess.
 
 The results are made up in the shape bench/results/bench.json stores; nothing is measured.
 """
