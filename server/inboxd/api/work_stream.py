@@ -32,7 +32,7 @@ from inboxd.api.auth import authorize_namespaces
 from inboxd.api.identity import current_caller
 from inboxd.api.status import INTERNAL_ITEM, item_status, status_for, within
 from inboxd.config.tokens import Caller
-from inboxd.domain.errors import InboxError, InvalidArgument
+from inboxd.domain.errors import InboxError, InvalidArgument, Unavailable
 from inboxd.domain.vocabulary import ClaimRequest, ClaimToken, EventKey, Fence, Namespace
 from inboxd.usecases.inbox import Inbox
 from inboxd.usecases.streams import WorkSession
@@ -68,6 +68,11 @@ class _Out:
     response: inbox_pb2.WorkResponse
     sequence: int | None = None
     owns: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class _Drain:
+    """The server is stopping: the stream ends as soon as it holds nothing and owes no answer."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,7 +148,8 @@ class _WorkStream:
         self._context = context
         self._room = asyncio.Semaphore(window)
         self._unanswered: set[int] = set()
-        self._queue: asyncio.Queue[_Out | _End] = asyncio.Queue()
+        self._queue: asyncio.Queue[_Out | _Drain | _End] = asyncio.Queue()
+        self._draining = False
         self.calls: set[asyncio.Task[None]] = set()
         self._reader: asyncio.Task[None] | None = None
         self._pusher: asyncio.Task[None] | None = None
@@ -151,6 +157,17 @@ class _WorkStream:
     def start(self, requests: AsyncIterator[inbox_pb2.WorkRequest]) -> None:
         self._reader = asyncio.create_task(self._read(requests))
         self._pusher = asyncio.create_task(self._push())
+        self._session.on_drain = self._drain
+
+    def _drain(self) -> None:
+        if self._pusher is not None:
+            self._pusher.cancel()
+        self._draining = True
+        self._queue.put_nowait(_Drain())
+
+    def _drained(self) -> bool:
+        # A call in flight is a sequence unanswered (its task may linger a moment after its answer).
+        return self._draining and not self._session.held and not self._unanswered
 
     def stop(self) -> None:
         """The stream ended: stop reading and pushing (calls in flight finish; their claims end after them)."""
@@ -247,8 +264,12 @@ class _WorkStream:
                 if item.error is not None:
                     raise item.error
                 return
-            yield item.response
-            if item.sequence is not None:
-                if item.owns:
-                    self._unanswered.discard(item.sequence)
-                self._room.release()
+            if not isinstance(item, _Drain):
+                yield item.response
+                if item.sequence is not None:
+                    if item.owns:
+                        self._unanswered.discard(item.sequence)
+                    self._room.release()
+            if self._drained():
+                # The worker settled everything: it reconnects elsewhere, nothing lost, nothing held.
+                raise Unavailable("the server is shutting down: open the Work stream again")

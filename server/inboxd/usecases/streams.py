@@ -31,7 +31,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import TYPE_CHECKING
@@ -90,6 +90,8 @@ class WorkSession:
         self.held: dict[tuple[str, str], ClaimToken] = {}
         self._turn = 0
         self._heart: asyncio.Task[None] | None = None
+        # Told when the server stops: push no more, end once the worker has settled what it holds.
+        self.on_drain: Callable[[], None] = lambda: None
 
     @property
     def heartbeat(self) -> timedelta:
@@ -229,27 +231,31 @@ class WorkStreams:
         return session
 
     def close(self, session: WorkSession, after: Collection[asyncio.Future[None]] = ()) -> None:
-        """The stream ended: once the calls `after` are done, what it holds ends (in the background)."""
+        """The stream ended: no longer live; once the calls `after` are done, what it holds ends (in the background)."""
         if session not in self._live:
             return
-        task = asyncio.ensure_future(self._close(session, list(after)))
+        del self._live[session]
+        if session._heart is not None:
+            session._heart.cancel()
+        self._inbox.observer.work_credit(-session.credit)
+        self._inbox.observer.work_streams_open(-1)
+        task = asyncio.ensure_future(self._end(session, list(after)))
         self._closing.add(task)
         task.add_done_callback(self._closing.discard)
 
-    async def _close(self, session: WorkSession, after: list[asyncio.Future[None]]) -> None:
+    async def _end(self, session: WorkSession, after: list[asyncio.Future[None]]) -> None:
         try:
             if after:
                 # A call in flight may end a claim itself: its answer is lost, its commit is not.
                 await asyncio.wait(after)
-            if session._heart is not None:
-                session._heart.cancel()
             await session.end()
         except Exception as exc:  # noqa: BLE001 - the leases then expire as they would without streams
             log.warning("could not end a Work stream's claims at once: %s", exc or type(exc).__name__)
-        finally:
-            self._live.pop(session, None)
-            self._inbox.observer.work_credit(-session.credit)
-            self._inbox.observer.work_streams_open(-1)
+
+    def drain(self) -> None:
+        """The server is stopping: every live stream pushes no more and ends once it holds nothing."""
+        for session in list(self._live):
+            session.on_drain()
 
     def live(self) -> list[LiveStream]:
         """Every live stream of this process."""
