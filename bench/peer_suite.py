@@ -83,7 +83,9 @@ async def drain_phase(run: Run, urls: dict[str, str]) -> None:
         ]
         missing = support.lacks(run.support, support.WORK)
         if missing is None:
-            systems.insert(1, InboxdWork(stub, run.url, target=run.target, transport=run.config.transport))
+            systems.insert(
+                1, InboxdWork(stub, run.url, target=run.target, transport=run.config.transport, probe=run.probe)
+            )
             run.extra["inboxd_work_drain"] = DESCRIPTION
         else:
             log.info("the drain through Work: not served: %s", missing)

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bench.config import WORKERS
+from bench.cpu import CpuProbe, CpuShare
 from bench.node_load import NodeLoad, run_node
 from bench.peers import DRAIN_CAP_SECONDS, Inboxd
 from bench.phases.work import CREDIT
@@ -33,8 +34,11 @@ class InboxdWork(Inboxd):
     name: str = WORK_DRAIN
     prefix: str = "peers-work"
     transport: str = "h2"
-    # The generator's window of the last drain (see the module docstring); one_round takes it.
+    # Samples the generator's window (the server's, PostgreSQL's and its own CPU in it).
+    probe: CpuProbe | None = None
+    # The generator's window of the last drain (see the module docstring), and the CPU in it; one_round takes both.
     drain_seconds: float | None = None
+    drain_cpu: CpuShare | None = None
     _jobs: int = 0
 
     async def enqueue(self, jobs: int) -> None:
@@ -54,6 +58,6 @@ class InboxdWork(Inboxd):
             idle_ms=2000,
             transport=self.transport,
         )
-        result = await run_node(load, None)
-        self.drain_seconds = result.seconds
+        result = await run_node(load, self.probe)
+        self.drain_seconds, self.drain_cpu = result.seconds, result.cpu
         return result.units

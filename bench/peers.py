@@ -104,7 +104,8 @@ async def one_round(system: System, jobs: int, probe: CpuProbe) -> PeerRun:
     # the postmaster has reaped them: a moment later.
     await asyncio.sleep(REAP_SECONDS)
     cpu = CpuProbe.between(first, probe.snapshot())
-    cpu = CpuShare(drain_s, cpu.used)
+    # Likewise its CPU over that window, the generator's own included (peer_work.py).
+    cpu = getattr(system, "drain_cpu", None) or CpuShare(drain_s, cpu.used)
     left = await system.left()
     if done != jobs or left:
         raise RuntimeError(f"{system.name} ran {done} of {jobs} jobs; {left} left unfinished")

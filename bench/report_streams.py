@@ -71,8 +71,8 @@ def streams(bench: dict[str, Any]) -> list[str]:
             "### Idle Work streams",
             "",
             f"A fresh server holding {idle['streams']:,} Work streams (credit given, nothing to claim) on "
-            f"{idle['connections']} connection{'s' if idle['connections'] != 1 else ''}, sampled once every subscription's first look reached "
-            "pg_stat_database.",
+            f"{idle['connections']} connection{'s' if idle['connections'] != 1 else ''}, sampled once every "
+            "subscription's first look reached pg_stat_database.",
             "",
             "| server CPU | PostgreSQL CPU | database transactions | server RSS | idle RSS | events pushed | "
             "streams that ended |",
