@@ -7,7 +7,7 @@ from typing import Any
 from bench.figures import Figures, cpu_line, per_unit_line, shown_value
 from bench.phases.idle_streams import WORK_IDLE
 from bench.phases.streams import STREAMED, UNARY
-from bench.phases.work import RAW_CLAIM10, WORK_CLAIM, WORK_RECOVERY, WORK_WAKEUP
+from bench.phases.work import CREDIT, RAW_CLAIM10, WORK_CLAIM, WORK_RECOVERY, WORK_WAKEUP
 from bench.record import per_op_us
 
 
@@ -22,6 +22,8 @@ def streams(bench: dict[str, Any]) -> list[str]:
         "one stream per connection for AcceptStream, one Work stream per worker). The generator's CPU per event is "
         "its own account over the window, beside the server's: where it is not below the server's, the figure "
         "measures the generator as much as the server.",
+        "",
+        *_method(bench["config"]),
         "",
         "| figure | rate | CPU (% of a core) | CPU per unit | generator CPU per call |",
         "|---|---|---|---|---|",
@@ -83,3 +85,17 @@ def streams(bench: dict[str, Any]) -> list[str]:
             "",
         ]
     return out
+
+
+def _method(cfg: dict[str, Any]) -> list[str]:
+    wake_rounds = cfg.get("stream_wake_rounds", "?")
+    return [
+        "- AcceptStream: 64 callers on 4 connections, one stream each (16 items in flight per stream), unique "
+        "keys, beside unary Accept at 64 callers on 4 connections (`inboxd.accept.c64`, the same run).",
+        f"- Work claim -> complete: {cfg.get('claim_workers', '?')} workers, one Work stream each with credit "
+        f"{CREDIT}, each push completed in one complete_batch on the stream that gives its credit back; over the "
+        "same backlog, priming and VACUUM as the Claim figures, beside raw claim-10-then-complete.",
+        f"- Wake-up: {cfg.get('wake_runs', '?')} runs of {wake_rounds} rounds after 10 unmeasured ones. Recovery: "
+        f"{cfg.get('wake_runs', '?')} runs, each a fresh worker process killed with SIGKILL. Idle streams: sampled "
+        f"for {cfg.get('long_poll_sample', '?')} s, as the long-polls are.",
+    ]
