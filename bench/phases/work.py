@@ -15,12 +15,12 @@ from typing import Any
 
 from bench import support
 from bench.cpu import CpuProbe
-from bench.grpc_load import stubs, summarize_ms
+from bench.grpc_load import accept_request, stubs, summarize_ms
 from bench.node_load import NodeLoad, next_line, spawn_node
 from bench.phases.claim import CLAIM_NS, inboxd_claim_figure, raw_claim_figure
 from bench.run import Run
 from bench.work_streams import wakeup_latencies, work_stream
-from bench.workload import EVENT_TYPE, PAYLOAD_BYTES, Keys
+from bench.workload import Keys
 from inboxd_client.v1 import inbox_pb2
 
 log = logging.getLogger("bench")
@@ -54,10 +54,6 @@ async def work_claim_phase(run: Run) -> None:
     await inboxd_claim_figure(run, WORK_CLAIM, load, "work-claim")
 
 
-def _event(namespace: str, key: str) -> inbox_pb2.AcceptRequest:
-    return inbox_pb2.AcceptRequest(namespace=namespace, event_key=key, event_type=EVENT_TYPE, payload=PAYLOAD_BYTES)
-
-
 async def work_wakeup_phase(run: Run) -> None:
     """Consecutive runs of: Accept, its event pushed on a Work stream that waits with credit 1, completed there."""
     if not_served(run, "work-wakeup"):
@@ -66,7 +62,7 @@ async def work_wakeup_phase(run: Run) -> None:
     keys = Keys("work-wake")
 
     def accept() -> inbox_pb2.AcceptRequest:
-        return _event(WAKE_NS, keys.next())
+        return accept_request(WAKE_NS, keys.next())
 
     runs: list[dict[str, Any]] = []
     async with stubs(run.target, channels=2) as (waiting, accepting), work_stream(waiting, [WAKE_NS], credit=1) as s:
@@ -99,7 +95,7 @@ async def recovery_phase(run: Run) -> None:
 
 async def _recover_once(run: Run, stub: Any, namespace: str) -> dict[str, Any]:
     keys = Keys(namespace.replace("/", "-"))
-    events = [_event(namespace, keys.next()) for _ in range(HELD)]
+    events = [accept_request(namespace, keys.next()) for _ in range(HELD)]
     await stub.AcceptBatch(inbox_pb2.AcceptBatchRequest(events=events))
     # The holder's lease is the default 30 s: what comes back within a second is the stream's end, not the lease.
     load = NodeLoad(run.target, "work_hold", 1, 0.0, 0.0, namespace=namespace, credit=HELD, lease_s=30)
