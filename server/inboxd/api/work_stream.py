@@ -161,6 +161,8 @@ class _WorkStream:
         self._reader = asyncio.create_task(self._read(requests))
         self._pusher = asyncio.create_task(self._push())
         self._session.on_drain = self._drain
+        if self._servicer.inbox.streams.draining:
+            self._drain()  # subscribed as the server began to stop
 
     def _drain(self) -> None:
         if self._pusher is not None:
@@ -201,6 +203,7 @@ class _WorkStream:
                 await asyncio.wait([self._pusher])
             if self.calls:
                 await asyncio.wait(set(self.calls))
+            self._session.stop_heartbeat()
             await self._session.end()
             self._queue.put_nowait(_End(None))
         except Exception as exc:  # noqa: BLE001 - ends the stream with it, in the handler's task
