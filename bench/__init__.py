@@ -1,4 +1,4 @@
-"""inboxd's benchmark harness (issues 10, 13 and 14): what inboxd costs over raw PostgreSQL, and beside its peers.
+"""inboxd's benchmark harness (issues 10, 13, 14 and 27): what inboxd costs over raw PostgreSQL, and beside its peers.
 
 Never part of the test suite or CI: it takes minutes, wants a quiet machine
 and installs its own extras (`pip install -e '.[bench]'`: py-spy, uvloop,
@@ -32,12 +32,15 @@ What a run does:
 
 Modules: `config` (sizes), `run` (a run: cluster, server, probe, figures),
 `suites` and `peer_suite` (the order of the phases), `phases/` (accept,
-claim, profiling, startup, idle, scaling, history), `node_load` and
-`loadgen/` (the Node generator), `grpc_load` (grpc.aio callers: wake-up,
-long-polls, the peers' Python side), `raw` (the raw baseline), `plans`
+streams, claim, work, profiling, startup, idle, idle_streams, scaling,
+history), `node_load` and `loadgen/` (the Node generator; `streams.mjs`
+its AcceptStream and Work workloads), `grpc_load` (grpc.aio callers:
+wake-up, long-polls, the peers' Python side), `work_streams` (Work streams
+from this process: the probes, wake-up, recovery), `peer_work` (the drain
+through Work), `raw` (the raw baseline), `plans`
 (EXPLAIN of the claim, generic and custom), `profiles` (py-spy), `support`,
 `cluster`, `server`, `cpu`, `loop`, `workload`, `history`, `longpolls`,
-`peers` and `peer_enqueue`, `record` (a stored figure), `figures` and
-`targets` (what is compared with what), `report`, `report_sections` and
-`chart` (the page).
+`peers` and `peer_enqueue`, `record` (a stored figure), `figures`,
+`targets` and `stream_targets` (what is compared with what), `report`,
+`report_sections`, `report_streams` and `chart` (the page).
 """

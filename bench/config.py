@@ -27,6 +27,9 @@ class Config:
     long_polls: int = 5000
     long_poll_channels: int = 10
     long_poll_sample: float = 5.0
+    # Issue 27: idle Work streams (sampled for long_poll_sample), rounds per Work wake-up run.
+    idle_streams: int = 5000
+    stream_wake_rounds: int = 500
     # py-spy: seconds recorded per profiled workload, samples per second.
     profile_seconds: float = 10.0
     profile_rate: int = 200
@@ -61,6 +64,8 @@ class Config:
             wake_rounds=10,
             long_polls=500,
             long_poll_sample=2.0,
+            idle_streams=500,
+            stream_wake_rounds=50,
             profile_seconds=1.0,
             profile_rate=100,
             peer_jobs=1_000,

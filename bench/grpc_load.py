@@ -51,14 +51,14 @@ def empty_rpc_steps(target_channel: grpc.aio.Channel, clients: int) -> list[Step
     return [step] * clients
 
 
-def _event(namespace: str, key: str) -> inbox_pb2.AcceptRequest:
+def accept_request(namespace: str, key: str) -> inbox_pb2.AcceptRequest:
     return inbox_pb2.AcceptRequest(namespace=namespace, event_key=key, event_type=EVENT_TYPE, payload=PAYLOAD_BYTES)
 
 
 def accept_steps(stub: Stub, clients: int, namespace: str, keys: Keys) -> list[Step]:
     async def step() -> int:
         key = keys.next()
-        await stub.Accept(_event(namespace, key))
+        await stub.Accept(accept_request(namespace, key))
         keys.keep(key)
         return 1
 
@@ -67,7 +67,7 @@ def accept_steps(stub: Stub, clients: int, namespace: str, keys: Keys) -> list[S
 
 def accept_batch_steps(stub: Stub, clients: int, namespace: str, keys: Keys, rows: int) -> list[Step]:
     async def step() -> int:
-        request = inbox_pb2.AcceptBatchRequest(events=[_event(namespace, k) for k in keys.batch(rows)])
+        request = inbox_pb2.AcceptBatchRequest(events=[accept_request(namespace, k) for k in keys.batch(rows)])
         await stub.AcceptBatch(request)
         return rows
 
@@ -78,7 +78,7 @@ def duplicate_steps(stub: Stub, clients: int, namespace: str, keys: list[str]) -
     repeat = cycle(keys)
 
     async def step() -> int:
-        response = await stub.Accept(_event(namespace, next(repeat)))
+        response = await stub.Accept(accept_request(namespace, next(repeat)))
         if response.outcome != inbox_pb2.ACCEPT_OUTCOME_DUPLICATE:
             raise RuntimeError(f"expected a duplicate, got outcome {response.outcome}")
         return 1
@@ -188,7 +188,7 @@ async def wakeup_latencies(
         await asyncio.sleep(settle)
         if waiter.done():
             raise RuntimeError("a waiting Claim answered before anything was accepted")
-        await accepting.Accept(_event(namespace, keys.next()))
+        await accepting.Accept(accept_request(namespace, keys.next()))
         accepted = time.perf_counter()
         events = (await waiter).events
         woken = time.perf_counter()

@@ -72,15 +72,7 @@ async def measure_long_polls(
         started = time.monotonic()
         calls = [asyncio.ensure_future(opened[i % channels].Claim(request)) for i in range(waiting)]
         await asyncio.sleep(settle + STATS_LAG_SECONDS)
-        commits_before = await _commits(database_url)
-        first = probe.snapshot()
-        rss_samples: list[int] = []
-        deadline = time.monotonic() + sample
-        while time.monotonic() < deadline:
-            rss_samples.append(server.rss())
-            await asyncio.sleep(0.25)
-        cpu = CpuProbe.between(first, probe.snapshot())
-        commits_after = await _commits(database_url)
+        sampled = await sample_idle(server, database_url, probe, sample)
         if time.monotonic() - started >= wait_seconds:
             raise RuntimeError("sampling outlasted the waits; raise wait_seconds")
         ended: Counter[str] = Counter()
@@ -98,11 +90,43 @@ async def measure_long_polls(
         waiting=waiting,
         wait_seconds=wait_seconds,
         idle_rss_mb=idle_rss / MB,
-        rss_mb=max(rss_samples) / MB,
+        rss_mb=sampled.rss_mb,
         peak_rss_mb=server.peak_rss() / MB,
+        server_cpu_percent=sampled.server_cpu_percent,
+        postgres_cpu_percent=sampled.postgres_cpu_percent,
+        db_transactions_per_s=sampled.db_transactions_per_s,
+        ended_early=dict(ended),
+    )
+
+
+@dataclass
+class IdleSample:
+    """What a server holding idle waiters (long-polls, Work streams) cost over a window."""
+
+    rss_mb: float
+    server_cpu_percent: float
+    postgres_cpu_percent: float
+    db_transactions_per_s: float
+
+
+async def sample_idle(server: BenchServer, database_url: str, probe: CpuProbe, sample: float) -> IdleSample:
+    """`sample` seconds of the server's RSS (the highest of 4 a second), CPU, and database transactions.
+
+    Start it STATS_LAG_SECONDS after the waiters' first looks, or it counts those.
+    """
+    commits_before = await _commits(database_url)
+    first = probe.snapshot()
+    rss_samples: list[int] = []
+    deadline = time.monotonic() + sample
+    while time.monotonic() < deadline:
+        rss_samples.append(server.rss())
+        await asyncio.sleep(0.25)
+    cpu = CpuProbe.between(first, probe.snapshot())
+    commits_after = await _commits(database_url)
+    return IdleSample(
+        rss_mb=max(rss_samples) / MB,
         server_cpu_percent=cpu.percent_of_core("server"),
         postgres_cpu_percent=cpu.percent_of_core("postgres"),
         # The sampling connection's own two transactions are noise at this scale.
         db_transactions_per_s=(commits_after - commits_before) / cpu.seconds if cpu.seconds else 0.0,
-        ended_early=dict(ended),
     )

@@ -44,6 +44,12 @@ class NodeLoad:
     threads: int = 0
     channels: int = 0
     transport: str = "h2"
+    # Work (streams.mjs): credit per stream, the subscription's lease, how long a worker waits for a push
+    # before it stops, and the units after which a drain stops (0: the window decides).
+    credit: int = 10
+    lease_s: int = 30
+    idle_ms: int = 1000
+    max_units: int = 0
     event_type: str = EVENT_TYPE
     payload: str = PAYLOAD
 
@@ -91,16 +97,36 @@ def node_binary() -> str:
     return found
 
 
-async def run_node(load: NodeLoad, probe: CpuProbe | None) -> NodeResult:
-    """Runs one load; raises when the generator fails, or when every call failed."""
+async def spawn_node(load: NodeLoad, *, stdin: bool = False) -> asyncio.subprocess.Process:
+    """The generator running `load`, its stdout (one JSON object a line) and stderr piped; stdin too if asked."""
     proc = await asyncio.create_subprocess_exec(
         node_binary(),
         str(LOADGEN),
         json.dumps(load.spec()),
+        stdin=asyncio.subprocess.PIPE if stdin else asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         env={**os.environ, "NODE_NO_WARNINGS": "1"},
     )
+    assert proc.stdout is not None and proc.stderr is not None
+    return proc
+
+
+async def next_line(proc: asyncio.subprocess.Process, event: str, within: float) -> dict[str, Any]:
+    """The generator's next line of `event` within `within` s; raises with its stderr when it exits first."""
+    assert proc.stdout is not None and proc.stderr is not None
+    async with asyncio.timeout(within):
+        async for raw in proc.stdout:
+            line: dict[str, Any] = json.loads(raw)
+            if line["event"] == event:
+                return line
+    stderr = (await proc.stderr.read()).decode(errors="replace")
+    raise RuntimeError(f"the load generator ended before {event!r}: {stderr.strip()[-2000:]}")
+
+
+async def run_node(load: NodeLoad, probe: CpuProbe | None) -> NodeResult:
+    """Runs one load; raises when the generator fails, or when every call failed."""
+    proc = await spawn_node(load)
     assert proc.stdout is not None and proc.stderr is not None
     if probe is not None:
         probe.watch(LOADGEN_PART, lambda: tree_cpu_seconds(proc.pid))

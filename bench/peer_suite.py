@@ -9,6 +9,7 @@ from typing import Any
 from bench import grpc_load, support
 from bench.cluster import execute
 from bench.peer_enqueue import ENQUEUE_NS, inboxd_python_steps, pgqueuer_steps, procrastinate_steps
+from bench.peer_work import DESCRIPTION, InboxdWork
 from bench.peers import Inboxd, PgQueuer, Procrastinate, System, one_round
 from bench.run import Run
 from bench.workload import CLEAR_EVENTS
@@ -80,6 +81,14 @@ async def drain_phase(run: Run, urls: dict[str, str]) -> None:
             PgQueuer(urls["pgqueuer"]),
             Procrastinate(urls["procrastinate"]),
         ]
+        missing = support.lacks(run.support, support.WORK)
+        if missing is None:
+            systems.insert(
+                1, InboxdWork(stub, run.url, target=run.target, transport=run.config.transport, probe=run.probe)
+            )
+            run.extra["inboxd_work_drain"] = DESCRIPTION
+        else:
+            log.info("the drain through Work: not served: %s", missing)
         for system in systems:
             await system.setup()
             log.info("-- %s: priming with %d jobs --", system.name, config.peer_priming_jobs)

@@ -98,12 +98,14 @@ async def one_round(system: System, jobs: int, probe: CpuProbe) -> PeerRun:
     first = probe.snapshot()
     began = time.perf_counter()
     done = await asyncio.wait_for(system.drain(), DRAIN_CAP_SECONDS)
-    drain_s = time.perf_counter() - began
+    # A system whose workers are another process may time its own drain from their start (peer_work.py).
+    drain_s = getattr(system, "drain_seconds", None) or time.perf_counter() - began
     # Backends of connections closed at the end of the drain are counted once
     # the postmaster has reaped them: a moment later.
     await asyncio.sleep(REAP_SECONDS)
     cpu = CpuProbe.between(first, probe.snapshot())
-    cpu = CpuShare(drain_s, cpu.used)
+    # Likewise its CPU over that window, the generator's own included (peer_work.py).
+    cpu = getattr(system, "drain_cpu", None) or CpuShare(drain_s, cpu.used)
     left = await system.left()
     if done != jobs or left:
         raise RuntimeError(f"{system.name} ran {done} of {jobs} jobs; {left} left unfinished")
@@ -137,6 +139,8 @@ class Inboxd:
     # Each Claim carries the previous batch's completions (ClaimRequest.completions).
     carry: bool = False
     name: str = "inboxd"
+    # Of each round's namespace and keys: two inboxd systems in one run enqueue apart.
+    prefix: str = "peers"
     _round: int = 0
     _namespace: str = ""
 
@@ -148,8 +152,8 @@ class Inboxd:
 
     async def enqueue(self, jobs: int) -> None:
         self._round += 1
-        self._namespace = f"bench/peers-{self._round}"
-        keys = Keys(f"peers-{self._round}")
+        self._namespace = f"bench/{self.prefix}-{self._round}"
+        keys = Keys(f"{self.prefix}-{self._round}")
         calls = [jobs // 100]
         step = accept_batch_steps(self.stub, 1, self._namespace, keys, 100)[0]
 

@@ -23,6 +23,7 @@ from bench.loop import Step
 from bench.workload import EVENT_TYPE, PAYLOAD, Keys, cycle
 from inboxd.store.database import GENERIC_PLANS
 from inboxd.store.queries import QUERIES, numbered
+from inboxd.usecases.inbox import CLAIM_ANSWER_BYTES
 
 Conn = psycopg.AsyncConnection[TupleRow]
 
@@ -97,6 +98,8 @@ def claim_params(namespace: str, batch: int, worker_id: str) -> dict[str, Any]:
         "max_attempts": 10,
         "now": None,
         "ignore_stale": True,
+        # The byte budget of one answer, as the server's Claim path passes it.
+        "max_bytes": CLAIM_ANSWER_BYTES,
     }
     _text, wanted = numbered(claim_query()[0])
     unknown = [name for name in wanted if name not in known]

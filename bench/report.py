@@ -14,6 +14,7 @@ from bench import report_sections as sections
 from bench.chart import chart
 from bench.figures import Figures, cpu_line, per_unit_line
 from bench.record import percent_of_core
+from bench.report_streams import streams
 from bench.run import NOISY_PERCENT
 from bench.suites import QUICK_RESULTS, RESULTS, load
 from bench.targets import Measured, Target, targets, verdict
@@ -43,6 +44,7 @@ def markdown(bench: dict[str, Any] | None, peers: dict[str, Any] | None, before:
         out += sections.cpu_table(bench)
         out += sections.profiles(bench, before)
         out += sections.waiting(bench)
+        out += streams(bench)
         out += sections.history(bench)
     out += sections.peers(peers)
     out += sections.method(bench, peers)
@@ -84,7 +86,8 @@ def targets_section(bench: dict[str, Any], peers: dict[str, Any] | None) -> list
     out = [
         "## Targets",
         "",
-        "Issues 13 and 14; each ratio is of two figures of the same run. Issue 10's kept targets last.",
+        "Issues 13 and 14, then issue 10's kept targets, then issue 27's (the streams); each ratio is of two "
+        "figures of the same run.",
         "",
         "| issue | figure | wanted | measured | met |",
         "|---|---|---|---|---|",

@@ -276,6 +276,7 @@ def peers(peers: dict[str, Any] | None) -> list[str]:
     cfg = peers["config"]
     # Older results did not record which calls inboxd's claimers made: then the page does not guess.
     drain = f": {peers['inboxd_drain']}" if "inboxd_drain" in peers else ""
+    drain += f"; inboxd-work's: {peers['inboxd_work_drain']}" if "inboxd_work_drain" in peers else ""
     out += [
         "",
         "### Drain",

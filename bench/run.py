@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import asdict, replace
 from typing import Any
 
@@ -136,6 +137,18 @@ class Run:
         previous, self.server = self.server, server
         self.probe.watch("server", server.cpu_seconds)
         return previous
+
+    @contextlib.asynccontextmanager
+    async def fresh_server(self, env: dict[str, str]) -> AsyncIterator[BenchServer]:
+        """A new server (one process when --workers exists) under test for the block, stopped after it."""
+        workers = 1 if support.lacks(self.support, support.WORKERS) is None else None
+        server = await self.start_server(env, workers=workers)
+        previous = await self.swap_server(server)
+        try:
+            yield server
+        finally:
+            await self.swap_server(previous)
+            await asyncio.to_thread(server.stop)
 
     async def stop(self) -> None:
         if self.server is not None:

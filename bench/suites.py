@@ -14,10 +14,12 @@ from bench.phases.accept import accept_phase
 from bench.phases.claim import claim_phase
 from bench.phases.history import history_phase
 from bench.phases.idle import backlog_phase, long_poll_phase, wakeup_phase
+from bench.phases.idle_streams import idle_streams_phase
 from bench.phases.profiling import ACCEPT, ACCEPT_BATCH, CLAIM10, profile_phase
 from bench.phases.scaling import workers_phase
 from bench.phases.startup import startup_phase
 from bench.phases.streams import streams_phase
+from bench.phases.work import recovery_phase, work_claim_phase, work_wakeup_phase
 from bench.run import Run
 
 log = logging.getLogger("bench")
@@ -86,10 +88,14 @@ async def run_bench(config: Config) -> dict[str, Any]:
             ("streams", streams_phase),
             ("claim", claim_phase),
             ("claim-profile", claim_profile),
+            ("work", work_claim_phase),
+            ("recovery", recovery_phase),
             ("startup", startup_phase),
             ("backlog", backlog_phase),
             ("wakeup", wakeup_phase),
+            ("work-wakeup", work_wakeup_phase),
             ("longpolls", long_poll_phase),
+            ("idle-streams", idle_streams_phase),
             ("workers", workers_phase),
             ("history", history_phase),
         ],

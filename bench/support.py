@@ -8,10 +8,13 @@ from typing import Any
 
 from bench import grpc_load
 from bench.node_load import probe_complete_batch
+from bench.work_streams import probe_accept_stream, probe_work
 
 COMPLETE_BATCH = "complete_batch"
 CLAIM_CARRIES = "claim_carries_completions"
 WORKERS = "workers"
+ACCEPT_STREAM = "accept_stream"
+WORK = "work"
 
 
 def workers_flag() -> dict[str, Any]:
@@ -40,6 +43,8 @@ async def detect(target: str) -> dict[str, dict[str, Any]]:
         COMPLETE_BATCH: await probe_complete_batch(target),
         CLAIM_CARRIES: await claim_carries(target),
         WORKERS: workers_flag(),
+        ACCEPT_STREAM: await probe_accept_stream(target),
+        WORK: await probe_work(target),
     }
 
 

@@ -1,4 +1,4 @@
-"""The targets of issues 13 and 14, each a figure (mostly a ratio) from one run, with its wanted value.
+"""The targets of issues 13 and 14 (27's: stream_targets.py), each a figure (mostly a ratio) of one run, with its bar.
 
 A target that could not be measured says why (the server lacks a feature, or
 `make bench-peers` has not run) and has no value: never a number that was not
@@ -189,6 +189,8 @@ def _accept_bar(bench: Results, top: int) -> tuple[float, str]:
 
 
 def targets(bench: Results) -> list[Target]:
+    from bench.stream_targets import stream_targets  # it builds on this module's measures
+
     c = bench["config"]
     top = max(c["concurrency"])
     accept_bar, accept_wanted = _accept_bar(bench, top)
@@ -335,6 +337,7 @@ def targets(bench: Results) -> list[Target]:
             _wakeup_p50,
             Bar(5.0, at_most=True),
         ),
+        *stream_targets(bench),
     ]
 
 

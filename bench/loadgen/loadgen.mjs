@@ -14,14 +14,17 @@
 // {"event":"result", ...}.
 //
 // Spec fields: target, transport (h2 | grpc-js), workload (health | accept | accept_batch | duplicate |
-// claim_complete | claim_complete_batch | claim_carry | probe_complete_batch), callers,
+// claim_complete | claim_complete_batch | claim_carry | probe_complete_batch, and the stream
+// workloads of streams.mjs: accept_stream | work | work_hold | work_idle), callers,
 // threads, channels (per thread), warmup_s, duration_s, namespace,
-// event_type, payload, rows, prefix, max_events, duplicate_keys.
+// event_type, payload, rows, prefix, max_events, duplicate_keys; for Work: credit,
+// lease_s, idle_ms (a worker with nothing pushed that long stops), max_units (a drain's end).
 
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
 
+import { endStreams, holdMain, idleMain, streamStep } from './streams.mjs';
 import { describe, grpc, loadServices, openChannel } from './transport.mjs';
 
 const now = () => performance.timeOrigin + performance.now();
@@ -36,9 +39,11 @@ function event(spec, key) {
 }
 
 // One caller's next request: resolves to how many units (rows, events) it did, or null when out of work.
-function makeStep(spec, channel, thread, caller, dupKeys) {
+function makeStep(spec, channel, thread, caller, dupKeys, counter) {
   const inbox = (method, request) => channel.call('inbox', method, request);
   let n = 0;
+  const streamed = streamStep(spec, channel, thread, caller, () => `${spec.prefix}-${thread}-${caller}-${n++}`, event, counter);
+  if (streamed) return streamed;
   const claimRequest = { namespaces: [spec.namespace], max_events: spec.max_events || 1, worker_id: `bench-${thread}-${caller}` };
   switch (spec.workload) {
     case 'health': {
@@ -120,7 +125,7 @@ async function seedDuplicates(spec, channel, thread) {
 }
 
 async function threadMain() {
-  const { spec, thread, callers } = workerData;
+  const { spec, thread, callers, counter } = workerData;
   const services = loadServices();
   const channels = Math.max(1, Math.min(spec.channels || 1, callers.length));
   const opened = [];
@@ -139,7 +144,7 @@ async function threadMain() {
   let firstError = '';
   const latencies = [];
   async function run(caller, index) {
-    const step = makeStep(spec, opened[index % channels], thread, caller, dupKeys);
+    const step = makeStep(spec, opened[index % channels], thread, caller, dupKeys, counter);
     for (;;) {
       const began = now();
       if (began >= windowEnd) return;
@@ -163,7 +168,10 @@ async function threadMain() {
   await Promise.all(callers.map((caller, index) => run(caller, index)));
   const stopped = now();
   parentPort.postMessage({ type: 'done', ops, units, errors, firstError, latencies: Float64Array.from(latencies), stopped });
-  for (const channel of opened) channel.close();
+  for (const channel of opened) {
+    endStreams(channel);
+    channel.close();
+  }
 }
 
 function emit(obj) {
@@ -208,12 +216,22 @@ async function main() {
     await probeCompleteBatch(spec);
     return;
   }
+  if (spec.workload === 'work_hold' || spec.workload === 'work_idle') {
+    const services = loadServices();
+    const channels = [];
+    for (let c = 0; c < Math.max(1, spec.channels || 1); c++) channels.push(openChannel(spec, services, `${spec.workload}-${c}`));
+    await Promise.all(channels.map((channel) => channel.ready()));
+    await (spec.workload === 'work_hold' ? holdMain(spec, channels[0]) : idleMain(spec, channels));
+    return;
+  }
   const threads = Math.max(1, Math.min(spec.threads || os.availableParallelism(), spec.callers));
   const workers = [];
+  // Units done by every thread: a drain (max_units) stops when the queue it filled is done.
+  const counter = new Int32Array(new SharedArrayBuffer(4));
   for (let t = 0; t < threads; t++) {
     const callers = [];
     for (let c = t; c < spec.callers; c += threads) callers.push(c);
-    workers.push(new Worker(fileURLToPath(import.meta.url), { workerData: { spec, thread: t, callers } }));
+    workers.push(new Worker(fileURLToPath(import.meta.url), { workerData: { spec, thread: t, callers, counter } }));
   }
   const failed = new Promise((_, reject) => workers.forEach((w) => w.on('error', reject)));
   const ready = workers.map((w) => new Promise((resolve) => w.once('message', resolve)));

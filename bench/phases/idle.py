@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from dataclasses import asdict
 from typing import Any
 
-from bench import grpc_load, support
+from bench import grpc_load
 from bench.cluster import execute
 from bench.cpu import CpuProbe
 from bench.longpolls import measure_long_polls
@@ -74,11 +73,8 @@ async def long_poll_phase(run: Run) -> None:
     """A fresh server holding `long_polls` Claims on an empty namespace, and nothing else in the table."""
     c = run.config
     await execute(run.url, CLEAR_EVENTS)
-    workers = 1 if support.lacks(run.support, support.WORKERS) is None else None
     env = {"INBOXD_MAX_WAITING_CLAIMS_PER_CALLER": str(2 * c.long_polls)}
-    server = await run.start_server(env, workers=workers)
-    previous = await run.swap_server(server)
-    try:
+    async with run.fresh_server(env) as server:
         result = await measure_long_polls(
             server,
             run.url,
@@ -89,9 +85,6 @@ async def long_poll_phase(run: Run) -> None:
             settle=8.0 if c.long_polls >= 2000 else 3.0,
             sample=c.long_poll_sample,
         )
-    finally:
-        await run.swap_server(previous)
-        await asyncio.to_thread(server.stop)
     run.figures["inboxd.longpolls"] = {"value": round(result.rss_mb, 1), "unit": "MB", **asdict(result)}
     log.info(
         "%d waiting long-polls: RSS %.0f MB, server CPU %.1f%%, PostgreSQL CPU %.1f%%, %.1f transactions/s",
