@@ -157,6 +157,8 @@ class ClaimBatch:
     dead_lettered: int = 0
     # Stale revisions of an ordering key completed IGNORED instead of handed out.
     ignored_stale: int = 0
+    # It took all it was asked for: more may be due.
+    full: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -69,7 +69,10 @@ async def claim_events(
     rows = await cur.fetchall()
     ignored_stale, dead_lettered, leases_expired = (int(n) for n in rows[0][-3:]) if rows else (0, 0, 0)
     events = [_claimed_event(row, row[-4] or ()) for row in rows if row[0] is not None]
-    return ClaimBatch(events, leases_expired=leases_expired, dead_lettered=dead_lettered, ignored_stale=ignored_stale)
+    full = len(events) >= request.max_events
+    return ClaimBatch(
+        events, leases_expired=leases_expired, dead_lettered=dead_lettered, ignored_stale=ignored_stale, full=full
+    )
 
 
 def _claimed_event(row: Sequence[Any], ledger: Sequence[dict[str, Any]]) -> ClaimedEvent:

@@ -19,7 +19,7 @@ from inboxd.config.settings import Settings
 from inboxd.domain.vocabulary import ClaimBatch, ClaimRequest, Fence, StaleRevisions
 from inboxd.observability.transition_observer import InboxObserver
 from inboxd.runtime.due_poller import DuePoller
-from inboxd.runtime.wakeups import WakeBus, WakeUp
+from inboxd.runtime.wakeups import WakeBus, Waiter, WakeUp
 from inboxd.store import claims
 from inboxd.store.database import Database
 
@@ -98,6 +98,8 @@ class Claiming(abc.ABC):
                 if held is not None or not self._poller.nothing_due_for(waiter.filter):
                     batch = await look(held)
                     if batch.events:
+                        if batch.full:
+                            self._wake_one_more(waiter, batch)
                         return batch
                     self.bus.looked_in_vain(waiter, held)
                     held = None
@@ -115,6 +117,18 @@ class Claiming(abc.ABC):
             self.bus.unregister(waiter, [(e.namespace, e.event_type) for e in batch.events], held)
             if not self.bus:
                 self._poller.notice_no_waiters()
+
+    def _wake_one_more(self, waiter: Waiter, batch: ClaimBatch) -> None:
+        """A look that took all it asked for wakes one more waiter of its kind: more may be due.
+
+        A waiter that looked meanwhile may have found nothing only because this
+        look held the rows (the claim statement skips locked rows) and gone back
+        to sleep with a backlog still due; in a drain no Accept comes to wake it,
+        and it would wait for the fallback poll. Bounded: a waiter that then
+        looks in vain passes the wake-up on at most MAX_HOPS times.
+        """
+        last = batch.events[-1]
+        self.bus.notify(last.namespace, last.event_type, skip=waiter)
 
     async def _claim_once(self, request: ClaimRequest) -> ClaimBatch:
         now = self.clock()
