@@ -13,10 +13,10 @@ from collections.abc import Awaitable
 from dataclasses import dataclass
 
 from inboxd_client.actions import describe
-from inboxd_client.aio_client import AsyncInboxClient
 from inboxd_client.completions import CompletionBatcher
 from inboxd_client.context import EventContext
 from inboxd_client.errors import ClaimSuperseded, InboxError
+from inboxd_client.fenced_calls import FencedCalls
 from inboxd_client.outcomes import HandlerTimeout, Ignore, PermanentError, RetryLater
 from inboxd_client.v1 import inbox_pb2, types_pb2
 
@@ -48,6 +48,7 @@ class Job:
         self.handler: asyncio.Future[Ignore | None] | None = None
         self.lost = False
         self.releasing = False
+        self.stream = 0  # the Work stream that pushed it (its number); 0: a unary Claim
         self.timed_out_after: float | None = None
 
     def time_out(self, seconds: float) -> None:
@@ -74,7 +75,7 @@ class Job:
 class Finisher:
     """Ends claims for a worker, and counts how each ended in `stats`."""
 
-    def __init__(self, client: AsyncInboxClient, stats: WorkerStats, completions: CompletionBatcher) -> None:
+    def __init__(self, client: FencedCalls, stats: WorkerStats, completions: CompletionBatcher) -> None:
         self.client = client
         self.stats = stats
         # Completions that finish together share one CompleteBatch; each still learns its own answer.

@@ -18,6 +18,7 @@ from typing import cast
 
 from inboxd_client.aio_client import AsyncInboxClient
 from inboxd_client.context import EventContext, SyncEventContext
+from inboxd_client.fenced_calls import FencedCalls
 from inboxd_client.finishing import Finisher, Job, WorkerStats
 from inboxd_client.outcomes import Ignore
 from inboxd_client.renewals import keep_renewing
@@ -41,12 +42,17 @@ class HandlerRuns:
         client: AsyncInboxClient,
         handler: AsyncHandler | SyncHandler,
         *,
+        calls: FencedCalls,
         lease: float,
         handler_timeout: float | None,
         stats: WorkerStats,
         finisher: Finisher,
     ) -> None:
         self.client = client
+        # Where the claims' actions go: the unary calls, or the Work stream.
+        self.calls = calls
+        # Off on the Work stream, which keeps the leases of what it pushed alive by itself.
+        self.renews = True
         self.lease = lease
         self.handler_timeout = handler_timeout
         self.stats = stats
@@ -57,7 +63,7 @@ class HandlerRuns:
         self._sync_handler = cast(SyncHandler, handler)
 
     def job(self, event: inbox_pb2.ClaimedEvent) -> Job:
-        return Job(EventContext(self.client, event), self.is_async)
+        return Job(EventContext(self.calls, event), self.is_async)
 
     async def run(self, job: Job) -> None:
         """Runs the job's handler and ends its claim; returns once the handler has really returned."""
@@ -69,7 +75,7 @@ class HandlerRuns:
             sync_context = SyncEventContext(context, loop)
             name = f"inboxd-handler {context.namespace}/{context.event_key}"
             job.handler = run_in_daemon_thread(loop, lambda: self._run_sync(sync_context), name)
-        renewer = asyncio.create_task(keep_renewing(self.client, job, self.lease, self.stats))
+        renewer = asyncio.create_task(keep_renewing(self.client, job, self.lease, self.stats)) if self.renews else None
         try:
             await asyncio.wait({job.handler}, timeout=self.handler_timeout)
             if not job.handler.done() and self.handler_timeout is not None:
@@ -77,7 +83,8 @@ class HandlerRuns:
                 job.time_out(self.handler_timeout)
                 await asyncio.wait({job.handler}, timeout=TIMEOUT_CANCEL_GRACE)
         finally:
-            renewer.cancel()
+            if renewer is not None:
+                renewer.cancel()
         await self.finisher.finish(job)
         if not job.handler.done():
             log.warning(
