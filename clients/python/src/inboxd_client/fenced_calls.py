@@ -1,4 +1,4 @@
-"""The fenced calls a worker's claims make (actions, Complete, Fail, Release), and where the worker sends them.
+"""The fenced calls a worker's claims make (actions, renewals, Complete, Fail, Release), and where they go.
 
 A claim's machinery (its action ledger, its finish, its batched completions)
 asks one `FencedCalls` for them. The client's unary calls are one; the
@@ -51,6 +51,10 @@ class FencedCalls(Protocol):
     ) -> inbox_pb2.FailResponse: ...
 
     async def release(self, event: Fenced, *, timeout: float | None = None) -> inbox_pb2.ReleaseResponse: ...
+
+    async def renew_lease(
+        self, event: Fenced, *, lease: DurationLike | None = None, timeout: float | None = None
+    ) -> inbox_pb2.RenewLeaseResponse: ...
 
     async def record_action_outcome(
         self,
@@ -108,6 +112,11 @@ class CallRoute:
 
     async def release(self, event: Fenced, *, timeout: float | None = None) -> inbox_pb2.ReleaseResponse:
         return await self._to.release(event, timeout=timeout)
+
+    async def renew_lease(
+        self, event: Fenced, *, lease: DurationLike | None = None, timeout: float | None = None
+    ) -> inbox_pb2.RenewLeaseResponse:
+        return await self._to.renew_lease(event, lease=lease, timeout=timeout)
 
     async def record_action_outcome(
         self,

@@ -16,7 +16,6 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import cast
 
-from inboxd_client.aio_client import AsyncInboxClient
 from inboxd_client.context import EventContext, SyncEventContext
 from inboxd_client.fenced_calls import FencedCalls
 from inboxd_client.finishing import Finisher, Job, WorkerStats
@@ -39,20 +38,16 @@ class HandlerRuns:
 
     def __init__(
         self,
-        client: AsyncInboxClient,
+        calls: FencedCalls,
         handler: AsyncHandler | SyncHandler,
         *,
-        calls: FencedCalls,
         lease: float,
         handler_timeout: float | None,
         stats: WorkerStats,
         finisher: Finisher,
     ) -> None:
-        self.client = client
-        # Where the claims' actions go: the unary calls, or the Work stream.
+        # Where the claims' actions, renewals and finishes go: the unary calls, or the Work stream.
         self.calls = calls
-        # Off on the Work stream, which keeps the leases of what it pushed alive by itself.
-        self.renews = True
         self.lease = lease
         self.handler_timeout = handler_timeout
         self.stats = stats
@@ -75,7 +70,7 @@ class HandlerRuns:
             sync_context = SyncEventContext(context, loop)
             name = f"inboxd-handler {context.namespace}/{context.event_key}"
             job.handler = run_in_daemon_thread(loop, lambda: self._run_sync(sync_context), name)
-        renewer = asyncio.create_task(keep_renewing(self.client, job, self.lease, self.stats)) if self.renews else None
+        renewer = asyncio.create_task(keep_renewing(self.calls, job, self.lease, self.stats))
         try:
             await asyncio.wait({job.handler}, timeout=self.handler_timeout)
             if not job.handler.done() and self.handler_timeout is not None:
@@ -83,8 +78,7 @@ class HandlerRuns:
                 job.time_out(self.handler_timeout)
                 await asyncio.wait({job.handler}, timeout=TIMEOUT_CANCEL_GRACE)
         finally:
-            if renewer is not None:
-                renewer.cancel()
+            renewer.cancel()
         await self.finisher.finish(job)
         if not job.handler.done():
             log.warning(

@@ -8,21 +8,26 @@ a server without it (UNIMPLEMENTED), found out once at run time, the worker
 claims with unary Claims instead (`claim_loop`); `use_streams` forces
 either way. Either way an event runs as a job (`running_jobs`).
 
-Each claimed event runs its handler (`handler_runs`), on the unary path under
-a lease renewed every third of its length (`renewals`). The handler's end decides the
-claim's: it returned (Complete), it returned `Ignore` or called `ctx.ignore`
-(Complete as IGNORED), it raised (Fail: retryable, or permanent for
-PermanentError), it ran past `handler_timeout` (Fail, the attempt counted).
-A renewal answered ABORTED means another worker took the event over: the
-handler is cancelled, and anything it still tries to finish is refused.
+Each claimed event runs its handler (`handler_runs`) under a lease renewed
+every third of its length (`renewals`; on the stream, where the server keeps
+the lease alive too, a renewal's ABORTED is how a handler learns its claim
+was lost). The handler's end decides the claim's: it returned (Complete),
+it returned `Ignore` or called `ctx.ignore` (Complete as IGNORED), it raised
+(Fail: retryable, or permanent for PermanentError), it ran past
+`handler_timeout` (Fail, the attempt counted). A renewal answered ABORTED
+means another worker took the event over: the handler is cancelled, and
+anything it still tries to finish is refused. So does a Work stream that
+broke: the server ended its claims with it.
 
 On the unary path completions ride the worker's next Claim (`claim_loop`);
 on the stream they go as one CompleteBatch per window over the stream.
 
-`stop()` (or SIGTERM/SIGINT) stops claiming at once, sends the completions
-that wait, lets running handlers finish within `grace` seconds, then cancels
-the rest and Releases their events, which does not count their attempts
-(`draining`). A second signal skips the grace.
+`stop()` (or SIGTERM/SIGINT) stops claiming (on the stream: gives no more
+credit) at once, sends the completions that wait, lets running handlers
+finish within `grace` seconds, then cancels the rest and Releases their
+events, which does not count their attempts (`draining`); an event pushed
+meanwhile is released at once. Then the stream half-closes. A second signal
+skips the grace.
 """
 
 from __future__ import annotations
@@ -115,9 +120,8 @@ class Worker:
         self._finisher = Finisher(self._route, self.stats, self.completions)
         self._pacer = ClaimPacer()
         self._runs = HandlerRuns(
-            client,
+            self._route,
             handler,
-            calls=self._route,
             lease=lease,
             handler_timeout=handler_timeout,
             stats=self.stats,
@@ -202,9 +206,8 @@ class Worker:
             except Unimplemented:
                 if self.use_streams:
                     raise
-                log.info("the server has no Work stream: claiming with unary Claims, renewing leases")
+                log.info("the server has no Work stream: claiming with unary Claims")
                 self._route.stream = self._stream = self._jobs.on_slot_freed = None
-                self._runs.renews = True
         await self._claims.run()
 
     async def _take_pushed(self) -> None:
@@ -219,7 +222,6 @@ class Worker:
             subscription, free_slots=self._jobs.free, on_events=self._take, on_broken=self._jobs.lose, pacer=self._pacer
         )
         self._route.stream = self._stream = stream
-        self._runs.renews = False
         self._jobs.on_slot_freed = stream.top_up
         if self._stopping.is_set():
             stream.stop_crediting()
