@@ -52,8 +52,8 @@ def diagram(module: ModuleType) -> Diagram:
 
 
 # The event's transitions stand in rooms named for what they do (Accept's,
-# Claim's, Complete's, the rest), one diagram over the four.
-EVENT_FILES = ("accepts.sql", "claims.sql", "completions.sql", "events.sql")
+# Claim's, Complete's, a Work stream's, the rest), one diagram over the five.
+EVENT_FILES = ("accepts.sql", "claims.sql", "completions.sql", "events.sql", "streams.sql")
 ACTION_FILES = ("actions.sql",)
 
 

@@ -27,7 +27,7 @@ import grpc
 
 from inboxd.api import convert
 from inboxd.api.identity import current_caller
-from inboxd.api.status import status_for
+from inboxd.api.status import INTERNAL_ITEM, item_status, within
 from inboxd.config.tokens import Caller
 from inboxd.domain.errors import InboxError, InvalidArgument, RefusedEvent
 from inboxd.domain.vocabulary import NewEvent
@@ -138,10 +138,7 @@ class _Stream:
         except Exception:
             # One item's surprise must not end its neighbours' stream; it is logged, the item answered.
             log.exception("AcceptStream item %d failed", sequence)
-            response = inbox_pb2.AcceptStreamResponse(
-                sequence=sequence,
-                error=inbox_pb2.ItemStatus(code=grpc.StatusCode.INTERNAL.value[0], message="internal error"),
-            )
+            response = inbox_pb2.AcceptStreamResponse(sequence=sequence, error=INTERNAL_ITEM)
         else:
             response = inbox_pb2.AcceptStreamResponse(sequence=sequence, accepted=convert.accept_response(result))
         self._queue.put_nowait(_Answer(sequence, True, response))
@@ -172,12 +169,8 @@ class _Stream:
 
 
 def _in_accept(exc: InboxError) -> InboxError:
-    """An item's error with its field named within the item (`accept.payload`, say)."""
-    if isinstance(exc, InvalidArgument) and not exc.field.startswith("accept"):
-        return InvalidArgument(f"accept.{exc.field}", exc.problem)
-    return exc
+    return within("accept", exc)
 
 
 def _refusal(sequence: int, exc: InboxError) -> inbox_pb2.AcceptStreamResponse:
-    status = inbox_pb2.ItemStatus(code=status_for(exc).value[0], message=str(exc))
-    return inbox_pb2.AcceptStreamResponse(sequence=sequence, error=status)
+    return inbox_pb2.AcceptStreamResponse(sequence=sequence, error=item_status(exc))

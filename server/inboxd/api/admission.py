@@ -71,6 +71,8 @@ def receive_limits(batch_bytes: int, one_event_bytes: int) -> dict[str, int]:
         "AcceptBatch": batch_bytes,
         "Claim": COMPLETIONS_MESSAGE_BYTES,
         "CompleteBatch": COMPLETIONS_MESSAGE_BYTES,
+        # Per message: at most a CompleteBatch, or a subscription as big as a Claim's filters.
+        "Work": COMPLETIONS_MESSAGE_BYTES,
     }
 
 

@@ -53,6 +53,8 @@ RULES: dict[str, tuple[Scope, NamespacesOf]] = {
     _INBOX + "Fail": (Scope.WORK, _one),
     _INBOX + "Release": (Scope.WORK, _one),
     _INBOX + "RecordActionOutcome": (Scope.WORK, _one),
+    # The subscription's namespaces and each call's are checked by the stream, as Claim's and the call's.
+    _INBOX + "Work": (Scope.WORK, _none),
     _ADMIN + "GetEvent": (Scope.ADMIN, _one),
     _ADMIN + "Replay": (Scope.ADMIN, _one),
     # Empty: every namespace the caller may see (admin.proto); the servicer narrows to its grants.

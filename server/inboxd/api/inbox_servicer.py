@@ -14,6 +14,7 @@ import grpc
 from inboxd.api import convert
 from inboxd.api.accept_stream import AcceptStreaming
 from inboxd.api.identity import current_caller
+from inboxd.api.work_stream import WorkStreaming
 from inboxd.domain.errors import InboxError, InvalidArgument, RefusedEvent, TooManyRequests
 from inboxd.domain.vocabulary import ClaimRequest, Completion
 from inboxd.usecases.inbox import Inbox
@@ -27,8 +28,8 @@ DEADLINE_MARGIN_SECONDS = 0.2
 Context = grpc.aio.ServicerContext[Any, Any]
 
 
-class InboxServicer(AcceptStreaming):
-    """Methods are named after the RPCs; `api.handlers` routes to them (AcceptStream lives in `api.accept_stream`)."""
+class InboxServicer(AcceptStreaming, WorkStreaming):
+    """Methods are named after the RPCs; `api.handlers` routes to them (the streams live in rooms of their own)."""
 
     def __init__(self, inbox: Inbox) -> None:
         self.inbox = inbox

@@ -202,6 +202,26 @@ class Metrics(InboxObserver):
             multiprocess_mode="livesum",
             registry=r,
         )
+        self.work_streams = Gauge(
+            "inboxd_work_streams_open", "Work streams open.", multiprocess_mode="livesum", registry=r
+        )
+        self.work_credit_outstanding = Gauge(
+            "inboxd_work_credit_outstanding",
+            "Credit Work streams gave and no push used yet, over all open streams.",
+            multiprocess_mode="livesum",
+            registry=r,
+        )
+        self.work_pushed_events = Counter(
+            "inboxd_work_events_pushed_total", "Events pushed on Work streams (each also a claim).", registry=r
+        )
+        self.work_streams_ended_holding = Counter(
+            "inboxd_work_streams_ended_holding_total", "Work streams that ended holding claims.", registry=r
+        )
+        self.work_events_ended = Counter(
+            "inboxd_work_stream_events_ended_total",
+            "Claims ended by the end of the Work stream that held them (PENDING or DEAD_LETTERED at once).",
+            registry=r,
+        )
         # Label lookups cost a lock and a tuple per call: the hot paths keep their children.
         self._rpc_timers: dict[tuple[str, str], Any] = {}
         self._accept_counters = {outcome: self.accepts.labels(outcome.value) for outcome in AcceptOutcome}
@@ -231,6 +251,20 @@ class Metrics(InboxObserver):
 
     def accept_stream_held(self, change: int) -> None:
         self.accept_stream_items.inc(change)
+
+    def work_streams_open(self, change: int) -> None:
+        self.work_streams.inc(change)
+
+    def work_credit(self, change: int) -> None:
+        self.work_credit_outstanding.inc(change)
+
+    def work_pushed(self, count: int) -> None:
+        self.work_pushed_events.inc(count)
+
+    def work_stream_ended_holding(self, events: int) -> None:
+        if events:
+            self.work_streams_ended_holding.inc()
+            self.work_events_ended.inc(events)
 
     def claimed(self, worker_id: str, batch: ClaimBatch) -> None:
         self.claims.inc(len(batch.events))

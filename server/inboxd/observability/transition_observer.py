@@ -58,6 +58,18 @@ class InboxObserver:
     def accept_stream_held(self, change: int) -> None:
         """AcceptStreams hold `change` more (or fewer) unanswered items: read, not yet answered."""
 
+    def work_streams_open(self, change: int) -> None:
+        """`change` more (or fewer) Work streams are open."""
+
+    def work_credit(self, change: int) -> None:
+        """Work streams' credit not yet used by a push moved by `change`."""
+
+    def work_pushed(self, count: int) -> None:
+        """A Work stream pushed `count` events, claimed for it."""
+
+    def work_stream_ended_holding(self, events: int) -> None:
+        """A Work stream ended; `events` of the claims it held ended with it (0: it held none)."""
+
 
 class Observers(InboxObserver):
     """Tells several observers, in order.
@@ -105,3 +117,15 @@ class Observers(InboxObserver):
 
     def accept_stream_held(self, change: int) -> None:
         self._each(lambda o: o.accept_stream_held(change))
+
+    def work_streams_open(self, change: int) -> None:
+        self._each(lambda o: o.work_streams_open(change))
+
+    def work_credit(self, change: int) -> None:
+        self._each(lambda o: o.work_credit(change))
+
+    def work_pushed(self, count: int) -> None:
+        self._each(lambda o: o.work_pushed(count))
+
+    def work_stream_ended_holding(self, events: int) -> None:
+        self._each(lambda o: o.work_stream_ended_holding(events))

@@ -118,7 +118,11 @@ class RunningServer:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+        # Work streams push no more; each ends (UNAVAILABLE: reconnect) once its worker settled what it holds.
+        self.inbox.streams.drain()
         await self.server.stop(grace)
+        # The Work streams the stop cut off end their claims in the background: at once, not a lease later.
+        await self.inbox.streams.closed()
         for close in self._closers:
             await close()
 

@@ -1,13 +1,13 @@
 """The life of an event: its states, every transition between them, and the statement that makes each.
 
 Every statement named below stands in one of the event's transition files,
-queries/accepts.sql, claims.sql, completions.sql and events.sql, and every
+queries/accepts.sql, claims.sql, completions.sql, events.sql and streams.sql, and every
 statement there is named below; tests/unit/test_state_diagrams.py holds the
 two to each other and the states to EventState. A line reads `FROM -> TO
 statement  who moves the event, and when`. (none) is before the first Accept of a key,
 (deleted) after retention: a later Accept of that key is a new event. The
 functions that run the statements are in claims.py, accepts.py, replays.py,
-rescue.py and retention.py, one per transition.
+rescue.py, streams.py and retention.py, one per transition.
 
     (none)        -> PENDING        event_accept_many       Accept, AcceptBatch: a new key, due at available_at
     PENDING       -> PROCESSING     event_claim             Claim, when due: attempt + 1, a new claim and fencing token
@@ -24,14 +24,18 @@ rescue.py and retention.py, one per transition.
     PROCESSING    -> PENDING        event_release_many      Release (current token): due now, the attempt given back
     COMPLETED     -> PENDING        event_replay            Replay (audited): attempts reset, ledger kept, even stale
     DEAD_LETTERED -> PENDING        event_replay            Replay, likewise
+    PROCESSING    -> PROCESSING     event_stream_renew      a Work stream's heartbeat: every lease it holds, later
+    PROCESSING    -> PENDING        event_stream_end        a Work stream ended holding it, attempts left: due at once
+    PROCESSING    -> DEAD_LETTERED  event_stream_end        a Work stream ended holding it, no attempts left
     PROCESSING    -> PENDING        event_rescue_expired    the rescuer: lease expired past a grace, attempts left
     PROCESSING    -> DEAD_LETTERED  event_rescue_expired    the rescuer: lease expired past a grace, no attempts left
     COMPLETED     -> (deleted)      event_delete_completed  retention: completed longer ago than INBOXD_RETENTION
 
 No attempts left means attempt >= INBOXD_MAX_ATTEMPTS (an attempt is a
-claim; Release gives one back): event_claim and event_rescue_expired test it
-in SQL, Fail in domain.backoff.decide_failure, and
-tests/integration/test_attempts_rule.py holds the three to one rule. Every
+claim; Release gives one back): event_claim, event_rescue_expired and
+event_stream_end test it in SQL, Fail in domain.backoff.decide_failure, and
+tests/integration/test_attempts_rule.py holds Claim, the rescuer and Fail to
+one rule. Every
 transition out of PROCESSING ends the claim in inbox_claims with its outcome
 (expired, completed, failed, dead_lettered, released): its token is dead.
 

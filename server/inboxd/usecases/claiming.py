@@ -11,7 +11,7 @@ import abc
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -19,7 +19,7 @@ from inboxd.config.settings import Settings
 from inboxd.domain.vocabulary import ClaimBatch, ClaimRequest, Fence, StaleRevisions
 from inboxd.observability.transition_observer import InboxObserver
 from inboxd.runtime.due_poller import DuePoller
-from inboxd.runtime.wakeups import WakeBus
+from inboxd.runtime.wakeups import WakeBus, WakeUp
 from inboxd.store import claims
 from inboxd.store.database import Database
 
@@ -67,9 +67,28 @@ class Claiming(abc.ABC):
         """
         if not request.wait:
             return await self._claim_once(request)
+        deadline = asyncio.get_running_loop().time() + request.wait.total_seconds()
+        return await self._claim_when_due(
+            request.namespaces, request.event_types, request.namespace_patterns,
+            lambda held: self._claim_once(request), deadline,
+        )  # fmt: skip
+
+    async def _claim_when_due(
+        self,
+        namespaces: Sequence[str],
+        event_types: Sequence[str],
+        namespace_patterns: Sequence[str],
+        look: Callable[[WakeUp | None], Awaitable[ClaimBatch]],
+        deadline: float | None,
+    ) -> ClaimBatch:
+        """Looks (`look`, given the wake-up it answers) until it claims something or the loop time passes `deadline`.
+
+        The long poll of a waiting Claim, and of a Work stream with credit
+        (`deadline` None: until it claims). Registered before its first look,
+        so nothing claimable that arrives meanwhile goes unheard.
+        """
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + request.wait.total_seconds()
-        waiter = self.bus.register(request.namespaces, request.event_types, request.namespace_patterns)
+        waiter = self.bus.register(namespaces, event_types, namespace_patterns)
         self._poller.ensure_running()
         held = None
         batch = ClaimBatch([])
@@ -77,13 +96,16 @@ class Claiming(abc.ABC):
             while True:
                 held = waiter.take_wake_up()
                 if held is not None or not self._poller.nothing_due_for(waiter.filter):
-                    batch = await self._claim_once(request)
+                    batch = await look(held)
                     if batch.events:
                         return batch
                     self.bus.looked_in_vain(waiter, held)
                     held = None
                 else:
                     self._poller.spared += 1
+                if deadline is None:
+                    await waiter.woken.wait()
+                    continue
                 remaining = deadline - loop.time()
                 if remaining <= 0:
                     return batch

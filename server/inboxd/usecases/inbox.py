@@ -43,6 +43,7 @@ from inboxd.store.accepts import accept_events
 from inboxd.store.database import Connection, Database
 from inboxd.store.notifications import ReplicaSignals
 from inboxd.usecases.claiming import CLAIM_ANSWER_BYTES, FALLBACK_POLL_SECONDS, Claiming
+from inboxd.usecases.streams import WorkStreams
 
 # The Claim path's bounds are named here still, where the Inbox's callers and tests find them.
 __all__ = [
@@ -103,6 +104,8 @@ class Inbox(Claiming):
         # Whom a transition wakes beyond its own events' kinds: see runtime/claimable.py.
         self._later = DueWakeUps(self.wake_claimers)
         self._freed = FreedKeys(self.db, self.wake_claimers, self.clock, self._ignore_stale)
+        # The live Work streams of this process (usecases/streams.py).
+        self.streams = WorkStreams(self)
 
     async def accept(self, events: Sequence[NewEvent]) -> list[AcceptResult]:
         """Accepts events; each is answered once committed (accept_events says in how many transactions).

@@ -1,0 +1,279 @@
+"""Work streams in the use cases: pushes within credit, the leases a stream holds, and their end.
+
+A `WorkSession` is one open Work stream as the Inbox sees it, whatever the
+transport: its subscription (a ClaimRequest without max_events or wait),
+the credit the worker gave and the events not yet pushed against it, and
+the claims it pushed and still holds.
+
+- Pushes go through the Claim path itself (`Claiming._claim_once`: ordering
+  keys, stale revisions, the answer's byte budget, dead letters, a claim cut
+  off mid-statement handed back) and wait as a long-polling Claim waits
+  (`Claiming._claim_when_due`): a waiter on the WakeBus, spared its looks by
+  the DuePoller's one look per filter. A stream waits only while it has
+  credit, so one without credit never takes a wake-up another could use.
+- Fairness across an explicit list of namespaces: each look tries one
+  namespace in turn, then (if it had nothing due) all of them, oldest due
+  first. One namespace's backlog thus delays another's events by at most one
+  turn of the list. A subscription by pattern or to every namespace claims
+  oldest due first, as a Claim does.
+- The stream is the heartbeat: one statement per period renews every lease
+  it holds (`store.streams.renew_held`); an idle stream issues none.
+- Its end ends what it still holds, in one statement, as an expired lease
+  would (`store.streams.end_held`), and wakes whoever may take them.
+
+`WorkStreams` is the Inbox's registry of its live sessions: what `inboxd
+stats` and the console can show as connected workers, and what the server
+waits for when it stops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import Counter
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, replace
+from datetime import timedelta
+from typing import TYPE_CHECKING
+
+from inboxd.domain.vocabulary import (
+    ClaimBatch,
+    ClaimedEvent,
+    ClaimRequest,
+    ClaimToken,
+    EventKey,
+    EventState,
+    Fence,
+    Namespace,
+)
+from inboxd.runtime.wakeups import WakeUp
+from inboxd.store import streams as store
+
+if TYPE_CHECKING:
+    from inboxd.usecases.inbox import Inbox
+
+log = logging.getLogger(__name__)
+
+# The most events one push claims: as many as one Claim may take.
+MOST_PER_PUSH = 100
+# A heartbeat every third of the lease, so two may be lost before it ends;
+# never less often than this, so a long lease's stream still shows it lives.
+HEARTBEAT_CAP = timedelta(seconds=60)
+
+
+def heartbeat_period(lease: timedelta) -> timedelta:
+    """How often a stream with this lease renews the leases it holds."""
+    return min(lease / 3, HEARTBEAT_CAP)
+
+
+@dataclass(frozen=True, slots=True)
+class LiveStream:
+    """A live Work stream as an operator sees it: who, on what, holding how many events."""
+
+    worker_id: str
+    caller: str
+    namespaces: tuple[str, ...]
+    held: int
+
+
+class WorkSession:
+    """One open Work stream: its credit, its pushes, and the claims it holds."""
+
+    def __init__(self, inbox: Inbox, subscription: ClaimRequest, caller: str) -> None:
+        self._inbox = inbox
+        self.subscription = subscription
+        self.caller = caller
+        # Credit given and not yet used by a push.
+        self.credit = 0
+        self._has_credit = asyncio.Event()
+        # (namespace, event_key) -> the claim token this stream pushed and still holds.
+        self.held: dict[tuple[str, str], ClaimToken] = {}
+        self._turn = 0
+        self._heart: asyncio.Task[None] | None = None
+        # Told when the server stops: push no more, end once the worker has settled what it holds.
+        self.on_drain: Callable[[], None] = lambda: None
+
+    @property
+    def heartbeat(self) -> timedelta:
+        return heartbeat_period(self.subscription.lease)
+
+    @property
+    def retry_seconds(self) -> float:
+        """How long a push that failed (the database down, say) waits before it looks again."""
+        return self._inbox.fallback_poll_seconds
+
+    def add_credit(self, count: int) -> None:
+        """The worker can take `count` more events."""
+        if count <= 0:
+            return
+        self.credit += count
+        self._inbox.observer.work_credit(count)
+        self._has_credit.set()
+
+    async def next_events(self) -> list[ClaimedEvent]:
+        """Waits for credit, then for due events; claims at most the credit (and MOST_PER_PUSH) and holds them."""
+        sub = self.subscription
+        while True:
+            await self._has_credit.wait()
+            batch = await self._inbox._claim_when_due(
+                sub.namespaces, sub.event_types, sub.namespace_patterns, self._look, None
+            )
+            if batch.events:
+                break
+        # No await from the claim's return to here: what was claimed is held, whatever ends the stream next.
+        for event in batch.events:
+            self.held[event.namespace, event.event_key] = event.claim_token
+        self.credit -= len(batch.events)
+        if self.credit <= 0:
+            self._has_credit.clear()
+        self._inbox.observer.work_credit(-len(batch.events))
+        self._inbox.observer.work_pushed(len(batch.events))
+        return batch.events
+
+    async def _look(self, woken: WakeUp | None) -> ClaimBatch:
+        """One look within the credit: the namespace whose turn it is (or the one just woken for), then all."""
+        sub = self.subscription
+        request = replace(sub, max_events=min(self.credit, MOST_PER_PUSH))
+        names = sub.namespaces
+        if len(names) < 2:
+            return await self._inbox._claim_once(request)
+        if woken is not None and woken.namespace in names:
+            first = names.index(woken.namespace)
+        else:
+            first = self._turn % len(names)
+        self._turn = first + 1
+        batch = await self._inbox._claim_once(replace(request, namespaces=(names[first],)))
+        if batch.events:
+            return batch
+        return await self._inbox._claim_once(request)
+
+    def settled(self, fence: Fence) -> None:
+        """A call on the stream ended this claim (or found it not current): the stream no longer holds it."""
+        key = (fence.namespace, fence.event_key)
+        if self.held.get(key) == fence.claim_token:
+            del self.held[key]
+
+    def _fences(self) -> dict[tuple[str, str], Fence]:
+        return {key: Fence(Namespace(key[0]), EventKey(key[1]), token) for key, token in self.held.items()}
+
+    def _forget(self, sent: dict[tuple[str, str], Fence], kept: Collection[tuple[str, str]] = ()) -> None:
+        """Drops what was sent and not kept, unless the stream holds it under a newer claim since."""
+        for key, fence in sent.items():
+            if key not in kept and self.held.get(key) == fence.claim_token:
+                del self.held[key]
+
+    async def renew(self) -> None:
+        """One heartbeat: every lease still held, one statement; claims no longer current drop out."""
+        if not self.held:
+            return
+        sent = self._fences()
+        lease, now = self.subscription.lease, self._inbox.clock()
+        kept = await self._inbox.db.run(
+            lambda conn: store.renew_held(conn, sent.values(), lease, now), transaction=False
+        )
+        self._forget(sent, kept)
+
+    async def _keep_alive(self) -> None:
+        period = self.heartbeat.total_seconds()
+        while True:
+            await asyncio.sleep(period)
+            try:
+                await self.renew()
+            except Exception as exc:  # noqa: BLE001 - the database may be down; the next beat tries again
+                log.warning("Work stream heartbeat failed: %s", exc or type(exc).__name__)
+
+    async def end(self) -> int:
+        """Ends every claim still held as an expired lease would, at once; returns how many ended."""
+        if not self.held:
+            return 0
+        sent = self._fences()
+        inbox = self._inbox
+        max_attempts, now = inbox.settings.max_attempts, inbox.clock()
+        ended = await inbox.db.run(
+            lambda conn: store.end_held(conn, sent.values(), max_attempts=max_attempts, now=now), transaction=False
+        )
+        self._forget(sent)
+        back = Counter((e.namespace, e.event_type) for e in ended if e.state is EventState.PENDING)
+        inbox.wake_claimers(back)
+        # A keyed event back to PENDING still holds its key; one dead-lettered frees it for the next.
+        freed = [(e.namespace, e.event_key) for e in ended if e.ordering_key and e.state is not EventState.PENDING]
+        inbox.wake_next_of_keys(freed)
+        inbox.observer.work_stream_ended_holding(len(ended))
+        if ended:
+            log.info(
+                "Work stream of %r ended holding %d events: %d back to pending, %d dead-lettered",
+                self.subscription.worker_id,
+                len(ended),
+                sum(back.values()),
+                len(ended) - sum(back.values()),
+            )
+        return len(ended)
+
+    def live(self) -> LiveStream:
+        sub = self.subscription
+        return LiveStream(sub.worker_id, self.caller, sub.namespaces, len(self.held))
+
+
+class WorkStreams:
+    """The Inbox's live Work streams, and the ends it still has to finish."""
+
+    def __init__(self, inbox: Inbox) -> None:
+        self._inbox = inbox
+        self._live: dict[WorkSession, None] = {}
+        self._closing: set[asyncio.Task[None]] = set()
+
+    def open(self, subscription: ClaimRequest, caller: str) -> WorkSession:
+        """A new stream's session, live from now, its heartbeat running."""
+        session = WorkSession(self._inbox, subscription, caller)
+        self._live[session] = None
+        session._heart = asyncio.create_task(session._keep_alive())
+        self._inbox.observer.work_streams_open(1)
+        return session
+
+    def close(self, session: WorkSession, after: Collection[asyncio.Future[None]] = ()) -> None:
+        """The stream ended: no longer live; once the calls `after` are done, what it holds ends (in the background)."""
+        if session not in self._live:
+            return
+        del self._live[session]
+        if session._heart is not None:
+            session._heart.cancel()
+        self._inbox.observer.work_credit(-session.credit)
+        self._inbox.observer.work_streams_open(-1)
+        task = asyncio.ensure_future(self._end(session, list(after)))
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
+
+    async def _end(self, session: WorkSession, after: list[asyncio.Future[None]]) -> None:
+        try:
+            if after:
+                # A call in flight may end a claim itself: its answer is lost, its commit is not.
+                await asyncio.wait(after)
+            await session.end()
+        except Exception as exc:  # noqa: BLE001 - the leases then expire as they would without streams
+            log.warning("could not end a Work stream's claims at once: %s", exc or type(exc).__name__)
+
+    def drain(self) -> None:
+        """The server is stopping: every live stream pushes no more and ends once it holds nothing."""
+        for session in list(self._live):
+            session.on_drain()
+
+    def live(self) -> list[LiveStream]:
+        """Every live stream of this process."""
+        return [session.live() for session in self._live]
+
+    def workers_by_namespace(self) -> dict[str, list[str]]:
+        """The worker ids connected per subscribed namespace ("*" for a stream that names none)."""
+        workers: dict[str, list[str]] = {}
+        for stream in self.live():
+            for namespace in stream.namespaces or ("*",):
+                workers.setdefault(namespace, []).append(stream.worker_id)
+        return workers
+
+    async def renew_all(self) -> None:
+        """One heartbeat of every live stream now (tests move the clock, then beat)."""
+        await asyncio.gather(*(session.renew() for session in self._live))
+
+    async def closed(self) -> None:
+        """Waits for every ended stream's claims to be ended."""
+        while self._closing:
+            await asyncio.wait(set(self._closing))
