@@ -27,7 +27,7 @@ from tests.client.test_complete_many import RecordingClient
 class WithoutWork(InboxServicer):
     """The real servicer with no Work: its stream is UNIMPLEMENTED, every unary call as ever."""
 
-    Work = None
+    Work = None  # type: ignore[assignment]  # generic_handler answers UNIMPLEMENTED for a method it lacks
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from inboxd_client.finishing import Finisher, Job, WorkerStats
 from inboxd_client.handler_runs import HandlerRuns
@@ -49,9 +49,12 @@ class RunningJobs:
         task.add_done_callback(self._done)
         self._stats.claimed += 1
 
-    def release(self, event: inbox_pb2.ClaimedEvent) -> None:
-        """Hands an event straight back, its attempt uncounted: it came as the worker stopped."""
-        task = asyncio.create_task(self._finisher.release(event))
+    def release(self, event: inbox_pb2.ClaimedEvent, sent: Awaitable[object] | None = None) -> None:
+        """Hands an event straight back, its attempt uncounted: it came as the worker stopped.
+
+        `sent`: its Release already went out (with a Work stream's half-close).
+        """
+        task = asyncio.create_task(self._finisher.release(event, sent))
         self.side_tasks.add(task)
         task.add_done_callback(self.side_tasks.discard)
 

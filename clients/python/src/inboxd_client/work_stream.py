@@ -121,13 +121,26 @@ class WorkStream:
             self.runner = asyncio.create_task(self._run(), name="inboxd Work stream")
         return self
 
+    def half_close(self, releasing: Sequence[Fenced] = ()) -> list[asyncio.Future[inbox_pb2.ReleaseResponse]]:
+        """Stops crediting, sends a Release for each of `releasing`, then half-closes; the Releases' answers.
+
+        The Releases and the half-close go out together: the server reads
+        the half-close (no more pushes) before a Release commits, so the
+        events given back are never pushed here again. The server answers
+        what is outstanding, then ends the stream (`close` waits for that).
+        """
+        self._crediting = False
+        sent = [self._send("release", builders.release_request(event), None) for event in releasing]
+        if not self._closing:
+            self._closing = True
+            self._outbox.put_nowait(_CLOSE)
+        return sent
+
     async def close(self) -> None:
-        """Stops crediting and half-closes; the server answers what is outstanding, then ends the stream."""
+        """Half-closes (unless `half_close` did) and waits for the stream's end."""
         if self.runner is None:
             return
-        self._crediting = False
-        self._closing = True
-        self._outbox.put_nowait(_CLOSE)
+        self.half_close()
         with contextlib.suppress(InboxError, asyncio.CancelledError):
             await self.runner
 
@@ -209,25 +222,34 @@ class WorkStream:
 
     async def _call(self, kind: str, message: Message, timeout: float | None) -> Any:
         """Sends one call with a fresh sequence; its result's answer, or the call's own error raised."""
+        return await self._send(kind, message, timeout)
+
+    def _send(self, kind: str, message: Message, timeout: float | None) -> asyncio.Future[Any]:
+        """Queues one call now, in order, with a fresh sequence; the future of its answer."""
+        loop = asyncio.get_running_loop()
+        answered: asyncio.Future[Any] = loop.create_future()
         if self._broken is not None:
-            raise type(self._broken)(self._broken.details, method=self._broken.method)
+            answered.set_exception(type(self._broken)(self._broken.details, method=self._broken.method))
+            return answered
         if self.runner is None or self.runner.done():
-            raise Unavailable("the Work stream is not open", method=METHOD)
+            answered.set_exception(Unavailable("the Work stream is not open", method=METHOD))
+            return answered
         sequence = self._next_sequence
         self._next_sequence += 1
         request = inbox_pb2.WorkRequest(sequence=sequence)
         getattr(request, kind).CopyFrom(message)
-        loop = asyncio.get_running_loop()
-        call = _Call(request, loop.create_future(), resend=kind in RESENT)
-        self._unanswered[sequence] = call
+        self._unanswered[sequence] = _Call(request, answered, resend=kind in RESENT)
         self._outbox.put_nowait(request)
         # A timer, not asyncio.wait_for: no task and no shield per call.
         deadline = loop.call_later(self.timeout if timeout is None else timeout, self._expire, sequence)
-        try:
-            return await call.answered
-        finally:
+
+        def forget(_: asyncio.Future[Any]) -> None:
+            # Answered, given up (its deadline) or cancelled: never sent again.
             deadline.cancel()
             self._unanswered.pop(sequence, None)
+
+        answered.add_done_callback(forget)
+        return answered
 
     def _expire(self, sequence: int) -> None:
         _settle(self._unanswered.pop(sequence, None), DeadlineExceeded("no answer on the Work stream", method=METHOD))

@@ -36,17 +36,17 @@ import asyncio
 import logging
 import os
 import socket
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from inboxd_client import builders
 from inboxd_client.aio_client import AsyncInboxClient
 from inboxd_client.claim_backoff import ClaimPacer
 from inboxd_client.claim_loop import ClaimLoop
 from inboxd_client.completions import DEFAULT_MAX_ITEMS, DEFAULT_WINDOW, CompletionBatcher
-from inboxd_client.draining import drain, install_stop_signals
+from inboxd_client.draining import RELEASE_TIMEOUT, drain, install_stop_signals
 from inboxd_client.errors import Unimplemented
 from inboxd_client.fenced_calls import CallRoute
-from inboxd_client.finishing import Finisher, WorkerStats
+from inboxd_client.finishing import Finisher, Job, WorkerStats
 from inboxd_client.handler_runs import AsyncHandler, HandlerRuns, SyncHandler
 from inboxd_client.running_jobs import RunningJobs
 from inboxd_client.v1 import inbox_pb2
@@ -129,6 +129,7 @@ class Worker:
         )
         self._jobs = RunningJobs(self._runs, self._finisher, self.stats, concurrency)
         self._stream: WorkStream | None = None
+        self._unstarted: list[inbox_pb2.ClaimedEvent] = []  # pushed on the stream as the worker stopped
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopping = asyncio.Event()
         self._claims = ClaimLoop(self, self._jobs, self._pacer, self._stopping, self._take)
@@ -150,6 +151,7 @@ class Worker:
             self._stopped_at = asyncio.get_running_loop().time()
             log.info("worker %s stopping: no more claims; %d handlers running", self.worker_id, len(self._jobs))
         self._stopping.set()
+        self._finisher.stopping()
         if self._stream is not None:
             self._stream.stop_crediting()
         # No Claim will carry them now: what waits goes out at once, and later ones after their window.
@@ -184,7 +186,7 @@ class Worker:
             try:
                 await self._drain()
                 if self._stream is not None:
-                    await self._stream.close()  # what it finished and released went over it: now it half-closes
+                    await self._close_stream(self._stream)
             finally:
                 for sig in installed:
                     loop.remove_signal_handler(sig)
@@ -193,7 +195,43 @@ class Worker:
         """Lets running handlers finish until the grace period ends, then releases the rest."""
         assert self._stopped_at is not None and self._loop is not None
         remaining = self._stopped_at + self.grace - self._loop.time()
-        await drain(self._jobs.tasks, self._jobs.side_tasks, remaining=remaining, hurry=self._hurry)
+        releasing = None if self._stream is None else self._half_close_behind
+        await drain(
+            self._jobs.tasks, self._jobs.side_tasks, remaining=remaining, hurry=self._hurry, releasing=releasing
+        )
+
+    async def _half_close_behind(self, late: Mapping[asyncio.Task[None], Job]) -> None:
+        """Once the late jobs' Releases are out, half-closes the stream behind them (and the unstarted ones').
+
+        An event released before the half-close reached the server would be
+        claimed again at once on the stream's outstanding credit, then ended
+        by the half-close with its attempt counted.
+        """
+
+        async def sent_or_done(task: asyncio.Task[None], job: Job) -> None:
+            sent = asyncio.ensure_future(job.release_sent.wait())
+            try:
+                await asyncio.wait({task, sent}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                sent.cancel()
+
+        await asyncio.wait(
+            [asyncio.ensure_future(sent_or_done(t, j)) for t, j in late.items()], timeout=RELEASE_TIMEOUT
+        )
+        assert self._stream is not None
+        self._half_close(self._stream)
+
+    def _half_close(self, stream: WorkStream) -> None:
+        """Half-closes behind a Release for each event pushed as the worker stopped: none comes back."""
+        unstarted, self._unstarted = self._unstarted, []
+        for event, sent in zip(unstarted, stream.half_close(releasing=unstarted), strict=True):
+            self._jobs.release(event, sent)
+
+    async def _close_stream(self, stream: WorkStream) -> None:
+        self._half_close(stream)  # unless the drain did
+        await stream.close()
+        if self._jobs.side_tasks:
+            await asyncio.wait(set(self._jobs.side_tasks), timeout=RELEASE_TIMEOUT)
 
     # -- taking events --
 
@@ -238,7 +276,10 @@ class Worker:
     def _take(self, stream: int, events: Sequence[inbox_pb2.ClaimedEvent]) -> None:
         """Starts each event (pushed on Work stream `stream`; 0: claimed); one that came as we stop goes back."""
         for event in events:
-            if self._stopping.is_set():
+            if self._stopping.is_set() and stream:
+                # Released with the half-close: released now, it could be pushed here again at once.
+                self._unstarted.append(event)
+            elif self._stopping.is_set():
                 self._jobs.release(event)
             else:
                 self._jobs.start(event, stream=stream)
