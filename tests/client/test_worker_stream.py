@@ -1,0 +1,101 @@
+"""The Worker on the Work stream: credit for its free slots only, and a stream cut by the network.
+
+The cut is real: the worker talks to the server through a TCP proxy that
+resets every connection on demand (`TcpProxy.cut`), as a dropped network does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+
+import pytest
+
+from inboxd.serving.server import RunningServer
+from inboxd.store.database import Database
+from inboxd_client import AsyncInboxClient, EventContext, Worker
+from tests.client.conftest import FAST_RETRY
+from tests.client.helpers import accept, eventually, read_event, running, state_of
+from tests.client.tcp_proxy import TcpProxy
+
+RECONNECT_FAST = [("grpc.initial_reconnect_backoff_ms", 50), ("grpc.max_reconnect_backoff_ms", 200)]
+
+
+@pytest.fixture
+async def proxy(server: RunningServer) -> AsyncIterator[TcpProxy]:
+    running_proxy = await TcpProxy(server.port).start()
+    yield running_proxy
+    await running_proxy.stop()
+
+
+async def processing(db: Database, ns: str) -> int:
+    async def count(conn: object) -> int:
+        cur = await conn.execute(  # type: ignore[attr-defined]
+            "SELECT count(*) FROM inbox_events WHERE namespace = %s AND state = 'processing'", (ns,)
+        )
+        row = await cur.fetchone()
+        return int(row[0])
+
+    result: int = await db.run(count)
+    return result
+
+
+async def test_a_stream_worker_holds_no_more_events_than_its_free_slots(
+    client: AsyncInboxClient, db: Database, ns: str
+) -> None:
+    keys = [f"k{i}" for i in range(6)]
+    started: list[str] = []
+    go = asyncio.Event()
+
+    async def handle(ctx: EventContext) -> None:
+        started.append(ctx.event_key)
+        await go.wait()
+
+    await accept(client, ns, *keys)
+    worker = Worker(client, handle, namespaces=[ns], concurrency=2, use_streams=True)
+    async with running(worker):
+        await eventually(lambda: len(started) == 2, "two handlers started")
+        # Pushes come the moment credit allows: had it given more, more would be claimed by now.
+        await asyncio.sleep(0.3)
+        assert (len(started), await processing(db, ns)) == (2, 2)
+        go.set()
+        await eventually(lambda: worker.stats.completed == len(keys), "every event completed, two at a time")
+    assert worker.stats.renewals == 0  # short handlers: the stream kept their leases
+    assert [await state_of(db, ns, k) for k in keys] == ["completed"] * len(keys)
+
+
+async def test_a_cut_stream_is_opened_again_and_the_events_whose_claims_it_ended_run_again(
+    proxy: TcpProxy, db: Database, ns: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="inboxd_client.worker")
+    runs: list[int] = []
+    first_cancelled = asyncio.Event()
+
+    async def handle(ctx: EventContext) -> None:
+        runs.append(ctx.attempt)
+        if ctx.attempt == 1:
+            try:
+                await asyncio.Event().wait()  # works until its claim is gone
+            except asyncio.CancelledError:
+                first_cancelled.set()
+                raise
+
+    async with AsyncInboxClient(
+        f"127.0.0.1:{proxy.port}", retry=FAST_RETRY, timeout=10.0, options=RECONNECT_FAST
+    ) as client:
+        await accept(client, ns, "k")
+        worker = Worker(client, handle, namespaces=[ns], concurrency=1, use_streams=True)
+        async with running(worker):
+            await eventually(lambda: runs == [1], "the first attempt started")
+            proxy.cut()
+            # The stream's end ended the claim: the handler is told, as for a lost lease.
+            await asyncio.wait_for(first_cancelled.wait(), 10)
+            proxy.mend()
+            # Subscribed again through the proxy; the server had the event back at once, attempt counted.
+            await eventually(lambda: worker.stats.completed == 1, "the event completed on the new stream")
+    assert runs == [1, 2]
+    assert (worker.stats.superseded, worker.stats.claimed) == (1, 2)
+    assert "the Work stream broke" in caplog.text
+    row = await read_event(db, ns, "k")
+    assert (row["state"], row["attempt"]) == ("completed", 2)
