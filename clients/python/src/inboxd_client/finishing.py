@@ -32,7 +32,7 @@ class WorkerStats:
     ignored: int = 0
     failed: int = 0  # Fail answered PENDING: a retry is scheduled
     dead_lettered: int = 0
-    released: int = 0
+    released: int = 0  # given back; one the Work stream pushed again while stopping, released twice, counts once
     superseded: int = 0  # the claim was taken over: handler cancelled, or its finish refused
     renewals: int = 0
     renewal_failures: int = 0  # renewals that failed otherwise and were tried again
