@@ -7,7 +7,6 @@ from typing import Any
 
 import grpc
 
-from inboxd.serving.server import RunningServer
 from inboxd_client.v1 import inbox_pb2
 from inboxd_client.v1.inbox_pb2_grpc import InboxServiceStub
 from tests.integration.helpers import seconds
@@ -101,11 +100,3 @@ class Worker:
                 self.results[answer.result.sequence] = answer.result
         code: grpc.StatusCode = await self.call.code()
         return code
-
-
-def open_streams(server: RunningServer) -> int:
-    return len(server.inbox.streams.live())
-
-
-def held_by_streams(server: RunningServer) -> int:
-    return sum(stream.held for stream in server.inbox.streams.live())

@@ -221,6 +221,8 @@ class WorkStreams:
         self._inbox = inbox
         self._live: dict[WorkSession, None] = {}
         self._closing: set[asyncio.Task[None]] = set()
+        # Set once the server began to stop: its streams push no more.
+        self.draining = False
 
     def open(self, subscription: ClaimRequest, caller: str) -> WorkSession:
         """A new stream's session, live from now, its heartbeat running."""
@@ -254,6 +256,7 @@ class WorkStreams:
 
     def drain(self) -> None:
         """The server is stopping: every live stream pushes no more and ends once it holds nothing."""
+        self.draining = True
         for session in list(self._live):
             session.on_drain()
 
