@@ -14,7 +14,7 @@ import pytest
 
 from inboxd.serving.server import RunningServer
 from inboxd.store.database import Database
-from inboxd_client import AsyncInboxClient, EventContext, Worker
+from inboxd_client import ActionState, AsyncInboxClient, EventContext, Reconciled, Worker
 from tests.client.conftest import FAST_RETRY
 from tests.client.helpers import accept, eventually, read_event, running, state_of
 from tests.client.tcp_proxy import TcpProxy
@@ -99,3 +99,44 @@ async def test_a_cut_stream_is_opened_again_and_the_events_whose_claims_it_ended
     assert "the Work stream broke" in caplog.text
     row = await read_event(db, ns, "k")
     assert (row["state"], row["attempt"]) == ("completed", 2)
+
+
+async def test_an_outcome_recorded_while_the_stream_is_down_reaches_the_ledger_on_the_next_stream(
+    proxy: TcpProxy, db: Database, ns: str
+) -> None:
+    in_action = asyncio.Event()
+    seen_on_retry: list[tuple[int, str]] = []
+
+    async def handle(ctx: EventContext) -> None:
+        if ctx.attempt == 1:
+            async with ctx.action("send:v1") as act:
+                assert not act.done
+                in_action.set()
+                await asyncio.Event().wait()  # cut off mid-call: recorded UNKNOWN, over whatever stream there is
+        record = ctx.actions["send:v1"]
+        seen_on_retry.append((record.state, record.detail))
+        await ctx.run_action("send:v1", _never, reconcile=_it_happened)
+
+    async with AsyncInboxClient(
+        f"127.0.0.1:{proxy.port}", retry=FAST_RETRY, timeout=10.0, options=RECONNECT_FAST
+    ) as client:
+        await accept(client, ns, "k")
+        worker = Worker(client, handle, namespaces=[ns], concurrency=1, use_streams=True)
+        async with running(worker):
+            await asyncio.wait_for(in_action.wait(), 10)
+            proxy.cut()  # the handler is cancelled while no stream is open: its UNKNOWN waits for the next
+            await asyncio.sleep(0.2)  # a while with no connection at all; nothing signals "still down"
+            proxy.mend()
+            await eventually(lambda: worker.stats.completed == 1, "the event completed on the new stream")
+    assert len(seen_on_retry) == 1
+    state, detail = seen_on_retry[0]
+    assert state == ActionState.ACTION_STATE_UNKNOWN and "CancelledError" in detail
+    assert (await read_event(db, ns, "k"))["state"] == "completed"
+
+
+async def _never(key: str) -> str:
+    raise AssertionError("reconciliation found the effect: the action must not run again")
+
+
+async def _it_happened(key: str) -> Reconciled:
+    return Reconciled(succeeded=True, external_ref="found")
