@@ -29,7 +29,7 @@ import asyncio
 import contextlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import grpc
 from google.protobuf.message import Message
@@ -172,14 +172,13 @@ class WorkStream:
         timeout: float | None = None,
     ) -> inbox_pb2.CompleteResponse:
         request = builders.complete_request(event, disposition, reason)
-        answer: inbox_pb2.CompleteResponse = await self._call("complete", request, timeout)
-        return answer
+        return cast(inbox_pb2.CompleteResponse, await self._call("complete", request, timeout))
 
     async def complete_many(
         self, items: Iterable[Fenced | inbox_pb2.CompleteRequest], *, timeout: float | None = None
     ) -> list[InboxError | None]:
         request = builders.complete_batch_request(items)
-        answer: inbox_pb2.CompleteBatchResponse = await self._call("complete_batch", request, timeout)
+        answer = cast(inbox_pb2.CompleteBatchResponse, await self._call("complete_batch", request, timeout))
         return complete_batch_outcomes(answer, len(request.completions))
 
     async def fail(
@@ -192,19 +191,16 @@ class WorkStream:
         timeout: float | None = None,
     ) -> inbox_pb2.FailResponse:
         request = builders.fail_request(event, error, permanent=permanent, retry_after=retry_after)
-        answer: inbox_pb2.FailResponse = await self._call("fail", request, timeout)
-        return answer
+        return cast(inbox_pb2.FailResponse, await self._call("fail", request, timeout))
 
     async def release(self, event: Fenced, *, timeout: float | None = None) -> inbox_pb2.ReleaseResponse:
-        answer: inbox_pb2.ReleaseResponse = await self._call("release", builders.release_request(event), timeout)
-        return answer
+        return cast(inbox_pb2.ReleaseResponse, await self._call("release", builders.release_request(event), timeout))
 
     async def renew_lease(
         self, event: Fenced, *, lease: DurationLike | None = None, timeout: float | None = None
     ) -> inbox_pb2.RenewLeaseResponse:
         request = builders.renew_lease_request(event, lease)
-        answer: inbox_pb2.RenewLeaseResponse = await self._call("renew_lease", request, timeout)
-        return answer
+        return cast(inbox_pb2.RenewLeaseResponse, await self._call("renew_lease", request, timeout))
 
     async def record_action_outcome(
         self,
@@ -217,8 +213,7 @@ class WorkStream:
         timeout: float | None = None,
     ) -> inbox_pb2.RecordActionOutcomeResponse:
         request = builders.record_action_outcome_request(event, action, state, external_ref, detail)
-        answer: inbox_pb2.RecordActionOutcomeResponse = await self._call("record_action_outcome", request, timeout)
-        return answer
+        return cast(inbox_pb2.RecordActionOutcomeResponse, await self._call("record_action_outcome", request, timeout))
 
     async def _call(self, kind: str, message: Message, timeout: float | None) -> Any:
         """Sends one call with a fresh sequence; its result's answer, or the call's own error raised."""
