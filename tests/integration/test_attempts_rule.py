@@ -1,9 +1,10 @@
 """One rule for "no attempts left", wherever it is decided.
 
-Claim and the rescuer decide it in SQL (event_claim, event_rescue_expired),
-Fail in Python (domain.backoff.decide_failure). Here an event with `attempt` attempts
-made meets each of the three, and each must dead-letter it exactly when the
-others would.
+Claim, the rescuer and a Work stream's end decide it in SQL (event_claim,
+event_rescue_expired, event_stream_end), Fail in Python
+(domain.backoff.decide_failure). Here an event with `attempt` attempts made
+meets each of the four, and each must dead-letter it exactly when the others
+would.
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from inboxd.domain.backoff import BackoffPolicy, decide_failure
-from inboxd.domain.vocabulary import ClaimRequest, EventState
-from inboxd.store import claims
+from inboxd.domain.vocabulary import ClaimRequest, ClaimToken, EventKey, EventState, Fence, Namespace
+from inboxd.store import claims, streams
 from inboxd.store.database import Connection, Database
 from inboxd.store.rescue import rescue_expired_leases
 from inboxd.usecases.inbox import CLAIM_ANSWER_BYTES
@@ -91,4 +92,13 @@ async def test_the_rescuer_dead_letters_exactly_when_fail_would(
         migrated_url, grace=timedelta(minutes=1), max_attempts=MAX_ATTEMPTS, now=NOW, namespace=ns
     )
     assert rescued is not None and len(rescued) == 1
+    assert (await state_of(db, ns) == "dead_lettered") is fail_dead_letters(attempt)
+
+
+@pytest.mark.parametrize("attempt", [MAX_ATTEMPTS - 1, MAX_ATTEMPTS, MAX_ATTEMPTS + 1])
+async def test_a_work_streams_end_dead_letters_exactly_when_fail_would(db: Database, ns: str, attempt: int) -> None:
+    await put_event(db, ns, attempt=attempt, processing=True)
+    held = [Fence(Namespace(ns), EventKey("k"), ClaimToken("old-claim"))]
+    ended = await db.run(lambda conn: streams.end_held(conn, held, max_attempts=MAX_ATTEMPTS, now=NOW))
+    assert len(ended) == 1
     assert (await state_of(db, ns) == "dead_lettered") is fail_dead_letters(attempt)

@@ -32,10 +32,14 @@ async def processing(db: Database, ns: str) -> set[str]:
 async def test_a_subscribed_stream_is_pushed_events_within_its_credit_and_completes_them(
     work: InboxServiceStub, clocked_server: RunningServer, db: Database, ns: str
 ) -> None:
+    metrics = clocked_server.ops.metrics if clocked_server.ops else None
+    assert metrics is not None
+    open_before, pushed_before = metrics.work_streams._value.get(), metrics.work_pushed_events._value.get()
     for i in range(5):
         await work.Accept(accept_request(ns, f"k{i}"))
     worker = Worker(work)
     subscribed = await worker.subscribe([ns], credit=2, worker_id="w-1")
+    assert metrics.work_streams._value.get() == open_before + 1
     assert subscribed.lease.ToSeconds() == 30 and subscribed.heartbeat.ToSeconds() == 10
     first = await worker.pushed(2)
     assert all(e.attempt == 1 and e.claim_token for e in first)
@@ -53,7 +57,9 @@ async def test_a_subscribed_stream_is_pushed_events_within_its_credit_and_comple
         assert result.WhichOneof("result") == "complete", result
     for i in range(5):
         assert (await read_event(db, ns, f"k{i}"))["state"] == "completed"
+    assert metrics.work_pushed_events._value.get() == pushed_before + 5
     assert await worker.close() == grpc.StatusCode.OK
+    assert metrics.work_streams._value.get() == open_before
 
 
 async def test_an_idle_stream_is_pushed_an_event_the_moment_it_is_accepted(

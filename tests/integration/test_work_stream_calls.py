@@ -6,18 +6,21 @@ unary Claim, and a subscription to several namespaces is pushed from each in tur
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
 import grpc
 import pytest
 
+from inboxd.api.work_stream import WorkStreaming
 from inboxd.config.settings import Settings
 from inboxd.config.tokens import TokenRegistry
 from inboxd.serving.server import RunningServer, start_server
-from inboxd.store.database import Database
+from inboxd.store.database import Connection, Database
 from inboxd_client.v1 import inbox_pb2, types_pb2
 from inboxd_client.v1.inbox_pb2_grpc import InboxServiceStub
 from tests.conftest import CLOCKED_SETTINGS, NO_RESCUER
+from tests.harness import eventually
 from tests.integration.helpers import TableLocked, accept_request, read_event, seconds
 from tests.integration.test_auth import A, B, Tokens, bearer, write_tokens
 from tests.integration.work_streams import (
@@ -252,3 +255,39 @@ async def test_the_inbox_shows_each_live_stream_by_worker_and_namespace(
     assert "host-1/pid-9" in clocked_server.inbox.streams.workers_by_namespace()[ns]
     assert await worker.close() == grpc.StatusCode.OK
     assert "host-1/pid-9" not in clocked_server.inbox.streams.workers_by_namespace().get(ns, [])
+
+
+async def _waiting(db: Database, statement: str) -> int:
+    async def work(conn: Connection) -> int:
+        cur = await conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE query LIKE %s AND wait_event_type = 'Lock'",
+            (f"-- inboxd: {statement}%",),
+        )
+        row = await cur.fetchone()
+        return int(row[0]) if row else 0
+
+    return int(await db.run(work))
+
+
+async def test_the_server_reads_at_most_a_window_of_unanswered_calls_then_resumes(
+    work: InboxServiceStub, db: Database, ns: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(WorkStreaming, "work_call_window", 2)
+    for i in range(4):
+        await work.Accept(accept_request(ns, f"k{i}"))
+    worker = Worker(work)
+    await worker.subscribe([ns], credit=4)
+    events = await worker.pushed(4)
+    async with TableLocked(db):
+        sequences = [await worker.send(release=inbox_pb2.ReleaseRequest(**fence_of(e))) for e in events]
+        await eventually(lambda: _at_least(db, 2), "two releases to wait on the table")
+        # A moment for the reader to overrun the window, if it would (nothing signals a read not made).
+        await asyncio.sleep(0.3)
+        assert await _waiting(db, "event_release_many") == 2
+    for sequence in sequences:
+        assert (await worker.result(sequence)).WhichOneof("result") == "release"
+    assert await worker.close() == grpc.StatusCode.OK
+
+
+async def _at_least(db: Database, count: int) -> bool:
+    return await _waiting(db, "event_release_many") >= count

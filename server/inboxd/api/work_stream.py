@@ -150,6 +150,9 @@ class _WorkStream:
         self._unanswered: set[int] = set()
         self._queue: asyncio.Queue[_Out | _Drain | _End] = asyncio.Queue()
         self._draining = False
+        # Set while no push waits in the queue or in grpc's hands.
+        self._push_sent = asyncio.Event()
+        self._push_sent.set()
         self.calls: set[asyncio.Task[None]] = set()
         self._reader: asyncio.Task[None] | None = None
         self._pusher: asyncio.Task[None] | None = None
@@ -158,6 +161,8 @@ class _WorkStream:
         self._reader = asyncio.create_task(self._read(requests))
         self._pusher = asyncio.create_task(self._push())
         self._session.on_drain = self._drain
+        if self._servicer.inbox.streams.draining:
+            self._drain()  # subscribed as the server began to stop
 
     def _drain(self) -> None:
         if self._pusher is not None:
@@ -198,6 +203,7 @@ class _WorkStream:
                 await asyncio.wait([self._pusher])
             if self.calls:
                 await asyncio.wait(set(self.calls))
+            self._session.stop_heartbeat()
             await self._session.end()
             self._queue.put_nowait(_End(None))
         except Exception as exc:  # noqa: BLE001 - ends the stream with it, in the handler's task
@@ -245,16 +251,24 @@ class _WorkStream:
         )
 
     async def _push(self) -> None:
-        while True:
-            try:
-                events = await self._session.next_events()
-            except InboxError as exc:
-                # The database may be down: the stream stays, and looks again after a poll's interval.
-                log.warning("Work stream push failed: %s", exc)
-                await asyncio.sleep(self._session.retry_seconds)
-                continue
-            pushed = inbox_pb2.WorkEvents(events=[convert.claimed_event_to_proto(e) for e in events])
-            self._queue.put_nowait(_Out(inbox_pb2.WorkResponse(events=pushed)))
+        try:
+            while True:
+                # One push at a time in the transport: a worker that gives credit and never reads
+                # makes the server hold one message of events, not all it could claim.
+                await self._push_sent.wait()
+                try:
+                    events = await self._session.next_events()
+                except InboxError as exc:
+                    # The database may be down: the stream stays, and looks again after a poll's interval.
+                    log.warning("Work stream push failed: %s", exc)
+                    await asyncio.sleep(self._session.retry_seconds)
+                    continue
+                pushed = inbox_pb2.WorkEvents(events=[convert.claimed_event_to_proto(e) for e in events])
+                self._push_sent.clear()
+                self._queue.put_nowait(_Out(inbox_pb2.WorkResponse(events=pushed)))
+        except Exception as exc:
+            log.exception("Work stream pushes failed")
+            self._queue.put_nowait(_End(exc))
 
     async def answers(self) -> AsyncIterator[inbox_pb2.WorkResponse]:
         """Pushed events and results in the order they came; each result sent frees its room."""
@@ -266,7 +280,9 @@ class _WorkStream:
                 return
             if not isinstance(item, _Drain):
                 yield item.response
-                if item.sequence is not None:
+                if item.sequence is None:
+                    self._push_sent.set()
+                else:
                     if item.owns:
                         self._unanswered.discard(item.sequence)
                     self._room.release()

@@ -34,8 +34,7 @@ rescue.py, streams.py and retention.py, one per transition.
 No attempts left means attempt >= INBOXD_MAX_ATTEMPTS (an attempt is a
 claim; Release gives one back): event_claim, event_rescue_expired and
 event_stream_end test it in SQL, Fail in domain.backoff.decide_failure, and
-tests/integration/test_attempts_rule.py holds Claim, the rescuer and Fail to
-one rule. Every
+tests/integration/test_attempts_rule.py holds the four to one rule. Every
 transition out of PROCESSING ends the claim in inbox_claims with its outcome
 (expired, completed, failed, dead_lettered, released): its token is dead.
 

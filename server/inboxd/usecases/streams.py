@@ -173,6 +173,14 @@ class WorkSession:
         )
         self._forget(sent, kept)
 
+    def start_heartbeat(self) -> None:
+        self._heart = asyncio.create_task(self._keep_alive())
+
+    def stop_heartbeat(self) -> None:
+        """Before the end: a renewal racing the end over the same rows could deadlock with it."""
+        if self._heart is not None:
+            self._heart.cancel()
+
     async def _keep_alive(self) -> None:
         period = self.heartbeat.total_seconds()
         while True:
@@ -228,7 +236,7 @@ class WorkStreams:
         """A new stream's session, live from now, its heartbeat running."""
         session = WorkSession(self._inbox, subscription, caller)
         self._live[session] = None
-        session._heart = asyncio.create_task(session._keep_alive())
+        session.start_heartbeat()
         self._inbox.observer.work_streams_open(1)
         return session
 
@@ -237,8 +245,7 @@ class WorkStreams:
         if session not in self._live:
             return
         del self._live[session]
-        if session._heart is not None:
-            session._heart.cancel()
+        session.stop_heartbeat()
         self._inbox.observer.work_credit(-session.credit)
         self._inbox.observer.work_streams_open(-1)
         task = asyncio.ensure_future(self._end(session, list(after)))
