@@ -12,12 +12,25 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from inboxd.serving.server import RunningServer
+from inboxd.config.settings import Settings
+from inboxd.config.tokens import TokenRegistry
+from inboxd.serving.server import RunningServer, start_server
 from inboxd.store.database import Database
-from inboxd_client import ActionState, AsyncInboxClient, EventContext, Reconciled, Worker
+from inboxd_client import (
+    ActionState,
+    AsyncInboxClient,
+    EventContext,
+    InboxError,
+    PermissionDenied,
+    Reconciled,
+    Unauthenticated,
+    Worker,
+)
 from tests.client.conftest import FAST_RETRY
 from tests.client.helpers import accept, eventually, read_event, running, state_of
 from tests.client.tcp_proxy import TcpProxy
+from tests.conftest import NO_RESCUER
+from tests.integration.test_auth import B, Tokens, write_tokens
 
 RECONNECT_FAST = [("grpc.initial_reconnect_backoff_ms", 50), ("grpc.max_reconnect_backoff_ms", 200)]
 
@@ -140,3 +153,35 @@ async def _never(key: str) -> str:
 
 async def _it_happened(key: str) -> Reconciled:
     return Reconciled(succeeded=True, external_ref="found")
+
+
+@pytest.fixture(scope="module")
+def tokens(tmp_path_factory: pytest.TempPathFactory) -> Tokens:
+    return write_tokens(tmp_path_factory.mktemp("tokens") / "tokens.toml")
+
+
+@pytest.fixture(scope="module")
+async def guarded_port(db: Database, tokens: Tokens) -> AsyncIterator[int]:
+    settings = Settings(listen="127.0.0.1:0", tokens_file=tokens.file, rescue_interval=NO_RESCUER)
+    running_server = await start_server(settings, db, registry=TokenRegistry(tokens.file))
+    yield running_server.port
+    await running_server.stop(1.0)
+
+
+@pytest.mark.parametrize(
+    ("who", "refused"),
+    [("unknown token", Unauthenticated), ("a namespace not granted", PermissionDenied)],
+)
+async def test_a_stream_refused_for_its_credentials_stops_the_worker_with_the_error(
+    guarded_port: int, tokens: Tokens, who: str, refused: type[InboxError]
+) -> None:
+    token = "not-a-token" if who == "unknown token" else tokens.worker_a
+    async with AsyncInboxClient(f"127.0.0.1:{guarded_port}", token=token, retry=FAST_RETRY, timeout=10.0) as client:
+        # worker-a may work tenant-a/* only.
+        worker = Worker(client, _never_handled, namespaces=[f"{B}/x"], use_streams=True)
+        with pytest.raises(refused):
+            await asyncio.wait_for(worker.run(handle_signals=False), 10)
+
+
+async def _never_handled(ctx: EventContext) -> None:
+    raise AssertionError("a refused stream pushes nothing")
