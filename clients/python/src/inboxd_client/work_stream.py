@@ -1,9 +1,8 @@
 """The client side of a Work stream: a worker's subscription, its credit, its fenced calls, the events pushed to it.
 
-One open stream carries a worker's whole cycle, at about a quarter of the
-server's cost per message of a unary call. The first message subscribes
-(namespaces, event types, lease, worker id); credit says how many more
-events the worker can take, and the server pushes that many at most, the
+One open stream carries a worker's whole cycle, a quarter of a unary call's
+cost per message. The first message subscribes; credit says how many more
+events the worker can take, and the server pushes at most that many, the
 moment they become claimable. Each fenced call (Complete, CompleteBatch,
 Fail, Release, RenewLease, RecordActionOutcome) carries a sequence, and its
 result comes back with it: the unary call's answer, or the status code the
@@ -109,6 +108,7 @@ class WorkStream:
         self._outstanding = 0  # credit given on the open stream, less the events it pushed
         self._crediting = True
         self._closing = False
+        self._half_closed = asyncio.Event()
         self._broken: InboxError | None = None
         self.runner: asyncio.Task[None] | None = None
         # The number of the stream now open: 1 for the first, one more for each reopening.
@@ -133,6 +133,7 @@ class WorkStream:
         sent = [self._send("release", builders.release_request(event), None) for event in releasing]
         if not self._closing:
             self._closing = True
+            self._half_closed.set()
             self._outbox.put_nowait(_CLOSE)
         return sent
 
@@ -288,7 +289,10 @@ class WorkStream:
             if self._closing:
                 self._fail_all(Unavailable(f"the Work stream broke while closing: {error}", method=METHOD))
                 return
-            await asyncio.sleep(self._pacer.failed(error, stream=True))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._half_closed.wait(), self._pacer.failed(error, stream=True))
+            if self._closing and not self._unanswered:
+                return  # closed while down, owing nothing: no stream to open only to close it
 
     async def _write(self, call: Any, outbox: asyncio.Queue[inbox_pb2.WorkRequest | None], number: int) -> None:
         with contextlib.suppress(grpc.aio.AioRpcError, asyncio.InvalidStateError, grpc.aio.UsageError):
