@@ -6,11 +6,14 @@ Time is the `clock` fixture (the clocked server's): a test moves it, never sleep
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import grpc
 import pytest
 
 from inboxd.serving.server import RunningServer
+from inboxd.store import claims
+from inboxd.store import streams as store_streams
 from inboxd.store.database import Database
 from inboxd_client.v1 import inbox_pb2
 from inboxd_client.v1.inbox_pb2_grpc import InboxServiceStub
@@ -143,3 +146,51 @@ async def test_a_half_close_ends_what_the_stream_still_holds_before_it_ends_ok(
     with pytest.raises(grpc.aio.AioRpcError) as caught:
         await late
     assert caught.value.code() == grpc.StatusCode.ABORTED
+
+
+async def test_idle_streams_cost_the_database_nothing_and_an_event_wakes_one_of_them(
+    quiet_server: RunningServer, ns: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    looks: list[str] = []
+    real_claim, real_renew = claims.claim_events, store_streams.renew_held
+
+    async def claim_spy(*args: Any, **kwargs: Any) -> Any:
+        looks.append("claim")
+        return await real_claim(*args, **kwargs)
+
+    async def renew_spy(*args: Any, **kwargs: Any) -> Any:
+        looks.append("renew")
+        return await real_renew(*args, **kwargs)
+
+    monkeypatch.setattr(claims, "claim_events", claim_spy)
+    monkeypatch.setattr(store_streams, "renew_held", renew_spy)
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{quiet_server.port}") as channel:
+        stub = InboxServiceStub(channel)
+        workers = [Worker(stub) for _ in range(10)]
+        for worker in workers:
+            await worker.subscribe([ns], credit=5)
+        # Each stream looks once as it begins to wait, as a long-polling Claim does.
+        await eventually(lambda: len(looks) >= 10, "every stream's first look")
+        await asyncio.sleep(0.3)  # for the last of those looks to finish
+        looks.clear()
+        # A heartbeat of streams that hold nothing, and a moment of idling: no statement at all.
+        await quiet_server.inbox.streams.renew_all()
+        await asyncio.sleep(0.3)
+        assert looks == []
+        await stub.Accept(accept_request(ns, "one"))
+        pushed = await asyncio.wait_for(_first_push(workers), 5)
+        assert pushed.event_key == "one"
+        # One wake-up for one event: one stream looked, not ten (and perhaps once more, for its credit left).
+        assert looks in (["claim"], ["claim", "claim"]), looks
+        for worker in workers:
+            worker.call.cancel()
+
+
+async def _first_push(workers: list[Worker]) -> inbox_pb2.ClaimedEvent:
+    reads = [asyncio.ensure_future(w.read()) for w in workers]
+    done, pending = await asyncio.wait(reads, return_when=asyncio.FIRST_COMPLETED)
+    for read in pending:
+        read.cancel()
+    answer = next(iter(done)).result()
+    assert answer.WhichOneof("response") == "events", answer
+    return answer.events.events[0]
