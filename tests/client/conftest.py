@@ -1,4 +1,4 @@
-"""Fixtures for the client's tests: clients of the real servers, and a server with attempts to spare."""
+"""Fixtures for the client's tests: clients of the real servers, a server with attempts to spare, both worker paths."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from inboxd.config.settings import Settings
 from inboxd.serving.server import RunningServer, start_server
 from inboxd.store.database import Database
-from inboxd_client import AsyncInboxClient, RetryPolicy
+from inboxd_client import AsyncInboxClient, RetryPolicy, Worker
 from tests.conftest import NO_RESCUER
 
 # Short backoffs: a test of a retried call should not wait out production pauses.
@@ -36,3 +36,18 @@ async def patient_server(db: Database) -> AsyncIterator[RunningServer]:
     running = await start_server(Settings(listen="127.0.0.1:0", max_attempts=100, rescue_interval=NO_RESCUER), db)
     yield running
     await running.stop(1.0)
+
+
+WORKER_PATHS = ("stream", "unary")
+
+
+@pytest.fixture(params=WORKER_PATHS)
+def worker_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Runs the test once per Worker path: the Work stream (forced, so no silent fallback) and unary Claims.
+
+    It sets the default of Worker's `use_streams`, so a test's own `Worker(...)`
+    calls need no change; a test that passes `use_streams` keeps its own.
+    """
+    defaults = vars(Worker)["__init__"].__kwdefaults__
+    monkeypatch.setitem(defaults, "use_streams", request.param == "stream")
+    return str(request.param)

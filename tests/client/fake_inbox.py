@@ -1,4 +1,4 @@
-"""A scripted stand-in for inboxd on a real grpc.aio server: it answers every RPC, or fails as told.
+"""A scripted stand-in for inboxd on a real grpc.aio server: it answers every unary RPC, or fails as told.
 
 For what only a misbehaving server shows: which calls the client retries,
 what metadata it sends, how each status code surfaces.
@@ -55,6 +55,9 @@ class FakeInbox:
     def _handler(self, service: ServiceDescriptor) -> grpc.GenericRpcHandler[Any, Any]:
         handlers = {}
         for method in service.methods:
+            if method.client_streaming:
+                # A server without the streams (grpc answers UNIMPLEMENTED): a Worker claims with unary Claims.
+                continue
             request_cls = message_factory.GetMessageClass(method.input_type)
             response_cls = message_factory.GetMessageClass(method.output_type)
             handlers[method.name] = grpc.unary_unary_rpc_method_handler(

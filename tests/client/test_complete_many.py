@@ -184,7 +184,9 @@ async def test_handlers_that_finish_together_ride_one_claim_and_each_learns_its_
 
         # A wide window, so "together" does not depend on how busy the machine is. Every slot
         # is busy, so the worker waits for them and carries them in its next Claim.
-        worker = Worker(client, handle, namespaces=[ns], concurrency=len(keys), wait=1.0, complete_window=1.0)
+        worker = Worker(
+            client, handle, namespaces=[ns], concurrency=len(keys), wait=1.0, complete_window=1.0, use_streams=False
+        )
         async with running(worker):
             await eventually(lambda: worker.stats.completed + worker.stats.superseded == len(keys), "all settled")
         assert client.carried == [len(keys)]
@@ -216,7 +218,15 @@ async def test_completions_that_finish_while_a_claim_long_polls_share_one_comple
 
         # Slots to spare: the worker long-polls for more while the handlers run, and its
         # completions must not wait for that poll to end.
-        worker = Worker(client, handle, namespaces=[ns], concurrency=2 * len(keys), wait=60.0, complete_window=1.0)
+        worker = Worker(
+            client,
+            handle,
+            namespaces=[ns],
+            concurrency=2 * len(keys),
+            wait=60.0,
+            complete_window=1.0,
+            use_streams=False,
+        )
         async with running(worker):
             await eventually(lambda: worker.stats.completed == len(keys), "all completed")
             assert client.batches == [len(keys)]

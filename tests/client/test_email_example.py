@@ -1,7 +1,7 @@
 """The example email worker, as a subprocess, killed with SIGKILL at random moments around its sends.
 
 Whatever the moment, each event must end up with exactly one email sent,
-under one idempotency key. The kill moments come from a seeded generator;
+under one idempotency key, on the Work stream and on unary Claims alike. The kill moments come from a seeded generator;
 the seed is printed (set INBOXD_KILL_SEED to replay another).
 """
 
@@ -44,7 +44,9 @@ async def patient_client(patient_server: RunningServer) -> AsyncIterator[AsyncIn
         yield client
 
 
-async def start_worker(server: RunningServer, api: FakeEmailApi, ns: str, log: Path) -> asyncio.subprocess.Process:
+async def start_worker(
+    server: RunningServer, api: FakeEmailApi, ns: str, log: Path, path: str
+) -> asyncio.subprocess.Process:
     env = {
         **os.environ,
         "INBOXD_TARGET": f"127.0.0.1:{server.port}",
@@ -54,6 +56,7 @@ async def start_worker(server: RunningServer, api: FakeEmailApi, ns: str, log: P
         "INBOXD_LEASE": "2",
         "INBOXD_WAIT": "1",
         "LOG_LEVEL": "WARNING",
+        "INBOXD_USE_STREAMS": "1" if path == "stream" else "0",
     }
     with log.open("ab") as out:
         return await asyncio.create_subprocess_exec(
@@ -68,6 +71,7 @@ async def test_a_worker_killed_at_random_moments_sends_exactly_one_email_per_eve
     db: Database,
     ns: str,
     tmp_path: Path,
+    worker_path: str,
 ) -> None:
     print(f"kill test seed: {SEED} (INBOXD_KILL_SEED)")
     rng = random.Random(SEED)
@@ -90,7 +94,7 @@ async def test_a_worker_killed_at_random_moments_sends_exactly_one_email_per_eve
         if await all_completed():
             break
         before = email_api.requests
-        proc = await start_worker(patient_server, email_api, ns, log)
+        proc = await start_worker(patient_server, email_api, ns, log, worker_path)
         try:
             await eventually(lambda: email_api.requests > before, "the worker reached the email API", within=30)  # noqa: B023 - called before the loop moves on
             await asyncio.sleep(rng.uniform(0.0, 0.15))  # the random moment, not a wait for a condition
@@ -99,7 +103,7 @@ async def test_a_worker_killed_at_random_moments_sends_exactly_one_email_per_eve
             await proc.wait()
         kills += 1
 
-    final = await start_worker(patient_server, email_api, ns, log)
+    final = await start_worker(patient_server, email_api, ns, log, worker_path)
     try:
         await eventually(all_completed, "every event completed", within=60, every=0.2)
     finally:

@@ -15,6 +15,9 @@ from tests.client.conftest import FAST_RETRY
 from tests.client.helpers import eventually, read_event, running
 from tests.conftest import CLOCKED_SETTINGS
 
+# Each test runs on the Work stream and on unary Claims (tests/client/conftest.py).
+pytestmark = pytest.mark.usefixtures("worker_path")
+
 
 @pytest.fixture(scope="module")
 async def delivering_server(db: Database) -> AsyncIterator[RunningServer]:

@@ -1,4 +1,8 @@
-"""SIGTERM to a worker process: it stops claiming, lets short handlers finish, releases the rest uncounted."""
+"""SIGTERM to a worker process: it stops claiming, lets short handlers finish, releases the rest uncounted.
+
+On both Worker paths: over the Work stream (the releases and the Complete go
+over it, then it half-closes) and on unary Claims.
+"""
 
 from __future__ import annotations
 
@@ -29,14 +33,14 @@ async def claims_of(db: Database, ns: str, key: str) -> int:
 
 
 async def test_sigterm_releases_unfinished_events_without_counting_their_attempts(
-    server: RunningServer, client: AsyncInboxClient, db: Database, ns: str
+    server: RunningServer, client: AsyncInboxClient, db: Database, ns: str, worker_path: str
 ) -> None:
     # "quick" finishes within the 3 s grace; the "slow" ones never would.
     await client.accept(ns, "quick", "t", {"seconds": 1})
     await client.accept(ns, "slow-1", "t", {"seconds": 120})
     await client.accept(ns, "slow-2", "t", {"seconds": 120})
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, str(SCRIPT), f"127.0.0.1:{server.port}", ns, "3",
+        sys.executable, str(SCRIPT), f"127.0.0.1:{server.port}", ns, "3", worker_path,
         stdout=asyncio.subprocess.PIPE, stdin=asyncio.subprocess.DEVNULL,
     )  # fmt: skip
     assert proc.stdout is not None

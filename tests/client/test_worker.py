@@ -27,6 +27,9 @@ from inboxd_client.v1 import inbox_pb2
 from tests.client.helpers import accept, eventually, read_event, running, state_of
 from tests.conftest import FakeClock
 
+# Each test runs on the Work stream and on unary Claims (tests/client/conftest.py).
+pytestmark = pytest.mark.usefixtures("worker_path")
+
 
 async def test_a_returning_handler_completes_its_event_as_applied(
     client: AsyncInboxClient, db: Database, ns: str

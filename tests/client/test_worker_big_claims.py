@@ -22,6 +22,9 @@ RECEIVE_LIMIT = 64 * 1024
 PAYLOAD = {"blob": "x" * 20_000}
 KEYS = [f"k{i}" for i in range(8)]
 
+# Each test runs on the Work stream and on unary Claims (tests/client/conftest.py).
+pytestmark = pytest.mark.usefixtures("worker_path")
+
 
 async def test_a_worker_whose_claim_answer_passes_its_receive_limit_halves_its_batch_and_runs_every_event(
     server: RunningServer, db: Database, ns: str, caplog: pytest.LogCaptureFixture
@@ -48,4 +51,5 @@ async def test_a_worker_whose_claim_answer_passes_its_receive_limit_halves_its_b
             await eventually(lambda: worker.stats.completed == len(KEYS), "every event ran", within=30)
     assert handled == set(KEYS)
     assert [await state_of(db, ns, k) for k in KEYS] == ["completed"] * len(KEYS)
-    assert "answered RESOURCE_EXHAUSTED" in caplog.text and "asking for at most 4 per Claim" in caplog.text
+    # Per Claim on unary Claims; per push on the Work stream, whose credit is what is halved.
+    assert "answered RESOURCE_EXHAUSTED" in caplog.text and "asking for at most 4 per" in caplog.text

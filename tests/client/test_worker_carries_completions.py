@@ -1,5 +1,8 @@
 """The Worker's completions ride its next Claim: a busy worker's cycle is one call, and none is lost.
 
+All of it is the unary Claim path's (`use_streams=False`); on the Work stream
+completions go as CompleteBatch calls over the stream.
+
 The server is real; a client subclass stands in for what only the network
 does (a Claim's answer lost) or what an older server does (ignore
 ClaimRequest.completions: the Claim reaches it without them, and answers no
@@ -35,7 +38,7 @@ async def test_a_busy_worker_carries_its_completions_in_its_claims_instead_of_co
         async def handle(ctx: EventContext) -> None:
             await asyncio.sleep(0)
 
-        worker = Worker(client, handle, namespaces=[ns], concurrency=concurrency, wait=1.0)
+        worker = Worker(client, handle, namespaces=[ns], concurrency=concurrency, wait=1.0, use_streams=False)
         async with running(worker):
             await eventually(lambda: worker.stats.completed == len(keys), "all completed")
     # While work remains every Claim comes back full, so the worker is never idle and
@@ -60,7 +63,9 @@ async def test_completions_waiting_for_a_claim_are_sent_when_the_worker_stops(
 
         # Its only slot busy, the worker holds the completion for its next Claim, and a
         # window no test waits out means only stopping can send it.
-        worker = Worker(client, handle, namespaces=[ns], concurrency=1, wait=1.0, complete_window=600.0)
+        worker = Worker(
+            client, handle, namespaces=[ns], concurrency=1, wait=1.0, complete_window=600.0, use_streams=False
+        )
         task = asyncio.create_task(worker.run(handle_signals=False))
         await asyncio.wait_for(handled.wait(), 15)
         await eventually(lambda: worker.completions.waiting == 1, "the completion waits for a Claim")
@@ -100,7 +105,7 @@ async def test_completions_of_a_failed_claim_are_sent_again_not_dropped(
         async def handle(ctx: EventContext) -> None:
             return None
 
-        worker = Worker(client, handle, namespaces=[ns], concurrency=1, wait=1.0)
+        worker = Worker(client, handle, namespaces=[ns], concurrency=1, wait=1.0, use_streams=False)
         async with running(worker):
             await eventually(lambda: worker.stats.completed == 1, "the completion answered")
         assert client.lost == 1
@@ -136,7 +141,7 @@ async def test_a_worker_falls_back_to_complete_batch_when_the_server_ignores_a_c
         async def handle(ctx: EventContext) -> None:
             return None
 
-        worker = Worker(client, handle, namespaces=[ns], concurrency=1, wait=1.0)
+        worker = Worker(client, handle, namespaces=[ns], concurrency=1, wait=1.0, use_streams=False)
         async with running(worker):
             await eventually(lambda: worker.stats.completed == len(keys), "all completed")
         # One Claim tried; its answer had no results, so CompleteBatch from then on.

@@ -30,7 +30,7 @@ async def test_an_idle_worker_with_wait_0_backs_off_instead_of_claiming_in_a_loo
         handled.append(ctx.event_key)
 
     async with client:
-        worker = Worker(client, handle, namespaces=[ns], wait=0)
+        worker = Worker(client, handle, namespaces=[ns], wait=0, use_streams=False)  # Claims are what is counted
         async with running(worker):
             await asyncio.sleep(IDLE)  # idle on purpose: what is counted is what it sends meanwhile
             idle_claims = client.claims

@@ -1,5 +1,8 @@
 """A renewal that hangs costs a fraction of the lease: it times out early and is tried again at once.
 
+Renewals are the unary path's (`use_streams=False`): on the Work stream the
+server keeps the leases alive itself.
+
 The hang is real: the test holds the event's row lock from a connection of
 its own, so the server's RenewLease statement waits behind it; then it
 cancels that statement (so the hung renewal never lands late) and lets go.
@@ -32,7 +35,7 @@ async def test_a_renewal_that_hangs_is_tried_again_at_once_and_the_lease_survive
         await finish.wait()
 
     await accept(client, ns, "k")
-    worker = Worker(client, handle, namespaces=[ns], lease=LEASE, wait=1.0)
+    worker = Worker(client, handle, namespaces=[ns], lease=LEASE, wait=1.0, use_streams=False)
     async with running(worker):
         await asyncio.wait_for(started.wait(), 10)
         claimed = await read_event(db, ns, "k")

@@ -12,6 +12,9 @@ from inboxd.store.database import Database
 from inboxd_client import AsyncInboxClient, EventContext, SyncEventContext, Worker, handler_runs
 from tests.client.helpers import accept, eventually, read_event, running, state_of
 
+# Each test runs on the Work stream and on unary Claims (tests/client/conftest.py).
+pytestmark = pytest.mark.usefixtures("worker_path")
+
 
 async def test_a_hung_async_handler_is_cancelled_and_its_event_failed_counting_the_attempt(
     client: AsyncInboxClient, db: Database, ns: str

@@ -16,7 +16,8 @@ What makes it exactly one email per event, whatever dies when:
 Run it against inboxd:
     INBOXD_TARGET=127.0.0.1:50051 INBOXD_NAMESPACE=signup EMAIL_API_URL=http://127.0.0.1:8025 \\
         python email_worker.py
-Other settings: INBOXD_TOKEN, INBOXD_CONCURRENCY (4), INBOXD_LEASE (30 s), INBOXD_WAIT (10 s).
+Other settings: INBOXD_TOKEN, INBOXD_CONCURRENCY (4), INBOXD_LEASE (30 s), INBOXD_WAIT (10 s),
+INBOXD_USE_STREAMS (unset: the Work stream, or unary Claims on a server without it; 1 or 0 forces one).
 SIGTERM stops it gracefully: running sends finish, unfinished events are released.
 """
 
@@ -88,6 +89,8 @@ async def main() -> None:
             concurrency=int(os.environ.get("INBOXD_CONCURRENCY", "4")),
             lease=float(os.environ.get("INBOXD_LEASE", "30")),
             wait=float(os.environ.get("INBOXD_WAIT", "10")),
+            # The Work stream, or unary Claims on a server without it; "1" or "0" forces one.
+            use_streams={"1": True, "0": False}.get(os.environ.get("INBOXD_USE_STREAMS", "")),
         )
         await worker.run()
     logging.info("stopped: %s", worker.stats)

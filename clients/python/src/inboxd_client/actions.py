@@ -29,7 +29,7 @@ from inboxd_client.outcomes import ActionResult, ActionUnresolved, Reconciled, U
 from inboxd_client.v1 import inbox_pb2, types_pb2
 
 if TYPE_CHECKING:
-    from inboxd_client.aio_client import AsyncInboxClient
+    from inboxd_client.fenced_calls import FencedCalls
 
 INTENDED = types_pb2.ACTION_STATE_INTENDED
 SUCCEEDED = types_pb2.ACTION_STATE_SUCCEEDED
@@ -77,7 +77,7 @@ class Plan(enum.Enum):
 class ActionLedger:
     """The event's actions as this claim knows them, and the calls that move them along."""
 
-    def __init__(self, client: AsyncInboxClient, event: inbox_pb2.ClaimedEvent) -> None:
+    def __init__(self, client: FencedCalls, event: inbox_pb2.ClaimedEvent) -> None:
         self._client = client
         self._event = event
         self._records: dict[str, types_pb2.ActionRecord] = {a.action: a for a in event.actions}

@@ -11,7 +11,7 @@ are safe to repeat are retried by gRPC on UNAVAILABLE (see `rpcs`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
 from typing import TypeVar, cast
@@ -23,9 +23,11 @@ from inboxd_client import builders, rpcs
 from inboxd_client.accept_stream import AcceptStream
 from inboxd_client.builders import DurationLike, Fenced
 from inboxd_client.calls import CLAIM_TIMEOUT_MARGIN, DEFAULT_TIMEOUT, Callables, claim_timeout
+from inboxd_client.claim_backoff import ClaimPacer
 from inboxd_client.connection import ChannelOption, RetryPolicy, TlsConfig, call_metadata, channel_settings
 from inboxd_client.errors import InboxError, complete_batch_outcomes, error_from_status
 from inboxd_client.v1 import admin_pb2, inbox_pb2, types_pb2
+from inboxd_client.work_stream import OnEvents, WorkStream
 
 # Moved to `calls`, shared with the sync client; still importable from here.
 __all__ = ["CLAIM_TIMEOUT_MARGIN", "DEFAULT_TIMEOUT", "AsyncInboxClient", "claim_timeout"]
@@ -121,6 +123,27 @@ class AsyncInboxClient:
         `timeout` is each item's deadline (the client's by default).
         """
         return AcceptStream(self._channel, self._metadata, timeout=self.timeout if timeout is None else timeout)
+
+    def work_stream(
+        self,
+        subscription: inbox_pb2.WorkSubscription,
+        *,
+        free_slots: Callable[[], int],
+        on_events: OnEvents,
+        on_broken: Callable[[int], None],
+        pacer: ClaimPacer,
+    ) -> WorkStream:
+        """A Work stream on this client's channel, for a `Worker` (see `inboxd_client.work_stream`); `open()` it."""
+        return WorkStream(
+            self._channel,
+            self._metadata,
+            subscription,
+            timeout=self.timeout,
+            free_slots=free_slots,
+            on_events=on_events,
+            on_broken=on_broken,
+            pacer=pacer,
+        )
 
     async def accept_batch(
         self, events: Iterable[inbox_pb2.AcceptRequest], *, timeout: float | None = None

@@ -65,19 +65,28 @@ class ClaimPacer:
             return 0.0
         return self._idle.next()
 
-    def failed(self, error: InboxError) -> float:
-        """The last Claim failed with `error` (one of TRANSIENT_CLAIM_ERRORS): the pause before the next."""
+    def failed(self, error: InboxError, *, stream: bool = False) -> float:
+        """The last Claim failed with `error` (one of TRANSIENT_CLAIM_ERRORS): the pause before the next.
+
+        `stream`: it was the Work stream that broke, where the batch is the
+        credit given at a time (a push of that many events was too big).
+        """
         pause = self._errors.next()
         if _too_big(error) and self.batch > 1:
             self.batch = max(1, min(self.asked, self.batch) // 2)
             log.warning(
-                "a Claim of %d events was answered RESOURCE_EXHAUSTED (%s): asking for at most %d per Claim"
-                " from now on, polling again in %.1f s",
+                "a %s of %d events was answered RESOURCE_EXHAUSTED (%s): asking for at most %d per %s"
+                " from now on, %s again in %.1f s",
+                "Work stream's credit" if stream else "Claim",
                 self.asked,
                 error,
                 self.batch,
+                "push" if stream else "Claim",
+                "subscribing" if stream else "polling",
                 pause,
             )
+        elif stream:
+            log.warning("the Work stream broke, subscribing again in %.1f s: %s", pause, error)
         else:
             log.warning("claim failed, polling again in %.1f s: %s", pause, error)
         return pause

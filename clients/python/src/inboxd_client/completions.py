@@ -22,9 +22,9 @@ from collections.abc import Coroutine, Sequence
 from typing import Any
 
 from inboxd_client import builders
-from inboxd_client.aio_client import AsyncInboxClient
 from inboxd_client.builders import Fenced
 from inboxd_client.errors import InboxError, Unavailable, Unimplemented
+from inboxd_client.fenced_calls import FencedCalls
 from inboxd_client.v1 import inbox_pb2, types_pb2
 
 log = logging.getLogger(__name__)
@@ -40,7 +40,7 @@ class CompletionBatcher:
     """Collects completions for `window` seconds (or `max_items`), then sends them in a Claim or a CompleteBatch."""
 
     def __init__(
-        self, client: AsyncInboxClient, *, window: float = DEFAULT_WINDOW, max_items: int = DEFAULT_MAX_ITEMS
+        self, client: FencedCalls, *, window: float = DEFAULT_WINDOW, max_items: int = DEFAULT_MAX_ITEMS
     ) -> None:
         if window < 0:
             raise ValueError(f"window={window}: cannot be negative")

@@ -19,13 +19,13 @@ from inboxd_client.sync_bridge import SyncActionScope, run_action_sync
 from inboxd_client.v1 import inbox_pb2, types_pb2
 
 if TYPE_CHECKING:
-    from inboxd_client.aio_client import AsyncInboxClient
+    from inboxd_client.fenced_calls import FencedCalls
 
 
 class _Claim:
     """The mutable state of one claim, shared by its async and sync views."""
 
-    def __init__(self, client: AsyncInboxClient, event: inbox_pb2.ClaimedEvent) -> None:
+    def __init__(self, client: FencedCalls, event: inbox_pb2.ClaimedEvent) -> None:
         self.event = event
         self.ledger = ActionLedger(client, event)
         self.cancelled = threading.Event()
@@ -161,7 +161,7 @@ class _EventView:
 class EventContext(_EventView):
     """An async handler's context. Build one yourself (`EventContext(client, event)`) to use actions outside Worker."""
 
-    def __init__(self, client: AsyncInboxClient, event: inbox_pb2.ClaimedEvent) -> None:
+    def __init__(self, client: FencedCalls, event: inbox_pb2.ClaimedEvent) -> None:
         super().__init__(_Claim(client, event))
 
     def action(

@@ -10,7 +10,7 @@ import asyncio
 import logging
 import signal
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 
 from inboxd_client.finishing import Job
 
@@ -41,8 +41,13 @@ async def drain(
     *,
     remaining: float,
     hurry: asyncio.Event,
+    releasing: Callable[[Mapping[asyncio.Task[None], Job]], Awaitable[None]] | None = None,
 ) -> None:
-    """Lets running handlers finish for `remaining` seconds (or until `hurry`), then releases the rest."""
+    """Lets running handlers finish for `remaining` seconds (or until `hurry`), then releases the rest.
+
+    `releasing(late)` is awaited once the late jobs are told to release (a
+    Work stream half-closes behind their Releases), before their answers.
+    """
     running = set(jobs)
     if running and remaining > 0 and not hurry.is_set():
         await _wait_any(running, hurry, remaining)
@@ -51,6 +56,8 @@ async def drain(
         jobs[task].interrupt(releasing=True)
     if late:
         log.info("grace period over: releasing %d events", len(late))
+        if releasing is not None:
+            await releasing({task: jobs[task] for task in late})
         await asyncio.wait(late, timeout=RELEASE_TIMEOUT)
     if side_tasks:
         await asyncio.wait(set(side_tasks), timeout=RELEASE_TIMEOUT)

@@ -13,10 +13,10 @@ from collections.abc import Awaitable
 from dataclasses import dataclass
 
 from inboxd_client.actions import describe
-from inboxd_client.aio_client import AsyncInboxClient
 from inboxd_client.completions import CompletionBatcher
 from inboxd_client.context import EventContext
 from inboxd_client.errors import ClaimSuperseded, InboxError
+from inboxd_client.fenced_calls import FencedCalls
 from inboxd_client.outcomes import HandlerTimeout, Ignore, PermanentError, RetryLater
 from inboxd_client.v1 import inbox_pb2, types_pb2
 
@@ -32,7 +32,7 @@ class WorkerStats:
     ignored: int = 0
     failed: int = 0  # Fail answered PENDING: a retry is scheduled
     dead_lettered: int = 0
-    released: int = 0
+    released: int = 0  # given back; one the Work stream pushed again while stopping, released twice, counts once
     superseded: int = 0  # the claim was taken over: handler cancelled, or its finish refused
     renewals: int = 0
     renewal_failures: int = 0  # renewals that failed otherwise and were tried again
@@ -48,6 +48,9 @@ class Job:
         self.handler: asyncio.Future[Ignore | None] | None = None
         self.lost = False
         self.releasing = False
+        self.stream = 0  # the Work stream that pushed it (its number); 0: a unary Claim
+        # Set once its Release, on shutdown, has gone out (on a Work stream: queued before the half-close).
+        self.release_sent = asyncio.Event()
         self.timed_out_after: float | None = None
 
     def time_out(self, seconds: float) -> None:
@@ -74,19 +77,29 @@ class Job:
 class Finisher:
     """Ends claims for a worker, and counts how each ended in `stats`."""
 
-    def __init__(self, client: AsyncInboxClient, stats: WorkerStats, completions: CompletionBatcher) -> None:
+    def __init__(self, client: FencedCalls, stats: WorkerStats, completions: CompletionBatcher) -> None:
         self.client = client
         self.stats = stats
         # Completions that finish together share one CompleteBatch; each still learns its own answer.
         self.completions = completions
+        # While stopping: the events given back so far (see `stopping`).
+        self._given_back: set[tuple[str, str]] | None = None
 
     async def finish(self, job: Job) -> None:
         """Ends the job's claim as its handler's end says; never raises an InboxError."""
         await self._safely(job.context.event, self._finish(job))
 
-    async def release(self, event: inbox_pb2.ClaimedEvent) -> None:
-        """Gives a claimed event back without counting the attempt; never raises an InboxError."""
-        await self._safely(event, self._release(event))
+    async def release(self, event: inbox_pb2.ClaimedEvent, sent: Awaitable[object] | None = None) -> None:
+        """Gives a claimed event back without counting the attempt; never raises an InboxError.
+
+        `sent`: the Release already went out (with a Work stream's half-close); this awaits its answer.
+        """
+        await self._safely(event, self._release(event, sent))
+
+    def stopping(self) -> None:
+        """From now on an event released twice (the Work stream pushed it again meanwhile) counts once."""
+        if self._given_back is None:
+            self._given_back = set()
 
     async def _finish(self, job: Job) -> None:
         event, handler = job.context.event, job.handler
@@ -97,7 +110,9 @@ class Finisher:
             return
         if handler.cancelled():
             if job.releasing:
-                await self._release(event)
+                releasing = self._release(event)
+                job.release_sent.set()  # its waiter runs once this task waits for the answer: the call is out
+                await releasing
             elif job.lost:
                 self.stats.superseded += 1
             else:
@@ -130,8 +145,13 @@ class Finisher:
         else:
             self.stats.failed += 1
 
-    async def _release(self, event: inbox_pb2.ClaimedEvent) -> None:
-        await self.client.release(event)
+    async def _release(self, event: inbox_pb2.ClaimedEvent, sent: Awaitable[object] | None = None) -> None:
+        await (self.client.release(event) if sent is None else sent)
+        if self._given_back is not None:
+            key = (event.namespace, event.event_key)
+            if key in self._given_back:
+                return
+            self._given_back.add(key)
         self.stats.released += 1
 
     async def _safely(self, event: inbox_pb2.ClaimedEvent, finishing: Awaitable[None]) -> None:

@@ -16,8 +16,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import cast
 
-from inboxd_client.aio_client import AsyncInboxClient
 from inboxd_client.context import EventContext, SyncEventContext
+from inboxd_client.fenced_calls import FencedCalls
 from inboxd_client.finishing import Finisher, Job, WorkerStats
 from inboxd_client.outcomes import Ignore
 from inboxd_client.renewals import keep_renewing
@@ -38,7 +38,7 @@ class HandlerRuns:
 
     def __init__(
         self,
-        client: AsyncInboxClient,
+        calls: FencedCalls,
         handler: AsyncHandler | SyncHandler,
         *,
         lease: float,
@@ -46,7 +46,8 @@ class HandlerRuns:
         stats: WorkerStats,
         finisher: Finisher,
     ) -> None:
-        self.client = client
+        # Where the claims' actions, renewals and finishes go: the unary calls, or the Work stream.
+        self.calls = calls
         self.lease = lease
         self.handler_timeout = handler_timeout
         self.stats = stats
@@ -57,7 +58,7 @@ class HandlerRuns:
         self._sync_handler = cast(SyncHandler, handler)
 
     def job(self, event: inbox_pb2.ClaimedEvent) -> Job:
-        return Job(EventContext(self.client, event), self.is_async)
+        return Job(EventContext(self.calls, event), self.is_async)
 
     async def run(self, job: Job) -> None:
         """Runs the job's handler and ends its claim; returns once the handler has really returned."""
@@ -69,7 +70,7 @@ class HandlerRuns:
             sync_context = SyncEventContext(context, loop)
             name = f"inboxd-handler {context.namespace}/{context.event_key}"
             job.handler = run_in_daemon_thread(loop, lambda: self._run_sync(sync_context), name)
-        renewer = asyncio.create_task(keep_renewing(self.client, job, self.lease, self.stats))
+        renewer = asyncio.create_task(keep_renewing(self.calls, job, self.lease, self.stats))
         try:
             await asyncio.wait({job.handler}, timeout=self.handler_timeout)
             if not job.handler.done() and self.handler_timeout is not None:

@@ -5,6 +5,13 @@ ends. Each one's deadline is a fraction of that interval, and a failed one is
 tried again at once (after a short, growing pause) rather than an interval
 later: one renewal that hangs (a row lock, a lost packet, a stalled proxy)
 must cost a fraction of the lease, not the lease.
+
+On the Work stream the server keeps the leases alive by itself while the
+stream lives; the renewals still go, over the stream (a quarter of a unary
+call's cost, and only for handlers that outlive a third of the lease),
+because an ABORTED answer is how a handler learns that its claim was lost
+while the stream lives (the server's own renewals failed past the lease,
+and another worker took the event over).
 """
 
 from __future__ import annotations
@@ -12,9 +19,9 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from inboxd_client.aio_client import AsyncInboxClient
 from inboxd_client.backoff import Backoff
 from inboxd_client.errors import ClaimSuperseded, FailedPrecondition, InboxError, NotFound
+from inboxd_client.fenced_calls import FencedCalls
 from inboxd_client.finishing import Job, WorkerStats
 
 log = logging.getLogger("inboxd_client.worker")
@@ -42,7 +49,7 @@ def renewal_deadline(lease: float) -> float:
     return max(interval * DEADLINE_FRACTION, min(interval / 2, MIN_DEADLINE))
 
 
-async def keep_renewing(client: AsyncInboxClient, job: Job, lease: float, stats: WorkerStats) -> None:
+async def keep_renewing(client: FencedCalls, job: Job, lease: float, stats: WorkerStats) -> None:
     """Renews `job`'s lease until cancelled, or until the server says the claim is gone (then interrupts it)."""
     event = job.context.event
     interval, deadline = renewal_interval(lease), renewal_deadline(lease)

@@ -1,28 +1,33 @@
-"""Worker: claims events, runs a handler for each, keeps their leases alive, and ends every claim.
+"""Worker: takes events, runs a handler for each, keeps their leases alive, and ends every claim.
+
+The events come over the Work stream by default (`work_stream`): the worker
+subscribes, gives credit for its free slots, and the server pushes events as
+they become claimable and keeps their leases alive while the stream lives;
+the fenced calls go over the same stream (`fenced_calls.CallRoute`). Against
+a server without it (UNIMPLEMENTED), found out once at run time, the worker
+claims with unary Claims instead (`claim_loop`); `use_streams` forces
+either way. Either way an event runs as a job (`running_jobs`).
 
 Each claimed event runs its handler (`handler_runs`) under a lease renewed
-every third of its length (`renewals`). The handler's end decides the
-claim's: it returned (Complete), it returned `Ignore` or called `ctx.ignore`
-(Complete as IGNORED), it raised (Fail: retryable, or permanent for
-PermanentError), it ran past `handler_timeout` (Fail, the attempt counted).
-A renewal answered ABORTED means another worker took the event over: the
-handler is cancelled, and anything it still tries to finish is refused.
+every third of its length (`renewals`; on the stream, where the server keeps
+the lease alive too, a renewal's ABORTED is how a handler learns its claim
+was lost). The handler's end decides the claim's: it returned (Complete),
+it returned `Ignore` or called `ctx.ignore` (Complete as IGNORED), it raised
+(Fail: retryable, or permanent for PermanentError), it ran past
+`handler_timeout` (Fail, the attempt counted). A renewal answered ABORTED
+means another worker took the event over: the handler is cancelled, and
+anything it still tries to finish is refused. So does a Work stream that
+broke: the server ended its claims with it.
 
-Completions ride the worker's next Claim (ClaimRequest.completions), so a
-busy worker's cycle is one call: a handler's event is reported done only
-once that Claim's answer says the server committed it, and its concurrency
-slot stays taken until then. While a long-poll is out (or after a failed
-Claim, or when stopping) they go as a CompleteBatch instead, so no
-completion waits for a poll; a server that ignores a Claim's completions is
-detected by its answer, and CompleteBatch is used from then on. Between
-Claims the worker paces itself (`claim_backoff`): after a failure, after an
-empty `wait=0` answer, and with a smaller batch after an answer too big to
-receive.
+On the unary path completions ride the worker's next Claim (`claim_loop`);
+on the stream they go as one CompleteBatch per window over the stream.
 
-`stop()` (or SIGTERM/SIGINT) stops claiming at once, sends the completions
-that wait, lets running handlers finish within `grace` seconds, then cancels
-the rest and Releases their events, which does not count their attempts
-(`draining`). A second signal skips the grace.
+`stop()` (or SIGTERM/SIGINT) stops claiming (on the stream: gives no more
+credit) at once, sends the completions that wait, lets running handlers
+finish within `grace` seconds, then cancels the rest and Releases their
+events, which does not count their attempts (`draining`); an event pushed
+meanwhile is released at once. Then the stream half-closes. A second signal
+skips the grace.
 """
 
 from __future__ import annotations
@@ -31,17 +36,21 @@ import asyncio
 import logging
 import os
 import socket
-from collections.abc import Coroutine, Iterable, Sequence
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
 
+from inboxd_client import builders
 from inboxd_client.aio_client import AsyncInboxClient
-from inboxd_client.claim_backoff import TRANSIENT_CLAIM_ERRORS, ClaimPacer
-from inboxd_client.completions import DEFAULT_MAX_ITEMS, DEFAULT_WINDOW, CompletionBatcher, Pending
-from inboxd_client.draining import drain, install_stop_signals
-from inboxd_client.errors import claim_completion_outcomes
+from inboxd_client.claim_backoff import ClaimPacer
+from inboxd_client.claim_loop import ClaimLoop
+from inboxd_client.completions import DEFAULT_MAX_ITEMS, DEFAULT_WINDOW, CompletionBatcher
+from inboxd_client.draining import RELEASE_TIMEOUT, drain, install_stop_signals
+from inboxd_client.errors import Unimplemented
+from inboxd_client.fenced_calls import CallRoute
 from inboxd_client.finishing import Finisher, Job, WorkerStats
 from inboxd_client.handler_runs import AsyncHandler, HandlerRuns, SyncHandler
+from inboxd_client.running_jobs import RunningJobs
 from inboxd_client.v1 import inbox_pb2
+from inboxd_client.work_stream import WorkStream
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +71,9 @@ class Worker:
     that finish within `complete_window` seconds of each other (up to
     `complete_batch`) go out together, in the next Claim or, while a Claim
     long-polls, as one CompleteBatch; each handler's event still gets its own
-    answer.
+    answer. `use_streams`: None (the default) takes events over the Work
+    stream, or by unary Claims from a server without it; True or False
+    forces one way.
     """
 
     def __init__(
@@ -80,6 +91,7 @@ class Worker:
         handler_timeout: float | None = DEFAULT_HANDLER_TIMEOUT,
         complete_window: float = DEFAULT_WINDOW,
         complete_batch: int = DEFAULT_MAX_ITEMS,
+        use_streams: bool | None = None,
     ) -> None:
         if concurrency < 1:
             raise ValueError(f"concurrency={concurrency}: needs at least 1")
@@ -100,23 +112,30 @@ class Worker:
         self.grace = grace
         self.handler_timeout = handler_timeout
         self.worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}"
+        self.use_streams = use_streams
         self.stats = WorkerStats()
-        self.completions = CompletionBatcher(client, window=complete_window, max_items=complete_batch)
-        self._finisher = Finisher(client, self.stats, self.completions)
+        # The claims' fenced calls go over the Work stream while there is one, else as unary calls.
+        self._route = CallRoute(client)
+        self.completions = CompletionBatcher(self._route, window=complete_window, max_items=complete_batch)
+        self._finisher = Finisher(self._route, self.stats, self.completions)
         self._pacer = ClaimPacer()
         self._runs = HandlerRuns(
-            client, handler, lease=lease, handler_timeout=handler_timeout, stats=self.stats, finisher=self._finisher
+            self._route,
+            handler,
+            lease=lease,
+            handler_timeout=handler_timeout,
+            stats=self.stats,
+            finisher=self._finisher,
         )
-        self._jobs: dict[asyncio.Task[None], Job] = {}
-        self._side_tasks: set[asyncio.Task[None]] = set()
+        self._jobs = RunningJobs(self._runs, self._finisher, self.stats, concurrency)
+        self._stream: WorkStream | None = None
+        self._unstarted: list[inbox_pb2.ClaimedEvent] = []  # pushed on the stream as the worker stopped
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopping = asyncio.Event()
+        self._claims = ClaimLoop(self, self._jobs, self._pacer, self._stopping, self._take)
         self._hurry = asyncio.Event()
-        self._slot_freed = asyncio.Event()
         self._stop_requested = False
         self._stopped_at: float | None = None
-        # Whether the server commits a Claim's completions: unknown (None) until a Claim carried some.
-        self._carries: bool | None = None
 
     # -- starting and stopping --
 
@@ -132,6 +151,9 @@ class Worker:
             self._stopped_at = asyncio.get_running_loop().time()
             log.info("worker %s stopping: no more claims; %d handlers running", self.worker_id, len(self._jobs))
         self._stopping.set()
+        self._finisher.stopping()
+        if self._stream is not None:
+            self._stream.stop_crediting()
         # No Claim will carry them now: what waits goes out at once, and later ones after their window.
         self.completions.hold_for_claims(False)
         self.completions.flush()
@@ -155,7 +177,7 @@ class Worker:
             self._begin_stop()
         installed = install_stop_signals(loop, self._on_signal) if handle_signals else []
         try:
-            await self._claim_loop()
+            await self._feed()
         except asyncio.CancelledError:
             self._hurry.set()  # cancelled from outside: no grace
             raise
@@ -163,6 +185,8 @@ class Worker:
             self._begin_stop()
             try:
                 await self._drain()
+                if self._stream is not None:
+                    await self._close_stream(self._stream)
             finally:
                 for sig in installed:
                     loop.remove_signal_handler(sig)
@@ -171,147 +195,91 @@ class Worker:
         """Lets running handlers finish until the grace period ends, then releases the rest."""
         assert self._stopped_at is not None and self._loop is not None
         remaining = self._stopped_at + self.grace - self._loop.time()
-        await drain(self._jobs, self._side_tasks, remaining=remaining, hurry=self._hurry)
-
-    # -- claiming --
-
-    async def _claim_loop(self) -> None:
-        try:
-            while not self._stopping.is_set():
-                carrying = self._carries is not False
-                self.completions.hold_for_claims(carrying)
-                if carrying and self.completions.waiting:
-                    if not self.completions.due.is_set():
-                        # At most the completion window: then they ride the Claim below.
-                        await self._until(self.completions.due)
-                        continue
-                    claiming = self._claim_carrying(self.completions.take())
-                else:
-                    free = self.concurrency - len(self._jobs)
-                    if free <= 0:
-                        self._slot_freed.clear()
-                        await self._until(self._slot_freed, also=self.completions.due)
-                        continue
-                    # A long-poll would keep completions waiting: while it is out, they go as a CompleteBatch.
-                    self.completions.hold_for_claims(carrying and self.wait == 0)
-                    claiming = self._poll(free)
-                try:
-                    events = await claiming
-                except TRANSIENT_CLAIM_ERRORS as exc:
-                    self.completions.hold_for_claims(False)
-                    await self._until(self._stopping, self._pacer.failed(exc))
-                    continue
-                if events is None:
-                    continue  # no slot for a Claim after all: its completions went as a CompleteBatch
-                for event in events:
-                    if self._stopping.is_set():
-                        self._spawn_release(event)  # claimed as we stopped: hand it straight back
-                    else:
-                        self._start(event)
-                # After an empty Claim a long-polling worker's next one waits at
-                # the server; a wait=0 worker's cannot, so it waits here, unless
-                # completions come due (they ride the next Claim).
-                pause = self._pacer.answered(len(events), long_polls=self.wait > 0)
-                if pause:
-                    await self._until(self.completions.due, pause)
-        finally:
-            self.completions.hold_for_claims(False)
-
-    def _claim(
-        self, free: int, wait: float, completions: Sequence[inbox_pb2.CompleteRequest] = ()
-    ) -> Coroutine[Any, Any, inbox_pb2.ClaimResponse]:
-        """This worker's Claim for up to `free` events (at most a Claim's limit), carrying `completions`."""
-        return self.client.claim(
-            namespaces=self.namespaces,
-            event_types=self.event_types,
-            max_events=self._pacer.max_events(free),
-            lease=self.lease,
-            wait=wait,
-            worker_id=self.worker_id,
-            completions=completions,
+        releasing = None if self._stream is None else self._half_close_behind
+        await drain(
+            self._jobs.tasks, self._jobs.side_tasks, remaining=remaining, hurry=self._hurry, releasing=releasing
         )
 
-    async def _claim_carrying(self, carried: list[Pending]) -> list[inbox_pb2.ClaimedEvent] | None:
-        """A Claim that first commits `carried`: the worker's cycle in one call instead of two.
+    async def _half_close_behind(self, late: Mapping[asyncio.Task[None], Job]) -> None:
+        """Once the late jobs' Releases are out, half-closes the stream behind them (and the unstarted ones').
 
-        A completion holds its event's concurrency slot until the server has
-        answered for it, as a CompleteBatch's would; but the server commits a
-        Claim's completions before it leases anything, so this Claim may ask
-        for their slots too without the worker ever holding more than
-        `concurrency` leased events. It never long-polls: the handlers whose
-        events these are wait for the answer. None: no slot for a Claim, so none was sent.
+        An event released before the half-close reached the server would be
+        claimed again at once on the stream's outstanding credit, then ended
+        by the half-close with its attempt counted.
         """
-        free = self.concurrency - len(self._jobs) + len(carried)
-        if free < 1:
-            self.completions.send(carried)
-            return None
-        try:
-            answer = await self._claim(free, 0, [request for request, _ in carried])
-        except BaseException:
-            # In doubt: the server may have committed them or not. Sent again
-            # (as a CompleteBatch, with its retries), a committed one answers OK.
-            self.completions.send(carried)
-            raise
-        events = list(answer.events)
-        if len(answer.completion_results) != len(carried):
-            # A server older than ClaimRequest.completions ignored them: complete them as before, from now on.
-            log.info("the server does not commit a Claim's completions: sending them as CompleteBatch")
-            self._carries = False
-            self.completions.send(carried)
-            allowed = max(self.concurrency - len(self._jobs), 0)
-            for event in events[allowed:]:
-                self._spawn_release(event)  # it leased into the slots of the completions it ignored
-            return events[:allowed]
-        self._carries = True
-        self.completions.answer(carried, claim_completion_outcomes(answer, len(carried)))
-        return events
 
-    async def _until(
-        self, event: asyncio.Event, seconds: float | None = None, *, also: asyncio.Event | None = None
-    ) -> None:
-        """Waits for `event` (or `also`) or for stopping, whichever comes first (or `seconds`)."""
-        events = [event, self._stopping] if also is None else [event, also, self._stopping]
-        waiters = {asyncio.ensure_future(e.wait()) for e in events}
-        try:
-            await asyncio.wait(waiters, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for waiter in waiters:
-                waiter.cancel()
+        async def sent_or_done(task: asyncio.Task[None], job: Job) -> None:
+            sent = asyncio.ensure_future(job.release_sent.wait())
+            try:
+                await asyncio.wait({task, sent}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                sent.cancel()
 
-    async def _poll(self, free: int) -> list[inbox_pb2.ClaimedEvent]:
-        claim = asyncio.ensure_future(self._claim(free, self.wait))
+        await asyncio.wait(
+            [asyncio.ensure_future(sent_or_done(t, j)) for t, j in late.items()], timeout=RELEASE_TIMEOUT
+        )
+        assert self._stream is not None
+        self._half_close(self._stream)
+
+    def _half_close(self, stream: WorkStream) -> None:
+        """Half-closes behind a Release for each event pushed as the worker stopped: none comes back."""
+        unstarted, self._unstarted = self._unstarted, []
+        for event, sent in zip(unstarted, stream.half_close(releasing=unstarted), strict=True):
+            self._jobs.release(event, sent)
+
+    async def _close_stream(self, stream: WorkStream) -> None:
+        self._half_close(stream)  # unless the drain did
+        await stream.close()
+        if self._jobs.side_tasks:
+            await asyncio.wait(set(self._jobs.side_tasks), timeout=RELEASE_TIMEOUT)
+
+    # -- taking events --
+
+    async def _feed(self) -> None:
+        """Takes events until stopping: pushed on the Work stream, or claimed by unary Claims without one."""
+        if self.use_streams is not False:
+            try:
+                await self._take_pushed()
+                return
+            except Unimplemented:
+                if self.use_streams:
+                    raise
+                log.info("the server has no Work stream: claiming with unary Claims")
+                self._route.stream = self._stream = self._jobs.on_slot_freed = None
+        await self._claims.run()
+
+    async def _take_pushed(self) -> None:
+        """Keeps the Work stream open until stopping; raises what refused it for good (Unimplemented: none here)."""
+        subscription = inbox_pb2.WorkSubscription(
+            namespaces=self.namespaces,
+            event_types=self.event_types,
+            lease=builders.duration(self.lease),
+            worker_id=self.worker_id,
+        )
+        stream = self.client.work_stream(
+            subscription, free_slots=self._jobs.free, on_events=self._take, on_broken=self._jobs.lose, pacer=self._pacer
+        )
+        self._route.stream = self._stream = stream
+        self._jobs.on_slot_freed = stream.top_up
+        if self._stopping.is_set():
+            stream.stop_crediting()
+        runner = stream.open().runner
+        assert runner is not None
         stopping = asyncio.ensure_future(self._stopping.wait())
         try:
-            await asyncio.wait({claim, stopping}, return_when=asyncio.FIRST_COMPLETED)
-        except asyncio.CancelledError:
-            claim.cancel()
-            raise
+            await asyncio.wait({runner, stopping}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             stopping.cancel()
-        if not claim.done():
-            # Stopping: abandon the long-poll rather than wait it out. The
-            # server hands back whatever a Claim cancelled mid-way had taken,
-            # attempts uncounted; a claim that answered meanwhile is released.
-            claim.cancel()
-            await asyncio.wait({claim})
-        if claim.cancelled():
-            return []
-        return list(claim.result().events)
+        if runner.done():
+            runner.result()  # raises what ended it
 
-    def _start(self, event: inbox_pb2.ClaimedEvent) -> None:
-        job = self._runs.job(event)
-        task = asyncio.create_task(self._runs.run(job), name=f"inboxd {event.namespace}/{event.event_key}")
-        self._jobs[task] = job
-        task.add_done_callback(self._job_done)
-        self.stats.claimed += 1
-
-    def _job_done(self, task: asyncio.Task[None]) -> None:
-        self._jobs.pop(task, None)
-        self._slot_freed.set()
-        if not task.cancelled() and task.exception() is not None:
-            log.error("event task crashed", exc_info=task.exception())
-
-    def _spawn_release(self, event: inbox_pb2.ClaimedEvent) -> None:
-        task = asyncio.create_task(self._finisher.release(event))
-        self._side_tasks.add(task)
-        task.add_done_callback(self._side_tasks.discard)
+    def _take(self, stream: int, events: Sequence[inbox_pb2.ClaimedEvent]) -> None:
+        """Starts each event (pushed on Work stream `stream`; 0: claimed); one that came as we stop goes back."""
+        for event in events:
+            if self._stopping.is_set() and stream:
+                # Released with the half-close: released now, it could be pushed here again at once.
+                self._unstarted.append(event)
+            elif self._stopping.is_set():
+                self._jobs.release(event)
+            else:
+                self._jobs.start(event, stream=stream)
