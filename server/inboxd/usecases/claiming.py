@@ -19,7 +19,7 @@ from inboxd.config.settings import Settings
 from inboxd.domain.vocabulary import ClaimBatch, ClaimRequest, Fence, StaleRevisions
 from inboxd.observability.transition_observer import InboxObserver
 from inboxd.runtime.due_poller import DuePoller
-from inboxd.runtime.wakeups import WakeBus, Waiter, WakeUp
+from inboxd.runtime.wakeups import Waiter, WakeBus, WakeUp
 from inboxd.store import claims
 from inboxd.store.database import Database
 
