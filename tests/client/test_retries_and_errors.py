@@ -24,7 +24,7 @@ from inboxd_client import (
 )
 from inboxd_client.errors import ERROR_BY_CODE
 from inboxd_client.rpcs import ALL_RPCS, Rpc
-from inboxd_client.v1 import inbox_pb2, types_pb2
+from inboxd_client.v1 import admin_pb2, inbox_pb2, types_pb2
 from tests.client.conftest import FAST_RETRY
 from tests.client.fake_inbox import SERVICES, FakeInbox
 
@@ -46,6 +46,9 @@ CALLS: dict[str, tuple[str, tuple[Any, ...], dict[str, Any]]] = {
     "ListEvents": ("list_events", ("ns",), {}),
     "Stats": ("stats", ("ns",), {}),
     "Replay": ("replay", ("ns", "k", "operator says so"), {}),
+    "SettleAction": ("settle_action", (admin_pb2.SettleActionRequest(namespace="ns", event_key="k"),), {}),
+    "EndClaim": ("end_claim", (admin_pb2.EndClaimRequest(namespace="ns", event_key="k"),), {}),
+    "Discard": ("discard", (admin_pb2.DiscardRequest(namespace="ns", event_key="k"),), {}),
 }
 
 Caller = Callable[[str], Any]

@@ -270,3 +270,22 @@ class AsyncInboxClient:
 
     async def stats(self, namespace: str = "", *, timeout: float | None = None) -> admin_pb2.StatsResponse:
         return await self._call(rpcs.STATS, builders.stats_request(namespace), timeout)
+
+    # The operator's acts take their request whole: each names what the operator saw (see admin.proto).
+    async def settle_action(
+        self, request: admin_pb2.SettleActionRequest, *, timeout: float | None = None
+    ) -> admin_pb2.SettleActionResponse:
+        """Records the outcome an operator found downstream; never retried (see `rpcs.SETTLE_ACTION`)."""
+        return await self._call(rpcs.SETTLE_ACTION, request, timeout)
+
+    async def end_claim(
+        self, request: admin_pb2.EndClaimRequest, *, timeout: float | None = None
+    ) -> admin_pb2.EndClaimResponse:
+        """Ends a PROCESSING event's claim now; never retried (see `rpcs.END_CLAIM`)."""
+        return await self._call(rpcs.END_CLAIM, request, timeout)
+
+    async def discard(
+        self, request: admin_pb2.DiscardRequest, *, timeout: float | None = None
+    ) -> admin_pb2.DiscardResponse:
+        """Completes a PENDING or DEAD_LETTERED event as IGNORED; never retried (see `rpcs.DISCARD`)."""
+        return await self._call(rpcs.DISCARD, request, timeout)

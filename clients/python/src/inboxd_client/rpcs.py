@@ -120,6 +120,29 @@ REPLAY = Rpc(
     "an audited transition: a repeat after a lost answer is refused (the event is PENDING already),"
     " or replays a second time if a worker finished it meanwhile",
 )
+# The operator's acts (issue 32): each is fenced by what the operator saw, so a
+# repeat after a lost answer finds the state moved on (FAILED_PRECONDITION).
+SETTLE_ACTION = Rpc(
+    ADMIN_SERVICE,
+    "SettleAction",
+    admin_pb2.SettleActionResponse,
+    False,
+    "an audited act fenced by the action the operator saw: a repeat after a lost answer is refused as moved on",
+)
+END_CLAIM = Rpc(
+    ADMIN_SERVICE,
+    "EndClaim",
+    admin_pb2.EndClaimResponse,
+    False,
+    "an audited act fenced by the claim the operator saw: a repeat after a lost answer is refused as moved on",
+)
+DISCARD = Rpc(
+    ADMIN_SERVICE,
+    "Discard",
+    admin_pb2.DiscardResponse,
+    False,
+    "an audited act fenced by the state the operator saw: a repeat after a lost answer is refused as moved on",
+)
 
 ALL_RPCS: tuple[Rpc[Any], ...] = (
     ACCEPT,
@@ -135,4 +158,7 @@ ALL_RPCS: tuple[Rpc[Any], ...] = (
     LIST_EVENTS,
     STATS,
     REPLAY,
+    SETTLE_ACTION,
+    END_CLAIM,
+    DISCARD,
 )

@@ -202,3 +202,16 @@ class InboxClient:
 
     def stats(self, namespace: str = "", *, timeout: float | None = None) -> admin_pb2.StatsResponse:
         return self._call(rpcs.STATS, builders.stats_request(namespace), timeout)
+
+    def settle_action(
+        self, request: admin_pb2.SettleActionRequest, *, timeout: float | None = None
+    ) -> admin_pb2.SettleActionResponse:
+        return self._call(rpcs.SETTLE_ACTION, request, timeout)
+
+    def end_claim(
+        self, request: admin_pb2.EndClaimRequest, *, timeout: float | None = None
+    ) -> admin_pb2.EndClaimResponse:
+        return self._call(rpcs.END_CLAIM, request, timeout)
+
+    def discard(self, request: admin_pb2.DiscardRequest, *, timeout: float | None = None) -> admin_pb2.DiscardResponse:
+        return self._call(rpcs.DISCARD, request, timeout)
