@@ -109,6 +109,7 @@ def stream_targets(bench: Results) -> list[Target]:
             _cpu_per_unit(ACCEPT_STREAMED, "server", ACCEPT_STREAM),
             Bar(100.0, at_most=True),
             (ACCEPT_STREAMED,),
+            "accept_stream",
         ),
         Target(
             "27",
@@ -132,6 +133,7 @@ def stream_targets(bench: Results) -> list[Target]:
             _Ratio(WORK_CLAIM, RAW_CLAIM10, WORK),
             Bar(0.9),
             (WORK_CLAIM, RAW_CLAIM10),
+            "work",
         ),
         Target(
             "27",

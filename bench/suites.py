@@ -9,13 +9,14 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from bench import support
 from bench.config import Config
 from bench.phases.accept import accept_phase
 from bench.phases.claim import claim_phase
 from bench.phases.history import history_phase
 from bench.phases.idle import backlog_phase, long_poll_phase, wakeup_phase
 from bench.phases.idle_streams import idle_streams_phase
-from bench.phases.profiling import ACCEPT, ACCEPT_BATCH, CLAIM10, profile_phase
+from bench.phases.profiling import ACCEPT, ACCEPT_BATCH, ACCEPT_STREAM, CLAIM10, WORK, profile_phase
 from bench.phases.scaling import workers_phase
 from bench.phases.startup import startup_phase
 from bench.phases.streams import streams_phase
@@ -79,6 +80,10 @@ async def run_bench(config: Config) -> dict[str, Any]:
     async def claim_profile(run: Run) -> None:
         await profile_phase(run, (CLAIM10,), folder)
 
+    async def stream_profiles(run: Run) -> None:
+        if support.lacks(run.support, support.WORK) is None:
+            await profile_phase(run, (ACCEPT_STREAM, WORK), folder)
+
     return await _run(
         config,
         "bench",
@@ -89,6 +94,7 @@ async def run_bench(config: Config) -> dict[str, Any]:
             ("claim", claim_phase),
             ("claim-profile", claim_profile),
             ("work", work_claim_phase),
+            ("stream-profiles", stream_profiles),
             ("recovery", recovery_phase),
             ("startup", startup_phase),
             ("backlog", backlog_phase),

@@ -1,4 +1,4 @@
-"""py-spy profiles of the server under the loads the targets are about: Accept, AcceptBatch, Claim 10.
+"""py-spy profiles of the server under the loads the targets are about: Accept, AcceptBatch, Claim 10, the streams.
 
 Recorded in windows of their own, after the measured ones: the sampler
 costs CPU on the same cores, so no rate on the page comes from a profiled
@@ -23,6 +23,10 @@ log = logging.getLogger("bench")
 ACCEPT = "accept"
 ACCEPT_BATCH = "accept_batch"
 CLAIM10 = "claim10"
+ACCEPT_STREAM = "accept_stream"
+WORK = "work"
+# As the streams' measured phases drive them (bench/phases/streams.py, work.py).
+STREAMS, IN_FLIGHT, WORK_CREDIT = 4, 64, 10
 
 
 def _loads(run: Run) -> dict[str, tuple[str, NodeLoad]]:
@@ -47,6 +51,16 @@ def _loads(run: Run) -> dict[str, tuple[str, NodeLoad]]:
             f"Claim 10 -> {'CompleteBatch' if complete_batch else 'Complete each'}, {c.claim_workers} workers",
             run.node(claim, c.claim_workers, namespace=CLAIM_NS, max_events=10, **span),
         ),
+        ACCEPT_STREAM: (
+            f"AcceptStream, {IN_FLIGHT} items in flight on {STREAMS} streams",
+            run.node(
+                "accept_stream", IN_FLIGHT, namespace=ACCEPT_NS, channels=STREAMS, prefix="profile-stream", **span
+            ),
+        ),
+        WORK: (
+            f"Work, {c.claim_workers} streams, credit {WORK_CREDIT}, complete_batch on the stream",
+            run.node("work", c.claim_workers, namespace=CLAIM_NS, credit=WORK_CREDIT, idle_ms=500, **span),
+        ),
     }
 
 
@@ -58,7 +72,7 @@ async def profile_phase(run: Run, which: tuple[str, ...], folder: Path) -> None:
     profiles: dict[str, Any] = run.extra.setdefault("profiles", {})
     for name in which:
         label, load = loads[name]
-        if name == CLAIM10:
+        if name in (CLAIM10, WORK):
             await prefill(run.url, c.claim_prefill, "profile-claim")
         log.info("profiling the server under %s for %.0f s", label, c.profile_seconds)
 
