@@ -74,6 +74,8 @@ class LiveStream:
     caller: str
     namespaces: tuple[str, ...]
     held: int
+    # The SQL LIKE patterns (the token's grants) of a subscription that named no namespace; with neither, every one.
+    namespace_patterns: tuple[str, ...] = ()
 
 
 class WorkSession:
@@ -219,7 +221,7 @@ class WorkSession:
 
     def live(self) -> LiveStream:
         sub = self.subscription
-        return LiveStream(sub.worker_id, self.caller, sub.namespaces, len(self.held))
+        return LiveStream(sub.worker_id, self.caller, sub.namespaces, len(self.held), sub.namespace_patterns)
 
 
 class WorkStreams:
