@@ -21,9 +21,10 @@ the claims it pushed and still holds.
 - Its end ends what it still holds, in one statement, as an expired lease
   would (`store.streams.end_held`), and wakes whoever may take them.
 
-`WorkStreams` is the Inbox's registry of its live sessions: what `inboxd
-stats` and the console can show as connected workers, and what the server
-waits for when it stops.
+`WorkStreams` is the Inbox's registry of its live sessions: what the
+presence writer (background/presence.py) tells PostgreSQL, so that Stats
+counts connected workers across processes, and what the server waits for
+when it stops.
 """
 
 from __future__ import annotations
