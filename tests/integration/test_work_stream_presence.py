@@ -13,6 +13,7 @@ import asyncio
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 import grpc
@@ -21,9 +22,10 @@ import pytest
 from inboxd.background.presence import PresenceWriter
 from inboxd.config.settings import Settings
 from inboxd.config.tokens import TokenRegistry
-from inboxd.domain.presence import PRESENCE_FRESH_FOR
+from inboxd.domain.presence import PRESENCE_FORGET_AFTER, PRESENCE_FRESH_FOR, Coverage, PresenceRow
 from inboxd.serving.server import RunningServer, start_server
 from inboxd.store.database import Database
+from inboxd.store.presence import replace_presence
 from inboxd_client.v1 import admin_pb2
 from inboxd_client.v1.admin_pb2_grpc import InboxAdminServiceStub
 from inboxd_client.v1.inbox_pb2_grpc import InboxServiceStub
@@ -219,3 +221,40 @@ async def test_inboxd_stats_shows_a_workers_column_and_connected_workers_in_its_
     [stats] = json.loads(as_json.stdout)["namespaces"]
     assert stats["connected_workers"] == "1"
     await _close(pair, worker)
+
+
+async def test_a_stopping_server_clears_its_rows_and_a_long_dead_process_s_rows_are_deleted(
+    pair: Pair, db: Database, ns: str
+) -> None:
+    ns = f"{A}/{ns}"
+    await pair.work_one.Accept(accept_request(ns, "k"), metadata=pair.root)
+    # A process that died an hour and more ago, as its last write left it.
+    gone = [PresenceRow("long-gone", Coverage.NAMESPACE, ns, 1, 0)]
+    long_ago = pair.clock.now - PRESENCE_FORGET_AFTER - timedelta(seconds=1)
+    await db.run(lambda conn: replace_presence(conn, "dead-host/1/x", gone, long_ago), transaction=False)
+    settings = Settings(listen="127.0.0.1:0", tokens_file=pair.tokens.file, rescue_interval=NO_RESCUER)
+    third = await start_server(settings, db, clock=pair.clock, registry=TokenRegistry(pair.tokens.file))
+    stopped = False
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{third.port}") as chan:
+            await pair.stream(InboxServiceStub(chan), [ns], "on-third", pair.tokens.worker_a)
+            assert third.presence is not None
+            await third.presence.write_now()
+            assert await pair.workers(ns) == 1
+            assert await _rows_of(db, "dead-host/1/x") == 0, "a long-dead process's rows outlived a write"
+            await third.stop(1.0)  # the stream is cut off, and the server's rows go with it
+            stopped = True
+            assert await pair.workers(ns) == 0
+    finally:
+        if not stopped:
+            await third.stop(1.0)
+
+
+async def _rows_of(db: Database, process_id: str) -> int:
+    async def work(conn: Any) -> int:
+        cur = await conn.execute("SELECT count(*) FROM inbox_presence WHERE process_id = %s", (process_id,))
+        row = await cur.fetchone()
+        return int(row[0])
+
+    count: int = await db.run(work, transaction=False)
+    return count
