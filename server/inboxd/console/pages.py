@@ -143,11 +143,12 @@ def overview_fragment(stats: Sequence[NamespaceStats]) -> str:
                 _unresolved_link(s),
                 str(s.blocked_ordering_keys),
                 format_age(s.oldest_blocked_age),
+                str(s.connected_workers),
             ]
         )
     headers = (
         "Namespace", "Pending", "Processing", "Completed", "Dead letters", "Oldest claimable", "Unresolved",
-        "Blocked keys", "Oldest blocked",
+        "Blocked keys", "Oldest blocked", "Workers",
     )  # fmt: skip
     return table("Events per namespace", headers, rows, empty="No events in the namespaces this token may see.")
 

@@ -166,6 +166,9 @@ class NamespaceStats:
     # available_at); None when no key is blocked.
     blocked_ordering_keys: int = 0
     oldest_blocked_age: timedelta | None = None
+    # Distinct workers with a live Work stream covering the namespace, in any
+    # server process or replica (domain/presence.py: as fresh as its period).
+    connected_workers: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -61,12 +61,13 @@ def stats_table(response: admin_pb2.StatsResponse) -> str:
             str(s.unresolved_actions),
             str(s.blocked_ordering_keys),
             format_age(_duration(s.oldest_blocked_age, s.HasField("oldest_blocked_age"))),
+            str(s.connected_workers),
         ]
         for s in response.namespaces
     ]
     headers = [
         "NAMESPACE", "PENDING", "PROCESSING", "COMPLETED", "DEAD", "OLDEST CLAIMABLE", "UNRESOLVED ACTIONS",
-        "BLOCKED KEYS", "OLDEST BLOCKED",
+        "BLOCKED KEYS", "OLDEST BLOCKED", "WORKERS",
     ]  # fmt: skip
     return table(headers, rows)
 

@@ -19,6 +19,7 @@ from inboxd.api.admission import receive_limits
 from inboxd.api.handlers import generic_handler
 from inboxd.api.inbox_servicer import MAX_BATCH_EVENTS, InboxServicer
 from inboxd.background.duties import Operations
+from inboxd.background.presence import PresenceWriter
 from inboxd.config.settings import ConfigError, Settings
 from inboxd.config.tokens import TokenRegistry
 from inboxd.console import start_console
@@ -103,6 +104,8 @@ class RunningServer:
     health: Any  # grpc_health.v1.health.aio.HealthServicer, untyped upstream
     # Metrics, stats gauges, retention and the operators' use cases.
     ops: Operations | None = None
+    # Writes this process's live Work streams to PostgreSQL, for Stats' connected workers.
+    presence: PresenceWriter | None = None
     # The names health checking answers for: the whole server, its services, and the worker's own.
     health_names: tuple[str, ...] = ("", *SERVICE_NAMES)
     # The web console's bound port (INBOXD_CONSOLE_LISTEN may say :0); None without it.
@@ -176,6 +179,10 @@ async def start_server(
     if worker_index is not None:
         running.health_names += (worker_health_name(worker_index),)
     running._closers.append(inbox.signals.stop)
+    # After the streams closed (stop() waits for them first): the last write clears this process's rows.
+    running.presence = PresenceWriter(inbox)
+    running.presence.start()
+    running._closers.append(running.presence.stop)
     await ops.start()
     running._closers.append(ops.stop)
     if console is not None:

@@ -19,6 +19,7 @@ from inboxd.domain.operator_views import (
     ReplayRecord,
 )
 from inboxd.domain.vocabulary import Disposition, EventKey, EventState, FencingToken, Namespace
+from inboxd.store import presence
 from inboxd.store.actions import action_history, unresolved_actions
 from inboxd.store.claims import action_record
 from inboxd.store.database import Connection
@@ -155,7 +156,7 @@ async def list_events(
 async def namespace_stats(
     conn: Connection, *, namespace: str | None, action_stale_after: timedelta, now: datetime | None = None
 ) -> list[NamespaceStats]:
-    """Counts per state, oldest claimable age and unresolved actions, one entry per namespace with events."""
+    """Counts per state, oldest claimable age, unresolved actions and connected workers, per namespace with events."""
     await conn.execute(QUERIES["stats_on_one_core"])
     cur = await conn.execute(QUERIES["namespace_stats"], {"namespace": namespace, "now": now})
     rows = await cur.fetchall()
@@ -167,6 +168,7 @@ async def namespace_stats(
     blocked: dict[str, tuple[int, timedelta]] = {
         ns: (int(keys), max(age, timedelta(0))) for ns, keys, age in await blocked_cur.fetchall()
     }
+    workers = await presence.connected_workers(conn, [row[0] for row in rows], now)
     return [
         NamespaceStats(
             namespace=ns,
@@ -178,6 +180,7 @@ async def namespace_stats(
             unresolved_actions=unresolved.get(ns, 0),
             blocked_ordering_keys=blocked[ns][0] if ns in blocked else 0,
             oldest_blocked_age=blocked[ns][1] if ns in blocked else None,
+            connected_workers=workers.get(ns, 0),
         )
         for ns, pending, processing, completed, dead, age in rows
     ]

@@ -430,6 +430,24 @@ CREATE TABLE public.inbox_ordering_keys (
 
 
 --
+-- Name: inbox_presence; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE UNLOGGED TABLE public.inbox_presence (
+    process_id text NOT NULL,
+    worker_id text NOT NULL,
+    covers text NOT NULL,
+    target text NOT NULL,
+    streams integer NOT NULL,
+    held integer NOT NULL,
+    seen_at timestamp with time zone NOT NULL,
+    CONSTRAINT inbox_presence_counts CHECK (((streams > 0) AND (held >= 0))),
+    CONSTRAINT inbox_presence_covers_known CHECK ((covers = ANY (ARRAY['namespace'::text, 'pattern'::text, 'every'::text]))),
+    CONSTRAINT inbox_presence_every_has_no_target CHECK (((covers = 'every'::text) = (target = ''::text)))
+);
+
+
+--
 -- Name: inbox_replays; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -549,6 +567,14 @@ ALTER TABLE ONLY public.inbox_operator_actions
 
 ALTER TABLE ONLY public.inbox_ordering_keys
     ADD CONSTRAINT inbox_ordering_keys_pkey PRIMARY KEY (namespace, ordering_key);
+
+
+--
+-- Name: inbox_presence inbox_presence_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.inbox_presence
+    ADD CONSTRAINT inbox_presence_pkey PRIMARY KEY (process_id, worker_id, covers, target);
 
 
 --

@@ -21,9 +21,10 @@ the claims it pushed and still holds.
 - Its end ends what it still holds, in one statement, as an expired lease
   would (`store.streams.end_held`), and wakes whoever may take them.
 
-`WorkStreams` is the Inbox's registry of its live sessions: what `inboxd
-stats` and the console can show as connected workers, and what the server
-waits for when it stops.
+`WorkStreams` is the Inbox's registry of its live sessions: what the
+presence writer (background/presence.py) tells PostgreSQL, so that Stats
+counts connected workers across processes, and what the server waits for
+when it stops.
 """
 
 from __future__ import annotations
@@ -74,6 +75,8 @@ class LiveStream:
     caller: str
     namespaces: tuple[str, ...]
     held: int
+    # The SQL LIKE patterns (the token's grants) of a subscription that named no namespace; with neither, every one.
+    namespace_patterns: tuple[str, ...] = ()
 
 
 class WorkSession:
@@ -219,7 +222,7 @@ class WorkSession:
 
     def live(self) -> LiveStream:
         sub = self.subscription
-        return LiveStream(sub.worker_id, self.caller, sub.namespaces, len(self.held))
+        return LiveStream(sub.worker_id, self.caller, sub.namespaces, len(self.held), sub.namespace_patterns)
 
 
 class WorkStreams:

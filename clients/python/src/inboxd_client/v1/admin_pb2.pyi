@@ -160,7 +160,7 @@ class StatsResponse(_message.Message):
     def __init__(self, namespaces: _Optional[_Iterable[_Union[NamespaceStats, _Mapping]]] = ...) -> None: ...
 
 class NamespaceStats(_message.Message):
-    __slots__ = ("namespace", "pending", "processing", "completed", "dead_lettered", "oldest_claimable_age", "unresolved_actions", "blocked_ordering_keys", "oldest_blocked_age")
+    __slots__ = ("namespace", "pending", "processing", "completed", "dead_lettered", "oldest_claimable_age", "unresolved_actions", "blocked_ordering_keys", "oldest_blocked_age", "connected_workers")
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     PENDING_FIELD_NUMBER: _ClassVar[int]
     PROCESSING_FIELD_NUMBER: _ClassVar[int]
@@ -170,6 +170,7 @@ class NamespaceStats(_message.Message):
     UNRESOLVED_ACTIONS_FIELD_NUMBER: _ClassVar[int]
     BLOCKED_ORDERING_KEYS_FIELD_NUMBER: _ClassVar[int]
     OLDEST_BLOCKED_AGE_FIELD_NUMBER: _ClassVar[int]
+    CONNECTED_WORKERS_FIELD_NUMBER: _ClassVar[int]
     namespace: str
     pending: int
     processing: int
@@ -179,7 +180,8 @@ class NamespaceStats(_message.Message):
     unresolved_actions: int
     blocked_ordering_keys: int
     oldest_blocked_age: _duration_pb2.Duration
-    def __init__(self, namespace: _Optional[str] = ..., pending: _Optional[int] = ..., processing: _Optional[int] = ..., completed: _Optional[int] = ..., dead_lettered: _Optional[int] = ..., oldest_claimable_age: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., unresolved_actions: _Optional[int] = ..., blocked_ordering_keys: _Optional[int] = ..., oldest_blocked_age: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
+    connected_workers: int
+    def __init__(self, namespace: _Optional[str] = ..., pending: _Optional[int] = ..., processing: _Optional[int] = ..., completed: _Optional[int] = ..., dead_lettered: _Optional[int] = ..., oldest_claimable_age: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., unresolved_actions: _Optional[int] = ..., blocked_ordering_keys: _Optional[int] = ..., oldest_blocked_age: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., connected_workers: _Optional[int] = ...) -> None: ...
 
 class EventSummary(_message.Message):
     __slots__ = ("namespace", "event_key", "event_type", "state", "attempt", "accepted_at", "available_at", "updated_at", "last_error", "worker_id", "lease_expires_at")
