@@ -280,7 +280,7 @@ async def test_pages_fit_a_phone_screen(rig: Rig, context: BrowserContext, width
     await sign_in(phone, rig.tokens.operator)
     pages = (
         "/overview", "/events", "/events?state=processing", "/dead-letters", f"/event?namespace={ns}&key={key}",
-        f"/unresolved?namespace={ns}",
+        f"/unresolved?namespace={ns}", "/trends",
     )  # fmt: skip
     for path in pages:
         await phone.goto(path)
