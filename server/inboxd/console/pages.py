@@ -157,9 +157,11 @@ def overview_page(stats: Sequence[NamespaceStats], *, who: str, csrf: str) -> st
         "<p>Counts by state per namespace. <em>Oldest claimable</em> is how long the oldest event a worker "
         "could take now has waited; <em>Unresolved</em> counts actions UNKNOWN or INTENDED too long; "
         "<em>Blocked keys</em> are ordering keys with a due event waiting behind another of its key, the "
-        'longest for <em>Oldest blocked</em>. <a href="/trends">Trends</a> charts each namespace\'s last hours.</p>'
+        "longest for <em>Oldest blocked</em>.</p>"
         f'<div id="overview" data-refresh="/overview/fragment" data-every="{OVERVIEW_REFRESH_SECONDS}" '
         f'aria-live="polite">{overview_fragment(stats)}</div>'
+        # After the table: the keyboard reaches the namespaces first.
+        '<p><a href="/trends">Trends</a>: each namespace\'s last hours, minute by minute.</p>'
     )
     return page("Overview", body, who=who, csrf=csrf, active="/overview")
 
