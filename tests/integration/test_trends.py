@@ -206,3 +206,12 @@ async def age_minutes(db: Database, ns: str) -> list[datetime]:
 
     found: list[datetime] = await db.run(work)
     return found
+
+
+async def test_a_graceful_stop_writes_the_last_minutes_counts(db: Database, trend_clock: FakeClock) -> None:
+    running = await start_server(SETTINGS, db, clock=trend_clock)
+    shop = namespace()
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as channel:
+        await InboxServiceStub(channel).Accept(accept_request(shop, "k"))
+    await running.stop(1.0)
+    assert [r[2] for r in await rows(db, shop)] == [1]

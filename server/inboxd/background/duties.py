@@ -22,7 +22,7 @@ from prometheus_client import CollectorRegistry
 
 from inboxd.background.rescuer import rescuer_loop
 from inboxd.background.retention import retention_loop
-from inboxd.background.trends import ages_loop, tally_loop
+from inboxd.background.trends import ages_loop, tally_loop, write_tally
 from inboxd.domain.operator_views import NamespaceStats
 from inboxd.observability.metrics import InstanceMetrics, Metrics, StatsGauges
 from inboxd.observability.metrics_http import MetricsEndpoint
@@ -195,6 +195,11 @@ class Operations:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._tally_task
             self._tally_task = None
+            # A graceful stop keeps its last minute's counts (a crash loses them: trends, not the ledger).
+            try:
+                await write_tally(self.inbox, self.trends)
+            except Exception as exc:  # noqa: BLE001 - the database may be gone; stopping goes on
+                log.warning("trend counts of the last minute not written at stop: %s", exc or type(exc).__name__)
         if self.duties is not None:
             await self.duties.stop()
 
