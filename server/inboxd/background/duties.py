@@ -37,6 +37,8 @@ log = logging.getLogger(__name__)
 STATS_INTERVAL_SECONDS = 15.0
 # A scrape re-reads the gauges unless they are fresher than this.
 STATS_FRESH_SECONDS = 5.0
+# How long a stopping process tries to write its last minute's trend counts.
+STOP_WRITE_SECONDS = 1.0
 
 
 class StatsRefresh:
@@ -197,7 +199,9 @@ class Operations:
             self._tally_task = None
             # A graceful stop keeps its last minute's counts (a crash loses them: trends, not the ledger).
             try:
-                await write_tally(self.inbox, self.trends)
+                # Bounded: a database that is down must not hold the stop for the pool's acquire timeout.
+                async with asyncio.timeout(STOP_WRITE_SECONDS):
+                    await write_tally(self.inbox, self.trends)
             except Exception as exc:  # noqa: BLE001 - the database may be gone; stopping goes on
                 log.warning("trend counts of the last minute not written at stop: %s", exc or type(exc).__name__)
         if self.duties is not None:
