@@ -22,11 +22,13 @@ from prometheus_client import CollectorRegistry
 
 from inboxd.background.rescuer import rescuer_loop
 from inboxd.background.retention import retention_loop
+from inboxd.background.trends import ages_loop, tally_loop, write_tally
 from inboxd.domain.operator_views import NamespaceStats
 from inboxd.observability.metrics import InstanceMetrics, Metrics, StatsGauges
 from inboxd.observability.metrics_http import MetricsEndpoint
 from inboxd.observability.transition_log import TransitionLog
 from inboxd.observability.transition_observer import Observers
+from inboxd.observability.trends import TrendTally
 from inboxd.usecases.admin import Operators
 from inboxd.usecases.inbox import Inbox
 
@@ -35,6 +37,8 @@ log = logging.getLogger(__name__)
 STATS_INTERVAL_SECONDS = 15.0
 # A scrape re-reads the gauges unless they are fresher than this.
 STATS_FRESH_SECONDS = 5.0
+# How long a stopping process tries to write its last minute's trend counts.
+STOP_WRITE_SECONDS = 1.0
 
 
 class StatsRefresh:
@@ -108,6 +112,8 @@ class InstanceDuties:
         loops = [
             retention_loop(inbox.db.conninfo, inbox.settings, inbox.clock, inbox.observer),
             rescuer_loop(inbox),
+            # The trends' ages and their window: one replica at a time, under its own lock.
+            ages_loop(self.operators),
         ]
         # Only /metrics reads the gauges. Their query scans the whole table (in parallel: every core of
         # a small machine) and delayed waiting Claims' wake-ups beside it; without readers it is waste.
@@ -158,28 +164,46 @@ class Operations:
     operators: Operators
     # None in a child server process under --workers N: the parent runs them.
     duties: InstanceDuties | None = None
+    # This process's per-namespace minute counts for the console's trends (every process writes its own).
+    trends: TrendTally = field(default_factory=TrendTally)
+    _tally_task: asyncio.Task[None] | None = None
 
     @classmethod
     def for_inbox(cls, inbox: Inbox, *, instance_duties: bool = True) -> Operations:
         """Wires metrics and the transition log into `inbox`; nothing runs until `start`."""
         metrics = Metrics()
+        tally = TrendTally(inbox.settings.metrics_max_namespaces)
         if not instance_duties:
-            inbox.observer = Observers(metrics, TransitionLog())
-            return cls(inbox, metrics, Operators(inbox, inbox.observer))
+            inbox.observer = Observers(metrics, tally, TransitionLog())
+            return cls(inbox, metrics, Operators(inbox, inbox.observer), trends=tally)
         instance = InstanceMetrics(metrics.registry, inbox.settings.metrics_max_namespaces)
-        inbox.observer = Observers(metrics, instance, TransitionLog())
+        inbox.observer = Observers(metrics, instance, tally, TransitionLog())
         operators = Operators(inbox, inbox.observer)
-        return cls(inbox, metrics, operators, InstanceDuties(inbox, operators, instance, metrics.registry))
+        duties = InstanceDuties(inbox, operators, instance, metrics.registry)
+        return cls(inbox, metrics, operators, duties, trends=tally)
 
     @property
     def metrics_port(self) -> int | None:
         return self.duties.metrics_port if self.duties is not None else None
 
     async def start(self) -> None:
+        self._tally_task = asyncio.create_task(tally_loop(self.inbox, self.trends))
         if self.duties is not None:
             await self.duties.start()
 
     async def stop(self) -> None:
+        if self._tally_task is not None:
+            self._tally_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._tally_task
+            self._tally_task = None
+            # A graceful stop keeps its last minute's counts (a crash loses them: trends, not the ledger).
+            try:
+                # Bounded: a database that is down must not hold the stop for the pool's acquire timeout.
+                async with asyncio.timeout(STOP_WRITE_SECONDS):
+                    await write_tally(self.inbox, self.trends)
+            except Exception as exc:  # noqa: BLE001 - the database may be gone; stopping goes on
+                log.warning("trend counts of the last minute not written at stop: %s", exc or type(exc).__name__)
         if self.duties is not None:
             await self.duties.stop()
 

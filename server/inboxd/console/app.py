@@ -118,6 +118,7 @@ class Console:
         app.router.add_get("/event", v.event)
         app.router.add_get("/dead-letters", v.dead_letters)
         app.router.add_get("/unresolved", v.unresolved)
+        app.router.add_get("/trends", v.trends)
         app.router.add_post("/replay", v.replay)
         app.router.add_post("/settle", self.acts.settle)
         app.router.add_post("/end-claim", self.acts.end_claim)

@@ -66,7 +66,7 @@ def csrf_input(token: str) -> str:
     return f'<input type="hidden" name="csrf" value="{h(token)}">'
 
 
-_NAV = (("/overview", "Overview"), ("/events", "Events"), ("/dead-letters", "Dead letters"))
+_NAV = (("/overview", "Overview"), ("/trends", "Trends"), ("/events", "Events"), ("/dead-letters", "Dead letters"))
 
 
 def page(title: str, body: str, *, who: str | None = None, csrf: str | None = None, active: str = "") -> str:

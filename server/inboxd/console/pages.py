@@ -161,6 +161,8 @@ def overview_page(stats: Sequence[NamespaceStats], *, who: str, csrf: str) -> st
         "longest for <em>Oldest blocked</em>.</p>"
         f'<div id="overview" data-refresh="/overview/fragment" data-every="{OVERVIEW_REFRESH_SECONDS}" '
         f'aria-live="polite">{overview_fragment(stats)}</div>'
+        # After the table: the keyboard reaches the namespaces first.
+        '<p><a href="/trends">Trends</a>: each namespace\'s last hours, minute by minute.</p>'
     )
     return page("Overview", body, who=who, csrf=csrf, active="/overview")
 

@@ -27,18 +27,22 @@ from inboxd.console.pages import (
     replay_result_page,
     unresolved_page,
 )
+from inboxd.console.trends_page import trends_page
 from inboxd.domain import validation
 from inboxd.domain.conflict_copies import ConflictWindow
 from inboxd.domain.errors import InboxError, InvalidArgument
 from inboxd.domain.operator_views import ListNarrowing, NamespaceStats
 from inboxd.domain.page_tokens import decode_page_token, encode_page_token
 from inboxd.domain.vocabulary import EventState
+from inboxd.observability.metrics import most_events_first
 from inboxd.usecases.admin import ALL_STATES, Operators
 
 if TYPE_CHECKING:
     from inboxd.console.app import Console
 
 PAGE_SIZE = 50
+# The trends page draws at most this many namespaces (those with the most events first).
+MAX_TREND_NAMESPACES = 100
 # One Replay click may name at most this many events (a page of dead letters is PAGE_SIZE).
 MAX_REPLAY_EVENTS = 500
 
@@ -69,6 +73,19 @@ class Views:
     async def overview_fragment(self, request: web.Request) -> web.Response:
         session = self.console.session(request)
         return _html(overview_fragment(await self._visible_stats(session.caller)))
+
+    async def trends(self, request: web.Request) -> web.Response:
+        """Charts of the namespaces the caller may see (or of the one `namespace` names)."""
+        session = self.console.session(request)
+        namespace = _optional(request, "namespace")
+        if namespace is not None:
+            session.caller.require_namespace(namespace)
+            names = [namespace]
+        else:
+            stats = sorted(await self._visible_stats(session.caller), key=most_events_first)
+            names = sorted(s.namespace for s in stats[:MAX_TREND_NAMESPACES])
+        found = await self.operators.trends(names)
+        return _html(trends_page(found, who=session.caller.name, csrf=session.csrf))
 
     async def _listing(self, request: web.Request, caller: Caller, filters: EventFilters) -> Listing:
         """One page of `filters`' events the caller may see, and the namespaces to offer in the filter."""

@@ -78,7 +78,7 @@ class StatsGauges(Collector):
         labelled = {ns: None for ns in self._labelled if ns in by_name}
         room = self.max_namespaces - len(labelled)
         if room > 0 and len(by_name) > len(labelled):
-            newcomers = sorted((s for ns, s in by_name.items() if ns not in labelled), key=_most_events_first)
+            newcomers = sorted((s for ns, s in by_name.items() if ns not in labelled), key=most_events_first)
             labelled.update((s.namespace, None) for s in newcomers[:room])
         self._labelled = labelled
         rest = [s for s in snapshot if s.namespace not in labelled]
@@ -132,7 +132,8 @@ class StatsGauges(Collector):
         yield from (events, oldest, dead, unresolved, blocked, blocked_age, refreshed)
 
 
-def _most_events_first(s: NamespaceStats) -> tuple[int, str]:
+def most_events_first(s: NamespaceStats) -> tuple[int, str]:
+    """A sort key: the namespaces with the most events first (the metrics' labels, the console's trends)."""
     return (-(s.pending + s.processing + s.completed + s.dead_lettered), s.namespace)
 
 

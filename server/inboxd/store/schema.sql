@@ -479,6 +479,30 @@ ALTER TABLE public.inbox_replays ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTIT
 
 
 --
+-- Name: inbox_trend_ages; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.inbox_trend_ages (
+    minute timestamp with time zone NOT NULL,
+    namespace text NOT NULL,
+    oldest_claimable_seconds double precision NOT NULL
+);
+
+
+--
+-- Name: inbox_trend_counts; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.inbox_trend_counts (
+    minute timestamp with time zone NOT NULL,
+    namespace text NOT NULL,
+    accepted bigint DEFAULT 0 NOT NULL,
+    completed bigint DEFAULT 0 NOT NULL,
+    dead_lettered bigint DEFAULT 0 NOT NULL
+);
+
+
+--
 -- Name: inboxd_schema_migrations; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -586,6 +610,14 @@ ALTER TABLE ONLY public.inbox_replays
 
 
 --
+-- Name: inbox_trend_ages inbox_trend_ages_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.inbox_trend_ages
+    ADD CONSTRAINT inbox_trend_ages_pkey PRIMARY KEY (minute, namespace);
+
+
+--
 -- Name: inboxd_schema_migrations inboxd_schema_migrations_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -689,6 +721,13 @@ CREATE INDEX inbox_operator_actions_event ON public.inbox_operator_actions USING
 --
 
 CREATE INDEX inbox_replays_event ON public.inbox_replays USING btree (namespace, event_key);
+
+
+--
+-- Name: inbox_trend_counts_by_minute; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX inbox_trend_counts_by_minute ON public.inbox_trend_counts USING btree (minute, namespace);
 
 
 --

@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 from inboxd.domain.conflict_copies import FIRST_PAGE, ConflictWindow
 from inboxd.domain.errors import NotFound
 from inboxd.domain.operator_views import EventPage, EventRecord, ListNarrowing, ListPosition, NamespaceStats
+from inboxd.domain.trends import TRENDS_WINDOW, NamespaceTrend
 from inboxd.domain.vocabulary import ActionRecord, EventState
 from inboxd.observability.transition_observer import InboxObserver
-from inboxd.store import actions, inspection, replays
+from inboxd.store import actions, inspection, replays, trends
 from inboxd.store.database import Connection
 from inboxd.usecases.inbox import Inbox
 from inboxd.usecases.operator_actions import OperatorActs
@@ -87,3 +88,8 @@ class Operators(OperatorActs):
             lambda conn: inspection.namespace_stats(conn, namespace=namespace, action_stale_after=stale_after, now=now),
             custom_plans=True,
         )
+
+    async def trends(self, namespaces: Sequence[str]) -> list[NamespaceTrend]:
+        """The kept window's per-minute counts and oldest-claimable ages of these namespaces, up to now."""
+        now = self.inbox.clock()
+        return await self.inbox.db.run(lambda conn: trends.read_trends(conn, namespaces, window=TRENDS_WINDOW, now=now))
