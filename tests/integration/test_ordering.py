@@ -202,8 +202,9 @@ async def test_inboxd_stats_shows_the_blocked_keys_and_the_oldest_wait(
     table = await run_cli("stats", "--target", f"127.0.0.1:{clocked_server.port}", "--namespace", ns)
     assert table.code == 0, table.stderr
     header, row = table.stdout.splitlines()
-    assert header.endswith("BLOCKED KEYS  OLDEST BLOCKED")
-    assert row.split()[-2:] == ["2", "2m5s"]
+    # The blocked columns, then connected workers (none: no Work stream here).
+    assert header.endswith("BLOCKED KEYS  OLDEST BLOCKED  WORKERS")
+    assert row.split()[-3:] == ["2", "2m5s", "0"]
 
 
 async def test_a_released_event_comes_back_before_the_next_of_its_key(work: InboxServiceStub, ns: str) -> None:
