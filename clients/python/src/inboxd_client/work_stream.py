@@ -9,7 +9,9 @@ result comes back with it: the unary call's answer, or the status code the
 unary call would have ended with, for that call alone.
 
 The stream is the heartbeat: while it is open the server keeps the leases of
-what it pushed alive, so nothing here renews. When it breaks (UNAVAILABLE, a
+what it pushed alive. The Worker still renews a handler that outruns a third of
+its lease (renewals.py, over this stream): an ABORTED renewal is how it hears
+that its claim was taken over. When it breaks (UNAVAILABLE, a
 dropped connection), the server ends those claims at once, so `on_broken`
 tells the worker its events of that stream are lost; the stream is opened
 again after a pause (`claim_backoff`) and subscribed anew. A call the broken
