@@ -210,7 +210,7 @@ class EventSummary(_message.Message):
     def __init__(self, namespace: _Optional[str] = ..., event_key: _Optional[str] = ..., event_type: _Optional[str] = ..., state: _Optional[_Union[_types_pb2.EventState, str]] = ..., attempt: _Optional[int] = ..., accepted_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., available_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_error: _Optional[str] = ..., worker_id: _Optional[str] = ..., lease_expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class Event(_message.Message):
-    __slots__ = ("summary", "payload", "metadata", "message_id", "ordering_key", "revision", "disposition", "disposition_reason", "lease_expires_at", "completed_at", "actions", "conflicts", "claims", "replays", "action_history", "conflict_count", "conflicts_overflow", "operator_actions", "blocked_by_event_key")
+    __slots__ = ("summary", "payload", "metadata", "message_id", "ordering_key", "revision", "disposition", "disposition_reason", "lease_expires_at", "completed_at", "actions", "conflicts", "claims", "replays", "action_history", "conflict_count", "conflicts_overflow", "operator_actions", "blocked_by_event_key", "content_type")
     class MetadataEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -237,6 +237,7 @@ class Event(_message.Message):
     CONFLICTS_OVERFLOW_FIELD_NUMBER: _ClassVar[int]
     OPERATOR_ACTIONS_FIELD_NUMBER: _ClassVar[int]
     BLOCKED_BY_EVENT_KEY_FIELD_NUMBER: _ClassVar[int]
+    CONTENT_TYPE_FIELD_NUMBER: _ClassVar[int]
     summary: EventSummary
     payload: bytes
     metadata: _containers.ScalarMap[str, str]
@@ -256,7 +257,8 @@ class Event(_message.Message):
     conflicts_overflow: ConflictOverflow
     operator_actions: _containers.RepeatedCompositeFieldContainer[OperatorActionRecord]
     blocked_by_event_key: str
-    def __init__(self, summary: _Optional[_Union[EventSummary, _Mapping]] = ..., payload: _Optional[bytes] = ..., metadata: _Optional[_Mapping[str, str]] = ..., message_id: _Optional[str] = ..., ordering_key: _Optional[str] = ..., revision: _Optional[int] = ..., disposition: _Optional[_Union[_types_pb2.Disposition, str]] = ..., disposition_reason: _Optional[str] = ..., lease_expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., completed_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., actions: _Optional[_Iterable[_Union[_types_pb2.ActionRecord, _Mapping]]] = ..., conflicts: _Optional[_Iterable[_Union[ConflictingCopy, _Mapping]]] = ..., claims: _Optional[_Iterable[_Union[ClaimRecord, _Mapping]]] = ..., replays: _Optional[_Iterable[_Union[ReplayRecord, _Mapping]]] = ..., action_history: _Optional[_Iterable[_Union[ActionHistoryEntry, _Mapping]]] = ..., conflict_count: _Optional[int] = ..., conflicts_overflow: _Optional[_Union[ConflictOverflow, _Mapping]] = ..., operator_actions: _Optional[_Iterable[_Union[OperatorActionRecord, _Mapping]]] = ..., blocked_by_event_key: _Optional[str] = ...) -> None: ...
+    content_type: str
+    def __init__(self, summary: _Optional[_Union[EventSummary, _Mapping]] = ..., payload: _Optional[bytes] = ..., metadata: _Optional[_Mapping[str, str]] = ..., message_id: _Optional[str] = ..., ordering_key: _Optional[str] = ..., revision: _Optional[int] = ..., disposition: _Optional[_Union[_types_pb2.Disposition, str]] = ..., disposition_reason: _Optional[str] = ..., lease_expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., completed_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., actions: _Optional[_Iterable[_Union[_types_pb2.ActionRecord, _Mapping]]] = ..., conflicts: _Optional[_Iterable[_Union[ConflictingCopy, _Mapping]]] = ..., claims: _Optional[_Iterable[_Union[ClaimRecord, _Mapping]]] = ..., replays: _Optional[_Iterable[_Union[ReplayRecord, _Mapping]]] = ..., action_history: _Optional[_Iterable[_Union[ActionHistoryEntry, _Mapping]]] = ..., conflict_count: _Optional[int] = ..., conflicts_overflow: _Optional[_Union[ConflictOverflow, _Mapping]] = ..., operator_actions: _Optional[_Iterable[_Union[OperatorActionRecord, _Mapping]]] = ..., blocked_by_event_key: _Optional[str] = ..., content_type: _Optional[str] = ...) -> None: ...
 
 class OperatorActionRecord(_message.Message):
     __slots__ = ("kind", "actor", "reason", "acted_at", "subject", "before", "after")
@@ -307,7 +309,7 @@ class ActionHistoryEntry(_message.Message):
     def __init__(self, action: _Optional[str] = ..., state: _Optional[_Union[_types_pb2.ActionState, str]] = ..., external_ref: _Optional[str] = ..., detail: _Optional[str] = ..., fencing_token: _Optional[int] = ..., applied: _Optional[bool] = ..., recorded_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class ConflictingCopy(_message.Message):
-    __slots__ = ("event_type", "payload", "metadata", "received_at", "payload_sha256", "payload_size")
+    __slots__ = ("event_type", "payload", "metadata", "received_at", "payload_sha256", "payload_size", "content_type")
     class MetadataEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -321,13 +323,15 @@ class ConflictingCopy(_message.Message):
     RECEIVED_AT_FIELD_NUMBER: _ClassVar[int]
     PAYLOAD_SHA256_FIELD_NUMBER: _ClassVar[int]
     PAYLOAD_SIZE_FIELD_NUMBER: _ClassVar[int]
+    CONTENT_TYPE_FIELD_NUMBER: _ClassVar[int]
     event_type: str
     payload: bytes
     metadata: _containers.ScalarMap[str, str]
     received_at: _timestamp_pb2.Timestamp
     payload_sha256: bytes
     payload_size: int
-    def __init__(self, event_type: _Optional[str] = ..., payload: _Optional[bytes] = ..., metadata: _Optional[_Mapping[str, str]] = ..., received_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., payload_sha256: _Optional[bytes] = ..., payload_size: _Optional[int] = ...) -> None: ...
+    content_type: str
+    def __init__(self, event_type: _Optional[str] = ..., payload: _Optional[bytes] = ..., metadata: _Optional[_Mapping[str, str]] = ..., received_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., payload_sha256: _Optional[bytes] = ..., payload_size: _Optional[int] = ..., content_type: _Optional[str] = ...) -> None: ...
 
 class ClaimRecord(_message.Message):
     __slots__ = ("fencing_token", "worker_id", "attempt", "claimed_at", "ended_at", "outcome")

@@ -24,7 +24,7 @@ ACCEPT_OUTCOME_DUPLICATE: AcceptOutcome
 ACCEPT_OUTCOME_CONFLICT: AcceptOutcome
 
 class AcceptRequest(_message.Message):
-    __slots__ = ("namespace", "event_key", "event_type", "payload", "metadata", "message_id", "ordering_key", "revision", "available_at")
+    __slots__ = ("namespace", "event_key", "event_type", "payload", "metadata", "message_id", "ordering_key", "revision", "available_at", "content_type")
     class MetadataEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -41,6 +41,7 @@ class AcceptRequest(_message.Message):
     ORDERING_KEY_FIELD_NUMBER: _ClassVar[int]
     REVISION_FIELD_NUMBER: _ClassVar[int]
     AVAILABLE_AT_FIELD_NUMBER: _ClassVar[int]
+    CONTENT_TYPE_FIELD_NUMBER: _ClassVar[int]
     namespace: str
     event_key: str
     event_type: str
@@ -50,7 +51,8 @@ class AcceptRequest(_message.Message):
     ordering_key: str
     revision: int
     available_at: _timestamp_pb2.Timestamp
-    def __init__(self, namespace: _Optional[str] = ..., event_key: _Optional[str] = ..., event_type: _Optional[str] = ..., payload: _Optional[bytes] = ..., metadata: _Optional[_Mapping[str, str]] = ..., message_id: _Optional[str] = ..., ordering_key: _Optional[str] = ..., revision: _Optional[int] = ..., available_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    content_type: str
+    def __init__(self, namespace: _Optional[str] = ..., event_key: _Optional[str] = ..., event_type: _Optional[str] = ..., payload: _Optional[bytes] = ..., metadata: _Optional[_Mapping[str, str]] = ..., message_id: _Optional[str] = ..., ordering_key: _Optional[str] = ..., revision: _Optional[int] = ..., available_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., content_type: _Optional[str] = ...) -> None: ...
 
 class AcceptResponse(_message.Message):
     __slots__ = ("outcome", "state", "accepted_at")
@@ -93,7 +95,7 @@ class ClaimRequest(_message.Message):
     def __init__(self, namespaces: _Optional[_Iterable[str]] = ..., event_types: _Optional[_Iterable[str]] = ..., max_events: _Optional[int] = ..., lease: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., wait: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., worker_id: _Optional[str] = ..., completions: _Optional[_Iterable[_Union[CompleteRequest, _Mapping]]] = ...) -> None: ...
 
 class ClaimedEvent(_message.Message):
-    __slots__ = ("namespace", "event_key", "event_type", "payload", "metadata", "message_id", "ordering_key", "revision", "attempt", "claim_token", "fencing_token", "lease_expires_at", "accepted_at", "last_error", "actions", "applied_revision", "stale")
+    __slots__ = ("namespace", "event_key", "event_type", "payload", "metadata", "message_id", "ordering_key", "revision", "attempt", "claim_token", "fencing_token", "lease_expires_at", "accepted_at", "last_error", "actions", "applied_revision", "stale", "content_type")
     class MetadataEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -118,6 +120,7 @@ class ClaimedEvent(_message.Message):
     ACTIONS_FIELD_NUMBER: _ClassVar[int]
     APPLIED_REVISION_FIELD_NUMBER: _ClassVar[int]
     STALE_FIELD_NUMBER: _ClassVar[int]
+    CONTENT_TYPE_FIELD_NUMBER: _ClassVar[int]
     namespace: str
     event_key: str
     event_type: str
@@ -135,7 +138,8 @@ class ClaimedEvent(_message.Message):
     actions: _containers.RepeatedCompositeFieldContainer[_types_pb2.ActionRecord]
     applied_revision: int
     stale: bool
-    def __init__(self, namespace: _Optional[str] = ..., event_key: _Optional[str] = ..., event_type: _Optional[str] = ..., payload: _Optional[bytes] = ..., metadata: _Optional[_Mapping[str, str]] = ..., message_id: _Optional[str] = ..., ordering_key: _Optional[str] = ..., revision: _Optional[int] = ..., attempt: _Optional[int] = ..., claim_token: _Optional[str] = ..., fencing_token: _Optional[int] = ..., lease_expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., accepted_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_error: _Optional[str] = ..., actions: _Optional[_Iterable[_Union[_types_pb2.ActionRecord, _Mapping]]] = ..., applied_revision: _Optional[int] = ..., stale: _Optional[bool] = ...) -> None: ...
+    content_type: str
+    def __init__(self, namespace: _Optional[str] = ..., event_key: _Optional[str] = ..., event_type: _Optional[str] = ..., payload: _Optional[bytes] = ..., metadata: _Optional[_Mapping[str, str]] = ..., message_id: _Optional[str] = ..., ordering_key: _Optional[str] = ..., revision: _Optional[int] = ..., attempt: _Optional[int] = ..., claim_token: _Optional[str] = ..., fencing_token: _Optional[int] = ..., lease_expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., accepted_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_error: _Optional[str] = ..., actions: _Optional[_Iterable[_Union[_types_pb2.ActionRecord, _Mapping]]] = ..., applied_revision: _Optional[int] = ..., stale: _Optional[bool] = ..., content_type: _Optional[str] = ...) -> None: ...
 
 class ClaimResponse(_message.Message):
     __slots__ = ("events", "completion_results")
