@@ -17,6 +17,7 @@ from typing import Any
 import grpc
 import pytest
 
+from inboxd.background.rescuer import run_rescue_pass
 from inboxd.background.trends import record_ages, write_tally
 from inboxd.domain.trends import TRENDS_WINDOW
 from inboxd.serving.server import RunningServer, start_server
@@ -24,8 +25,9 @@ from inboxd.store.database import Database
 from inboxd_client.v1 import inbox_pb2
 from inboxd_client.v1.inbox_pb2_grpc import InboxServiceStub
 from tests.conftest import CLOCKED_SETTINGS, FakeClock
-from tests.integration.helpers import accept_request
+from tests.integration.helpers import accept_request, seconds
 from tests.integration.test_claims import claim_one, fenced
+from tests.integration.work_streams import Worker
 
 # Every namespace of the database may be among the ages: none is left out by the cap here.
 SETTINGS = replace(CLOCKED_SETTINGS, metrics_max_namespaces=100_000)
@@ -119,6 +121,45 @@ async def test_a_minutes_counts_of_every_namespace_are_written_in_one_statement(
     assert trend.minutes[-1] == at and len(trend.minutes) == TRENDS_WINDOW.total_seconds() // 60
     assert (trend.accepted[-1], trend.completed[-1], trend.dead_lettered[-1]) == (3, 1, 1)
     assert sum(trend.accepted[:-1]) == 0
+
+
+async def spend_attempts(process: Process, ns: str, clock: FakeClock, attempts: int) -> None:
+    """Claims the namespace's one event `attempts` times, each lease left to run out."""
+    for _ in range(attempts):
+        await claim_one(process.stub, ns, lease=seconds(1))
+        clock.advance(2)
+
+
+async def test_dead_letters_of_a_claim_the_rescuer_and_a_streams_end_count_in_their_namespace(
+    processes: tuple[Process, Process], db: Database, trend_clock: FakeClock
+) -> None:
+    a, _ = processes
+    by_claim, by_rescuer, by_stream = namespace(), namespace(), namespace()
+    for ns in (by_claim, by_rescuer, by_stream):
+        await a.stub.Accept(accept_request(ns, "poison"))
+    # A Claim meets the event with its attempts spent and its last lease expired.
+    await spend_attempts(a, by_claim, trend_clock, SETTINGS.max_attempts)
+    answer = await a.stub.Claim(inbox_pb2.ClaimRequest(namespaces=[by_claim]))
+    assert list(answer.events) == []
+    # The rescuer ends the last attempt's lease.
+    await spend_attempts(a, by_rescuer, trend_clock, SETTINGS.max_attempts)
+    rescued = await run_rescue_pass(
+        a.running.inbox, now=trend_clock.now + SETTINGS.rescue_grace + timedelta(seconds=1), namespace=by_rescuer
+    )
+    assert rescued is not None and len(rescued) == 1
+    # A Work stream pushed the last attempt and ended holding it.
+    await spend_attempts(a, by_stream, trend_clock, SETTINGS.max_attempts - 1)
+    worker = Worker(a.stub)
+    await worker.subscribe([by_stream], credit=1)
+    [last] = await worker.pushed(1)
+    assert last.attempt == SETTINGS.max_attempts
+    assert await worker.close() == grpc.StatusCode.OK
+    await a.running.inbox.streams.closed()
+
+    assert await write(a)
+    found = await rows(db, by_claim, by_rescuer, by_stream)
+    dead = {ns: sum(row[4] for row in found if row[0] == ns) for ns in (by_claim, by_rescuer, by_stream)}
+    assert dead == {by_claim: 1, by_rescuer: 1, by_stream: 1}, found
 
 
 async def test_two_processes_counts_of_one_minute_are_summed_on_read(

@@ -47,6 +47,7 @@ async def run_rescue_pass(inbox: Inbox, *, now: datetime | None, namespace: str 
         inbox.wake_claimers(back)
         # A keyed event rescued back to PENDING still holds its key; one dead-lettered frees it.
         inbox.wake_next_of_keys(rescued.freed_keys)
+        inbox.observer.leases_ended_dead([ns for ns, _, state in rescued if state is EventState.DEAD_LETTERED])
     return rescued
 
 

@@ -159,6 +159,8 @@ class ClaimBatch:
     ignored_stale: int = 0
     # It took all it was asked for: more may be due.
     full: bool = False
+    # The namespace of each event dead-lettered (dead_lettered of them), for per-namespace counts.
+    dead_lettered_in: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

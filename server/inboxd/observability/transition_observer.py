@@ -74,6 +74,10 @@ class InboxObserver:
     def work_stream_ended_holding(self, events: int) -> None:
         """A Work stream ended; `events` of the claims it held ended with it (0: it held none)."""
 
+    def leases_ended_dead(self, namespaces: Sequence[str]) -> None:
+        """PROCESSING -> DEAD_LETTERED outside a Claim or a Fail: a lease ended (the rescuer, a Work
+        stream's end) on the last attempt; the namespace of each event."""
+
 
 class Observers(InboxObserver):
     """Tells several observers, in order.
@@ -136,3 +140,6 @@ class Observers(InboxObserver):
 
     def work_stream_ended_holding(self, events: int) -> None:
         self._each(lambda o: o.work_stream_ended_holding(events))
+
+    def leases_ended_dead(self, namespaces: Sequence[str]) -> None:
+        self._each(lambda o: o.leases_ended_dead(namespaces))

@@ -2,10 +2,10 @@
 
 It hears the same transitions the Prometheus counters hear (it is an
 InboxObserver beside them), but per namespace: accepted (new rows only, not
-duplicates or conflicts), completed, and dead-lettered by Fail. Dead letters
-made without a namespace in hand (a Claim meeting an event whose attempts
-are spent, a Work stream ending, the rescuer) are counted by the metrics
-only, so the trends' dead-lettered line shows those made by Fail.
+duplicates or conflicts), completed, and dead-lettered: by Fail, by a Claim
+meeting an event whose attempts are spent (the claim statement names the
+namespace of each), and by a lease ended on the last attempt (the rescuer,
+a Work stream's end).
 
 `take()` hands the tally over and starts a new one; the periodic writer
 (background/trends.py) stores it in one statement. Namespaces are minted by
@@ -18,7 +18,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from inboxd.domain.trends import MinuteCounts
-from inboxd.domain.vocabulary import AcceptOutcome, AcceptResult, Disposition, EventState, FailResult, Fence, NewEvent
+from inboxd.domain.vocabulary import (
+    AcceptOutcome,
+    AcceptResult,
+    ClaimBatch,
+    Disposition,
+    EventState,
+    FailResult,
+    Fence,
+    NewEvent,
+)
 from inboxd.observability.metrics import OTHER_NAMESPACES
 from inboxd.observability.transition_observer import InboxObserver
 
@@ -67,3 +76,11 @@ class TrendTally(InboxObserver):
     def failed(self, fence: Fence, result: FailResult) -> None:
         if result.state is EventState.DEAD_LETTERED:
             self._add(fence.namespace, _DEAD)
+
+    def claimed(self, worker_id: str, batch: ClaimBatch) -> None:
+        for namespace in batch.dead_lettered_in:
+            self._add(namespace, _DEAD)
+
+    def leases_ended_dead(self, namespaces: Sequence[str]) -> None:
+        for namespace in namespaces:
+            self._add(namespace, _DEAD)

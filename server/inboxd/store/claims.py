@@ -67,11 +67,16 @@ async def claim_events(
         },
     )
     rows = await cur.fetchall()
-    ignored_stale, dead_lettered, leases_expired = (int(n) for n in rows[0][-3:]) if rows else (0, 0, 0)
+    ignored_stale, dead_lettered_in, leases_expired = rows[0][-3:] if rows else (0, (), 0)
     events = [_claimed_event(row, row[-4] or ()) for row in rows if row[0] is not None]
     full = len(events) >= request.max_events
     return ClaimBatch(
-        events, leases_expired=leases_expired, dead_lettered=dead_lettered, ignored_stale=ignored_stale, full=full
+        events,
+        leases_expired=int(leases_expired),
+        dead_lettered=len(dead_lettered_in),
+        ignored_stale=int(ignored_stale),
+        full=full,
+        dead_lettered_in=tuple(str(ns) for ns in dead_lettered_in),
     )
 
 

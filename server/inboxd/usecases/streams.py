@@ -210,6 +210,7 @@ class WorkSession:
         freed = [(e.namespace, e.event_key) for e in ended if e.ordering_key and e.state is not EventState.PENDING]
         inbox.wake_next_of_keys(freed)
         inbox.observer.work_stream_ended_holding(len(ended))
+        inbox.observer.leases_ended_dead([e.namespace for e in ended if e.state is EventState.DEAD_LETTERED])
         if ended:
             log.info(
                 "Work stream of %r ended holding %d events: %d back to pending, %d dead-lettered",

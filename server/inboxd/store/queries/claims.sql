@@ -217,7 +217,7 @@ WITH RECURSIVE open_namespaces AS (
                           ELSE format('attempts exhausted (%%s of %%s)', e.attempt, %(max_attempts)s::int) END
     FROM taken AS due
     WHERE (due.exhausted OR due.to_ignore) AND e.namespace = due.namespace AND e.event_key = due.event_key
-    RETURNING due.to_ignore AS ignored
+    RETURNING due.to_ignore AS ignored, e.namespace
 ), claimed AS (
     UPDATE inbox_events AS e
     SET state = 'processing', attempt = e.attempt + 1,
@@ -237,10 +237,12 @@ WITH RECURSIVE open_namespaces AS (
     SELECT fencing_token, namespace, event_key, claim_token, worker_id, attempt, inboxd_now(%(now)s) FROM claimed
 )
 -- One row per claimed event, its action ledger as a JSON array; when none was
--- claimed, one row of NULLs that still carries the counts.
-SELECT claimed.*, ledger.actions, counts.ignored_stale, counts.dead_lettered, counts.leases_expired
+-- claimed, one row of NULLs that still carries the counts (the dead letters
+-- as the namespace of each, for the console's per-namespace trends).
+SELECT claimed.*, ledger.actions, counts.ignored_stale, counts.dead_lettered_in, counts.leases_expired
 FROM (SELECT (SELECT count(*) FILTER (WHERE finished.ignored) FROM finished) AS ignored_stale,
-             (SELECT count(*) FILTER (WHERE NOT finished.ignored) FROM finished) AS dead_lettered,
+             (SELECT coalesce(array_agg(finished.namespace) FILTER (WHERE NOT finished.ignored), '{}')
+              FROM finished) AS dead_lettered_in,
              (SELECT count(*) FROM ended_claims) AS leases_expired) AS counts
 LEFT JOIN claimed ON true
 LEFT JOIN LATERAL (
