@@ -18,6 +18,7 @@ holds the client) and one stream holds at most window x the payload limit.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -30,7 +31,7 @@ from inboxd.api.identity import current_caller
 from inboxd.api.status import INTERNAL_ITEM, item_status, within
 from inboxd.config.tokens import Caller
 from inboxd.domain.errors import InboxError, InvalidArgument, RefusedEvent
-from inboxd.domain.vocabulary import NewEvent
+from inboxd.domain.vocabulary import AcceptResult, NewEvent
 from inboxd.usecases.inbox import Inbox
 from inboxd_client.v1 import inbox_pb2
 
@@ -82,7 +83,9 @@ class _Stream:
         self._room = asyncio.Semaphore(inbox.settings.accept_stream_window)
         self._unanswered: set[int] = set()
         self._queue: asyncio.Queue[_Answer | _End] = asyncio.Queue()
-        self._accepting: set[asyncio.Task[None]] = set()
+        # Each sound item's group-commit future; its answer is queued by a callback, not a task.
+        self._accepting: set[asyncio.Future[list[AcceptResult]]] = set()
+        self._abandoned = False
         # Read and not yet sent (the metric's share of this stream).
         self._held = 0
 
@@ -100,14 +103,15 @@ class _Stream:
                 self._inbox.observer.accept_stream_held(1)
                 self._take(request)
             if self._accepting:
-                # Each puts its answer before it finishes: the end comes after them.
+                # Each future's answering callback was added before asyncio.wait's own,
+                # so it runs first: the end is queued after every answer.
                 await asyncio.wait(set(self._accepting))
             self._queue.put_nowait(_End(None))
         except Exception as exc:  # noqa: BLE001 - ends the stream with it, in the handler's task
             self._queue.put_nowait(_End(exc))
 
     def _take(self, request: inbox_pb2.AcceptStreamRequest) -> None:
-        """Judges one item as a unary Accept would; a sound one goes to group commit in a task of its own."""
+        """Judges one item as a unary Accept would; a sound one goes to group commit, answered when it commits."""
         sequence = request.sequence
         if sequence in self._unanswered:
             # Its own answer: the earlier item with this sequence is still answered, by its own.
@@ -124,13 +128,22 @@ class _Stream:
         except InboxError as exc:
             self._queue.put_nowait(_Answer(sequence, True, _refusal(sequence, _in_accept(exc))))
             return
-        task = asyncio.create_task(self._accept(sequence, event))
-        self._accepting.add(task)
-        task.add_done_callback(self._accepting.discard)
+        committed = self._inbox.accept_soon([event])
+        self._accepting.add(committed)
+        committed.add_done_callback(functools.partial(self._answer, sequence, event))
 
-    async def _accept(self, sequence: int, event: NewEvent) -> None:
+    def _answer(self, sequence: int, event: NewEvent, committed: asyncio.Future[list[AcceptResult]]) -> None:
+        """Queues the item's answer once its group committed (or failed); nothing once the stream ended."""
+        self._accepting.discard(committed)
+        if committed.cancelled():
+            return
+        failure = committed.exception()  # retrieved even when abandoned: no "never retrieved" warning
+        if self._abandoned:
+            return
         try:
-            [result] = await self._inbox.accept([event])
+            if failure is not None:
+                raise failure
+            [result] = committed.result()
         except RefusedEvent as exc:
             response = _refusal(sequence, _in_accept(convert.refusal(exc, [event])))
         except InboxError as exc:
@@ -160,9 +173,9 @@ class _Stream:
             self._room.release()
 
     def abandon(self) -> None:
-        """The stream ended: stop waiting for what is in flight (group commit still commits it, unacknowledged)."""
-        for task in list(self._accepting):
-            task.cancel()
+        """The stream ended: answer nothing more in flight (group commit still commits it, unacknowledged)."""
+        self._abandoned = True
+        self._accepting.clear()
         if self._held:
             self._inbox.observer.accept_stream_held(-self._held)
             self._held = 0

@@ -78,6 +78,14 @@ class Coalescer(Generic[Item, Result]):
         A caller who gives up (is cancelled) only stops waiting: its items
         stay in their group, so its neighbours' transaction is never cancelled.
         """
+        return await self.submit_soon(items)
+
+    def submit_soon(self, items: Sequence[Item]) -> asyncio.Future[list[Result]]:
+        """`submit` without a coroutine: the future of the results, for a caller that answers in a callback.
+
+        An AcceptStream item costs no task of its own this way (creating one
+        per item was 3% of the stream's server samples, before its steps).
+        """
         done: asyncio.Future[list[Result]] = asyncio.get_running_loop().create_future()
         self._queue.append(_Submission(items, done))
         self._queued_items += len(items)
@@ -88,7 +96,7 @@ class Coalescer(Generic[Item, Result]):
             task = asyncio.create_task(self._flush_while_queued())
             self._flushers.add(task)
             task.add_done_callback(self._flushers.discard)
-        return await done
+        return done
 
     async def _flush_while_queued(self) -> None:
         try:

@@ -115,6 +115,10 @@ class Inbox(Claiming):
         """
         return await self._accepts.submit(events)
 
+    def accept_soon(self, events: Sequence[NewEvent]) -> asyncio.Future[list[AcceptResult]]:
+        """`accept` as a future rather than a coroutine (its results, or its error, once committed)."""
+        return self._accepts.submit_soon(events)
+
     async def _accept_group(self, events: list[NewEvent]) -> list[AcceptResult]:
         now = self.clock()
         settled: list[AcceptResult | None] = [None] * len(events)
