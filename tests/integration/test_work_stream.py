@@ -178,6 +178,8 @@ async def test_idle_streams_cost_the_database_nothing_and_an_event_wakes_one_of_
         await eventually(lambda: len(looks) + poller.spared - spared_before >= 10, "every stream's first look")
         await asyncio.sleep(0.3)  # for the last of those looks to finish
         looks.clear()
+        # Streams that hold nothing run no heartbeat timer at all.
+        assert quiet_server.inbox.streams.beating() == 0
         # A heartbeat of streams that hold nothing, and a moment of idling: no statement at all.
         await quiet_server.inbox.streams.renew_all()
         await asyncio.sleep(0.3)
@@ -185,10 +187,28 @@ async def test_idle_streams_cost_the_database_nothing_and_an_event_wakes_one_of_
         await stub.Accept(accept_request(ns, "one"))
         pushed = await asyncio.wait_for(_first_push(workers), 5)
         assert pushed.event_key == "one"
+        # The stream that holds it beats now, to keep its lease alive.
+        assert quiet_server.inbox.streams.beating() == 1
         # One wake-up for one event: one stream looked, not ten (and perhaps once more, for its credit left).
         assert looks in (["claim"], ["claim", "claim"]), looks
         for worker in workers:
             worker.call.cancel()
+
+
+async def test_a_stream_that_no_longer_holds_anything_stops_its_heartbeat(quiet_server: RunningServer, ns: str) -> None:
+    streams = quiet_server.inbox.streams
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{quiet_server.port}") as channel:
+        stub = InboxServiceStub(channel)
+        await stub.Accept(accept_request(ns, "k"))
+        worker = Worker(stub)
+        before = streams.beating()
+        await worker.subscribe([ns], credit=1, lease=1)
+        [event] = await worker.pushed(1)
+        assert streams.beating() == before + 1
+        assert (await worker.complete(event)).WhichOneof("result") == "complete"
+        # Its next beat (a third of the 1 s lease) finds nothing held, and is its last.
+        await eventually(lambda: streams.beating() == before, "the heartbeat to end", within=5)
+        worker.call.cancel()
 
 
 async def _first_push(workers: list[Worker]) -> inbox_pb2.ClaimedEvent:

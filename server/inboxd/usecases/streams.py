@@ -17,7 +17,10 @@ the claims it pushed and still holds.
   turn of the list. A subscription by pattern or to every namespace claims
   oldest due first, as a Claim does.
 - The stream is the heartbeat: one statement per period renews every lease
-  it holds (`store.streams.renew_held`); an idle stream issues none.
+  it holds (`store.streams.renew_held`); an idle stream issues none, and
+  runs no timer either (its heartbeat task begins with its first push and
+  ends at a beat that finds nothing held: 5,000 idle streams are not 500
+  task wake-ups a second).
 - Its end ends what it still holds, in one statement, as an expired lease
   would (`store.streams.end_held`), and wakes whoever may take them.
 
@@ -92,7 +95,9 @@ class WorkSession:
         # (namespace, event_key) -> the claim token this stream pushed and still holds.
         self.held: dict[tuple[str, str], ClaimToken] = {}
         self._turn = 0
+        # Runs while the stream holds events (see the module's docstring); never again once stopped.
         self._heart: asyncio.Task[None] | None = None
+        self._heart_stopped = False
         # Told when the server stops: push no more, end once the worker has settled what it holds.
         self.on_drain: Callable[[], None] = lambda: None
 
@@ -126,6 +131,8 @@ class WorkSession:
         # No await from the claim's return to here: what was claimed is held, whatever ends the stream next.
         for event in batch.events:
             self.held[event.namespace, event.event_key] = event.claim_token
+        if self._heart is None and not self._heart_stopped:
+            self._heart = asyncio.create_task(self._keep_alive())
         self.credit -= len(batch.events)
         if self.credit <= 0:
             self._has_credit.clear()
@@ -176,18 +183,25 @@ class WorkSession:
         )
         self._forget(sent, kept)
 
-    def start_heartbeat(self) -> None:
-        self._heart = asyncio.create_task(self._keep_alive())
+    @property
+    def beating(self) -> bool:
+        """Whether the heartbeat runs now (it does while the stream holds events)."""
+        return self._heart is not None
 
     def stop_heartbeat(self) -> None:
         """Before the end: a renewal racing the end over the same rows could deadlock with it."""
+        self._heart_stopped = True
         if self._heart is not None:
             self._heart.cancel()
+            self._heart = None
 
     async def _keep_alive(self) -> None:
         period = self.heartbeat.total_seconds()
         while True:
             await asyncio.sleep(period)
+            if not self.held:
+                self._heart = None  # the next push starts another
+                return
             try:
                 await self.renew()
             except Exception as exc:  # noqa: BLE001 - the database may be down; the next beat tries again
@@ -237,10 +251,9 @@ class WorkStreams:
         self.draining = False
 
     def open(self, subscription: ClaimRequest, caller: str) -> WorkSession:
-        """A new stream's session, live from now, its heartbeat running."""
+        """A new stream's session, live from now; its heartbeat begins with its first push."""
         session = WorkSession(self._inbox, subscription, caller)
         self._live[session] = None
-        session.start_heartbeat()
         self._inbox.observer.work_streams_open(1)
         return session
 
@@ -270,6 +283,10 @@ class WorkStreams:
         self.draining = True
         for session in list(self._live):
             session.on_drain()
+
+    def beating(self) -> int:
+        """How many live streams run a heartbeat now: those holding events, or that did at their last beat."""
+        return sum(1 for session in self._live if session.beating)
 
     def live(self) -> list[LiveStream]:
         """Every live stream of this process."""
