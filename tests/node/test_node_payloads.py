@@ -1,7 +1,7 @@
-"""The Node runtime's payloads (clients/node/test/payloads.test.js): bytes, content type and json(), alone.
+"""The Node runtime's payloads, alone: bytes, content type and json(), and the README's Stripe handler.
 
-That file runs here only, once (test_node_worker.py leaves it out): its tests hold on either
-worker path, and running it beside every other file would only make the suite longer.
+clients/node/test/payloads.test.js and readme-stripe.test.js run here only, once
+(test_node_worker.py leaves them out): their tests hold on either worker path.
 """
 
 from __future__ import annotations
@@ -11,5 +11,5 @@ from tests.node.runner import NODE_TESTS, run_node_tests, tap_count
 
 
 async def test_node_handlers_get_bytes_content_type_and_json_only_where_it_parses(server: RunningServer) -> None:
-    output = await run_node_tests(server, [NODE_TESTS / "payloads.test.js"])
-    assert tap_count(output, "pass") >= 6
+    output = await run_node_tests(server, [NODE_TESTS / "payloads.test.js", NODE_TESTS / "readme-stripe.test.js"])
+    assert tap_count(output, "pass") >= 7

@@ -79,6 +79,11 @@ export class Job {
     return this._payload;
   }
 
+  /** What the Accept stored beside the payload (the edge's kept headers, a delivery id): strings by key. */
+  get metadata() {
+    return this.event.metadata ?? {};
+  }
+
   /** The payload parsed as JSON, as json() (so it throws NotJsonPayload for a form, XML, text or binary event). */
   get payload() {
     return this.json();
