@@ -8,17 +8,20 @@ from __future__ import annotations
 
 import pytest
 
+from inboxd.domain.validation import is_json_type
+from inboxd.store.database import Database
 from inboxd_client import (
     AsyncInboxClient,
     EventContext,
     NotJsonPayload,
     PermanentError,
+    SyncEventContext,
     Worker,
     accept_request,
 )
 from inboxd_client.payloads import is_json
 from inboxd_client.v1 import inbox_pb2
-from tests.client.helpers import eventually, running
+from tests.client.helpers import eventually, read_event, running
 
 FORM = b"Body=caf%C3%A9+%26+cr%C3%A8me&From=%2B15551234567&To=%2B15557654321"
 # Every byte value, with what no UTF-8 decoder accepts (0xff, a lone 0x80): nothing may decode it.
@@ -44,10 +47,16 @@ def context(payload: bytes, content_type: str) -> EventContext:
         ("application/jsonp", False),
         ("text/xml", False),
         ("application/octet-stream", False),
+        ("\tapplication/json ;q=1", True),
+        ("x+json", False),
+        ("+json", False),
+        ("application/js on", False),
     ],
 )
-def test_json_types_are_application_json_and_plus_json_parameters_ignored(content_type: str, json_type: bool) -> None:
+def test_json_types_are_application_json_and_plus_json_as_the_server_judges(content_type: str, json_type: bool) -> None:
     assert is_json(content_type) is json_type
+    # The server validated the payload as JSON exactly when the client will parse it.
+    assert is_json_type(content_type or "application/json") is json_type
 
 
 def test_an_event_from_a_server_that_sends_no_content_type_is_json() -> None:
@@ -87,16 +96,59 @@ def test_accept_refuses_a_value_it_cannot_write_under_a_non_json_type() -> None:
         accept_request("ns", "k", "t", {"a": 1}, content_type="text/xml")
 
 
-async def test_a_json_handler_gets_its_bytes_type_and_value(client: AsyncInboxClient, ns: str) -> None:
-    seen: list[tuple[bytes, str, object]] = []
+ODD_JSON = b'{"b": 1,   "a": [2,3],"b2":"\\u00e9", "b": 2}'
+
+
+@pytest.mark.usefixtures("worker_path")
+async def test_form_binary_and_json_events_reach_an_async_handler_byte_exact_with_their_types(
+    client: AsyncInboxClient, ns: str
+) -> None:
+    seen: dict[str, tuple[bytes, str, bool]] = {}
+    refusals: dict[str, str] = {}
 
     async def handle(ctx: EventContext) -> None:
-        seen.append((ctx.payload, ctx.content_type, ctx.json()))
+        seen[ctx.event_key] = (ctx.payload, ctx.content_type, ctx.is_json)
+        try:
+            ctx.json()
+        except NotJsonPayload as exc:
+            refusals[ctx.event_key] = str(exc)
 
-    await client.accept(ns, "k", "t", {"n": 1}, content_type="application/json")
+    await client.accept(ns, "form", "sms.received", FORM.decode(), content_type="application/x-www-form-urlencoded")
+    await client.accept(ns, "binary", "file.uploaded", BINARY, content_type="application/octet-stream")
+    await client.accept(ns, "json", "order.paid", ODD_JSON, content_type="application/json; charset=utf-8")
     worker = Worker(client, handle, namespaces=[ns], wait=1.0)
     async with running(worker):
-        await eventually(lambda: worker.stats.completed == 1, "the JSON event completed")
-    [(payload, content_type, value)] = seen
-    assert (content_type, value) == ("application/json", {"n": 1})
-    assert payload.replace(b" ", b"") == b'{"n":1}'
+        await eventually(lambda: worker.stats.completed == 3, "the three events completed")
+    assert seen == {
+        "form": (FORM, "application/x-www-form-urlencoded", False),
+        "binary": (BINARY, "application/octet-stream", False),
+        "json": (ODD_JSON, "application/json; charset=utf-8", True),
+    }
+    assert set(refusals) == {"form", "binary"}
+    assert "'application/octet-stream', not JSON" in refusals["binary"]
+
+
+async def test_a_sync_handler_gets_a_form_byte_exact_and_json_of_it_dead_letters_naming_the_type(
+    client: AsyncInboxClient, db: Database, ns: str
+) -> None:
+    seen: list[tuple[bytes, str]] = []
+
+    def handle(ctx: SyncEventContext) -> None:
+        seen.append((ctx.payload, ctx.content_type))
+        ctx.json()  # a handler written for JSON
+
+    await client.accept(ns, "form", "sms.received", FORM, content_type="application/x-www-form-urlencoded")
+    worker = Worker(client, handle, namespaces=[ns], wait=1.0)
+    async with running(worker):
+        await eventually(lambda: worker.stats.dead_lettered == 1, "the form event dead-lettered")
+    assert seen == [(FORM, "application/x-www-form-urlencoded")]
+    row = await read_event(db, ns, "form")
+    assert (row["state"], row["attempt"]) == ("dead_lettered", 1)
+    assert "'application/x-www-form-urlencoded', not JSON" in row["last_error"]
+
+
+async def test_accept_stream_sends_a_form_and_claim_hands_it_back_byte_exact(client: AsyncInboxClient, ns: str) -> None:
+    async with client.accept_stream() as stream:
+        await stream.accept(ns, "form", "sms.received", FORM, content_type="application/x-www-form-urlencoded")
+    [event] = (await client.claim(namespaces=[ns])).events
+    assert (event.payload, event.content_type) == (FORM, "application/x-www-form-urlencoded")

@@ -1,8 +1,8 @@
 """clients/python/README.md's Stripe handler, run as written: it verifies the signature again from a claimed event.
 
 The event is accepted as the edge forwards a Stripe delivery (the body's
-bytes, the Stripe-Signature header in metadata) and signed by the `stripe`
-library itself; the README's block is executed and its handler run by a Worker.
+bytes, the Stripe-Signature header in metadata as inboxd.signature.stripe-signature)
+and signed by the `stripe` library itself; the README's block is executed and its handler run by a Worker.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from tests.client.helpers import eventually, read_event, running
 
 README = Path(__file__).resolve().parents[2] / "clients" / "python" / "README.md"
 SECRET = "whsec_readme_test_secret"
-SIGNATURE_KEY = "header.stripe-signature"
+SIGNATURE_KEY = "inboxd.signature.stripe-signature"
 
 Handler = Callable[[EventContext], Awaitable[None]]
 
@@ -38,10 +38,10 @@ def handle_stripe(monkeypatch: pytest.MonkeyPatch) -> Handler:
 
 
 def stripe_body(event_id: str) -> bytes:
-    # As PostgreSQL's jsonb renders it, so the bytes come back the same from a server that stores jsonb.
+    # Stripe's own layout (two-space indents, a newline at the end), which a re-encoding would not keep.
     return (
-        f'{{"id": "{event_id}", "data": {{"object": {{"id": "pi_1", "amount": 1999}}}},'
-        ' "type": "payment_intent.succeeded", "object": "event"}'
+        f'{{\n  "id": "{event_id}",\n  "object": "event",\n  "type": "payment_intent.succeeded",\n'
+        '  "data": {"object": {"id": "pi_1", "amount": 1999}}\n}\n'
     ).encode()
 
 

@@ -12,4 +12,4 @@ from tests.node.runner import NODE_TESTS, run_node_tests, tap_count
 
 async def test_node_handlers_get_bytes_content_type_and_json_only_where_it_parses(server: RunningServer) -> None:
     output = await run_node_tests(server, [NODE_TESTS / "payloads.test.js", NODE_TESTS / "readme-stripe.test.js"])
-    assert tap_count(output, "pass") >= 7
+    assert tap_count(output, "pass") >= 9

@@ -7,10 +7,16 @@
 /** What an Accept without a content type stores, and what an event from a server older than ClaimedEvent.contentType was. */
 export const DEFAULT_CONTENT_TYPE = 'application/json';
 
-/** True for application/json and any +json type (application/vnd.api+json); '' or none means the default, JSON. */
+// A media type's characters (RFC 9110's token, and the slash): the server's rule, which decided
+// whether it validated the payload as JSON (inboxd.domain.validation.is_json_type).
+const MEDIA_TYPE = /^[A-Za-z0-9!#$&^_.+/-]+$/;
+
+/** True for application/json and any type/subtype+json, parameters and case aside; '' or none means the default, JSON. */
 export function isJsonType(contentType) {
-  const kind = String(contentType || DEFAULT_CONTENT_TYPE).split(';', 1)[0].trim().toLowerCase();
-  return kind === 'application/json' || kind.endsWith('+json');
+  let media = String(contentType || DEFAULT_CONTENT_TYPE).split(';', 1)[0].replace(/^[ \t]+|[ \t]+$/g, '');
+  if (!MEDIA_TYPE.test(media)) return false;
+  media = media.toLowerCase();
+  return media === DEFAULT_CONTENT_TYPE || (media.endsWith('+json') && media.slice(0, -5).includes('/'));
 }
 
 /**

@@ -1,6 +1,6 @@
 // clients/node/README.md's Stripe handler, run as written: it verifies the signature again from a
 // claimed event. The event is accepted as the edge forwards a Stripe delivery (the body's bytes,
-// the Stripe-Signature header in metadata) and signed by the `stripe` library itself.
+// the Stripe-Signature header in metadata, as the edge names it) and signed by the `stripe` library itself.
 
 import assert from 'node:assert/strict';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -15,7 +15,7 @@ import { client, namespace, needsInboxd, newWorker, poll } from '../test-support
 
 const README = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', 'README.md');
 const SECRET = 'whsec_readme_test_secret';
-const SIGNATURE_KEY = 'header.stripe-signature';
+const SIGNATURE_KEY = 'inboxd.signature.stripe-signature';
 
 const inbox = client();
 after(() => inbox.close());
@@ -40,9 +40,9 @@ async function readmeHandler() {
 }
 
 function stripeBody(eventId) {
-  // As PostgreSQL's jsonb renders it, so the bytes come back the same from a server that stores jsonb.
+  // Stripe's own layout (two-space indents, a newline at the end), which a re-encoding would not keep.
   return Buffer.from(
-    `{"id": "${eventId}", "data": {"object": {"id": "pi_1", "amount": 1999}}, "type": "payment_intent.succeeded", "object": "event"}`,
+    `{\n  "id": "${eventId}",\n  "object": "event",\n  "type": "payment_intent.succeeded",\n  "data": {"object": {"id": "pi_1", "amount": 1999}}\n}\n`,
   );
 }
 

@@ -9,6 +9,7 @@ ignored) was validated as JSON by the server, so it parses; any other type
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from inboxd_client.outcomes import PermanentError
@@ -16,17 +17,19 @@ from inboxd_client.outcomes import PermanentError
 # What an Accept without a content type stores, and what an event from a
 # server older than ClaimedEvent.content_type was (it stored JSON only).
 DEFAULT_CONTENT_TYPE = "application/json"
-
-
-def media_type(content_type: str) -> str:
-    """The type without its parameters, lower case: `Application/JSON; charset=utf-8` is `application/json`."""
-    return content_type.split(";", 1)[0].strip().lower()
+# A media type's characters (RFC 9110's token, and the slash): the server's
+# rule (inboxd.domain.validation.is_json_type), which decided whether it
+# validated the payload as JSON; tests/client/test_payloads.py keeps the two in step.
+_MEDIA_TYPE = re.compile(r"[A-Za-z0-9!#$&^_.+/-]+")
 
 
 def is_json(content_type: str) -> bool:
-    """True for `application/json` and any `+json` type (`application/vnd.api+json`); "" means the default, JSON."""
-    kind = media_type(content_type or DEFAULT_CONTENT_TYPE)
-    return kind == "application/json" or kind.endswith("+json")
+    """True for `application/json` and any `type/subtype+json`, parameters and case aside; "" is JSON (the default)."""
+    media = (content_type or DEFAULT_CONTENT_TYPE).split(";", 1)[0].strip(" \t")
+    if not _MEDIA_TYPE.fullmatch(media):
+        return False
+    media = media.lower()
+    return media == DEFAULT_CONTENT_TYPE or (media.endswith("+json") and "/" in media[:-5])
 
 
 class NotJsonPayload(PermanentError, ValueError):
