@@ -6,13 +6,17 @@ through the client and read what a real handler got back from a real server.
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from inboxd.domain.validation import is_json_type
+from inboxd.serving.server import RunningServer
 from inboxd.store.database import Database
 from inboxd_client import (
     AsyncInboxClient,
     EventContext,
+    InboxClient,
     NotJsonPayload,
     PermanentError,
     SyncEventContext,
@@ -152,3 +156,19 @@ async def test_accept_stream_sends_a_form_and_claim_hands_it_back_byte_exact(cli
         await stream.accept(ns, "form", "sms.received", FORM, content_type="application/x-www-form-urlencoded")
     [event] = (await client.claim(namespaces=[ns])).events
     assert (event.payload, event.content_type) == (FORM, "application/x-www-form-urlencoded")
+
+
+async def test_the_sync_client_and_accept_batch_send_xml_and_text_byte_exact(server: RunningServer, ns: str) -> None:
+    xml = b'<?xml version="1.0"?>\n<order id="1">caf\xc3\xa9</order>\n'
+
+    def work() -> list[tuple[str, bytes, str]]:
+        with InboxClient(f"127.0.0.1:{server.port}") as sync:
+            sync.accept(ns, "xml", "t", xml, content_type="text/xml; charset=utf-8")
+            sync.accept_batch([accept_request(ns, "text", "t", "plain  text\r\n", content_type="text/plain")])
+            events = sync.claim(namespaces=[ns], max_events=2).events
+            return sorted((e.event_key, e.payload, e.content_type) for e in events)
+
+    assert await asyncio.to_thread(work) == [
+        ("text", b"plain  text\r\n", "text/plain"),
+        ("xml", xml, "text/xml; charset=utf-8"),
+    ]
