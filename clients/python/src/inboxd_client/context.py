@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from inboxd_client.actions import ActionLedger, AsyncActionScope, AsyncReconcile, SyncReconcile, run_action_async
 from inboxd_client.outcomes import ActionResult
-from inboxd_client.payloads import DEFAULT_CONTENT_TYPE, is_json, parse_json
+from inboxd_client.payloads import DEFAULT_CONTENT_TYPE, parse_json
+from inboxd_client.payloads import is_json as is_json_type
 from inboxd_client.sync_bridge import SyncActionScope, run_action_sync
 from inboxd_client.v1 import inbox_pb2, types_pb2
 
@@ -68,7 +69,7 @@ class _EventView:
     @property
     def is_json(self) -> bool:
         """The content type is `application/json` or `+json`: `json()` parses the payload."""
-        return is_json(self.content_type)
+        return is_json_type(self.content_type)
 
     def json(self) -> Any:
         """The payload parsed as JSON; raises NotJsonPayload (a PermanentError), naming the type, for any other type."""
