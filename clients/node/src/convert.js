@@ -21,14 +21,6 @@ export function toDate(ts) {
   return new Date(Number(ts.seconds) * 1000 + Math.floor(ts.nanos / 1e6));
 }
 
-/** Payload bytes: Buffers and strings pass through, anything else is sent as JSON. */
-export function payloadBytes(payload) {
-  if (Buffer.isBuffer(payload)) return payload;
-  if (payload instanceof Uint8Array) return Buffer.from(payload);
-  if (typeof payload === 'string') return Buffer.from(payload, 'utf8');
-  return Buffer.from(JSON.stringify(payload), 'utf8');
-}
-
 /** Enum values may be given without their prefix: 'INTENDED' for 'ACTION_STATE_INTENDED'. */
 export function enumValue(prefix, value) {
   if (value === undefined || value === null) return undefined;

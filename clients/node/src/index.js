@@ -8,5 +8,6 @@ export { Worker, LeaseLost } from './worker.js';
 export { WorkerStopping } from './finishing.js';
 export { HandlerTimeout } from './handler_timeout.js';
 export { Job, ActionFailed, ActionUnresolved } from './job.js';
+export { NotJsonPayload, isJsonType, DEFAULT_CONTENT_TYPE } from './payloads.js';
 export { duration, timestamp, toDate, compareInt64 } from './convert.js';
 export { loadInboxd, DEFAULT_PROTOS_DIR } from './protos.js';

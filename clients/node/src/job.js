@@ -12,6 +12,8 @@
 // is recorded UNKNOWN, and without a reconcile function that settles it the
 // action throws ActionUnresolved instead of calling perform() again.
 
+import { DEFAULT_CONTENT_TYPE, isJsonType, parseJson } from './payloads.js';
+
 /** Thrown by a perform function when the outside world certainly did not act: recorded as FAILED. */
 export class ActionFailed extends Error {
   constructor(message, options) {
@@ -56,10 +58,35 @@ export class Job {
     this._payload = undefined;
   }
 
-  /** The payload parsed as JSON. */
-  get payload() {
-    if (this._payload === undefined) this._payload = JSON.parse(this.event.payload.toString('utf8'));
+  /** The payload's bytes exactly as accepted (a Buffer), whatever its type: what a signature is checked against. */
+  get body() {
+    return this.event.payload ?? Buffer.alloc(0);
+  }
+
+  /** The payload's media type as accepted, parameters kept ('application/json' from a server that sends none). */
+  get contentType() {
+    return this.event.contentType || DEFAULT_CONTENT_TYPE;
+  }
+
+  /** The content type is application/json or +json: json() parses the payload. */
+  get isJson() {
+    return isJsonType(this.contentType);
+  }
+
+  /** The payload parsed as JSON; throws NotJsonPayload (permanent), naming the type, for any other type. */
+  json() {
+    if (this._payload === undefined) this._payload = parseJson(this.body, this.contentType);
     return this._payload;
+  }
+
+  /** What the Accept stored beside the payload (the edge's kept headers, a delivery id): strings by key. */
+  get metadata() {
+    return this.event.metadata ?? {};
+  }
+
+  /** The payload parsed as JSON, as json() (so it throws NotJsonPayload for a form, XML, text or binary event). */
+  get payload() {
+    return this.json();
   }
 
   /** The event's ordering key ('' for none): one event of a key is in flight at a time, by revision. */

@@ -3,8 +3,9 @@
 
 import grpc from '@grpc/grpc-js';
 
-import { duration, enumValue, payloadBytes, timestamp } from './convert.js';
+import { duration, enumValue, timestamp } from './convert.js';
 import { ItemError } from './item_error.js';
+import { payloadBytes } from './payloads.js';
 
 const { status } = grpc;
 
@@ -48,9 +49,12 @@ export function recordRequest({ action, state, externalRef = '', detail = '', ..
   return { ...fenced(fence), action, state: enumValue('ACTION_STATE_', state), externalRef, detail };
 }
 
-/** An AcceptRequest from an event as callers give it (payload as a value, availableAt as a Date). */
-export function acceptRequest({ payload = {}, availableAt, metadata = {}, ...fields }) {
-  const request = { ...fields, payload: payloadBytes(payload), metadata };
+/**
+ * An AcceptRequest from an event as callers give it (payload as a value, availableAt as a Date).
+ * contentType '' (the default) is application/json; under another type the payload is a Buffer or a string.
+ */
+export function acceptRequest({ payload = {}, availableAt, metadata = {}, contentType = '', ...fields }) {
+  const request = { ...fields, payload: payloadBytes(payload, contentType), metadata, contentType };
   if (availableAt) request.availableAt = timestamp(availableAt);
   if (request.revision !== undefined) request.revision = String(request.revision);
   return request;

@@ -43,6 +43,7 @@ from inboxd_client.outcomes import (
     RetryLater,
     UncertainOutcome,
 )
+from inboxd_client.payloads import NotJsonPayload
 from inboxd_client.sync_client import InboxClient
 from inboxd_client.v1.inbox_pb2 import AcceptOutcome
 from inboxd_client.v1.types_pb2 import ActionState, Disposition, EventState
@@ -73,6 +74,7 @@ __all__ = [
     "Internal",
     "InvalidArgument",
     "NotFound",
+    "NotJsonPayload",
     "OutOfRange",
     "PermanentError",
     "PermissionDenied",

@@ -119,6 +119,7 @@ class AcceptStream:
         ordering_key: str = "",
         revision: int = 0,
         available_at: datetime | None = None,
+        content_type: str = "",
         timeout: float | None = None,
     ) -> inbox_pb2.AcceptResponse:
         """Accepts one event over the stream: answered after its commit, as the unary `accept` answers."""
@@ -132,6 +133,7 @@ class AcceptStream:
             ordering_key=ordering_key,
             revision=revision,
             available_at=available_at,
+            content_type=content_type,
         )
         return await self.accept_request(request, timeout=timeout)
 

@@ -100,9 +100,16 @@ class AsyncInboxClient:
         ordering_key: str = "",
         revision: int = 0,
         available_at: datetime | None = None,
+        content_type: str = "",
         timeout: float | None = None,
     ) -> inbox_pb2.AcceptResponse:
-        """Stores the event unless its (namespace, event_key) exists; answers only after commit."""
+        """Stores the event unless its (namespace, event_key) exists; answers only after commit.
+
+        `payload` is bytes as they are, or under a JSON `content_type` (the
+        default, "": `application/json`) any value json.dumps can write; under
+        another type (`application/x-www-form-urlencoded`, `text/xml`...) bytes
+        or a str, stored and handed back byte for byte.
+        """
         request = builders.accept_request(
             namespace,
             event_key,
@@ -113,6 +120,7 @@ class AsyncInboxClient:
             ordering_key=ordering_key,
             revision=revision,
             available_at=available_at,
+            content_type=content_type,
         )
         return await self._call(rpcs.ACCEPT, request, timeout)
 

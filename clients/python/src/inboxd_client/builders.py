@@ -1,12 +1,12 @@
 """Request messages from plain Python values, one builder per RPC, shared by the async and the sync client.
 
 Durations take a `timedelta` or seconds as a float; instants take an aware
-`datetime`; payloads take raw JSON bytes or any value `json.dumps` can write.
+`datetime`; payloads take bytes as they are, and under a JSON content type (the
+default) any value `json.dumps` can write (see `payloads.payload_bytes`).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import Protocol
@@ -14,7 +14,10 @@ from typing import Protocol
 from google.protobuf.duration_pb2 import Duration
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from inboxd_client.payloads import payload_bytes
 from inboxd_client.v1 import admin_pb2, inbox_pb2, types_pb2
+
+__all__ = ["payload_bytes"]  # re-exported: it lived here before payloads.py
 
 DurationLike = timedelta | float
 
@@ -48,13 +51,6 @@ def timestamp(value: datetime) -> Timestamp:
     return out
 
 
-def payload_bytes(payload: object) -> bytes:
-    """Raw bytes pass as they are (they must hold UTF-8 JSON); anything else is written with json.dumps."""
-    if isinstance(payload, bytes | bytearray | memoryview):
-        return bytes(payload)
-    return json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
-
-
 def accept_request(
     namespace: str,
     event_key: str,
@@ -66,16 +62,19 @@ def accept_request(
     ordering_key: str = "",
     revision: int = 0,
     available_at: datetime | None = None,
+    content_type: str = "",
 ) -> inbox_pb2.AcceptRequest:
+    """An AcceptRequest; `content_type` "" is the server's default, `application/json`."""
     request = inbox_pb2.AcceptRequest(
         namespace=namespace,
         event_key=event_key,
         event_type=event_type,
-        payload=payload_bytes(payload),
+        payload=payload_bytes(payload, content_type),
         metadata=dict(metadata or {}),
         message_id=message_id,
         ordering_key=ordering_key,
         revision=revision,
+        content_type=content_type,
     )
     if available_at is not None:
         request.available_at.CopyFrom(timestamp(available_at))

@@ -7,7 +7,6 @@ run in a thread); they differ only in how `action` and `run_action` are called.
 from __future__ import annotations
 
 import asyncio
-import json
 import threading
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
@@ -15,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from inboxd_client.actions import ActionLedger, AsyncActionScope, AsyncReconcile, SyncReconcile, run_action_async
 from inboxd_client.outcomes import ActionResult
+from inboxd_client.payloads import DEFAULT_CONTENT_TYPE, parse_json
+from inboxd_client.payloads import is_json as is_json_type
 from inboxd_client.sync_bridge import SyncActionScope, run_action_sync
 from inboxd_client.v1 import inbox_pb2, types_pb2
 
@@ -57,11 +58,22 @@ class _EventView:
 
     @property
     def payload(self) -> bytes:
-        """The payload: UTF-8 JSON bytes; `json()` decodes it."""
+        """The payload's bytes exactly as accepted, whatever its content type (what a signature is checked against)."""
         return self.event.payload
 
+    @property
+    def content_type(self) -> str:
+        """The payload's media type as accepted, parameters kept (`application/json` from a server that sends none)."""
+        return self.event.content_type or DEFAULT_CONTENT_TYPE
+
+    @property
+    def is_json(self) -> bool:
+        """The content type is `application/json` or `+json`: `json()` parses the payload."""
+        return is_json_type(self.content_type)
+
     def json(self) -> Any:
-        return json.loads(self.event.payload)
+        """The payload parsed as JSON; raises NotJsonPayload (a PermanentError), naming the type, for any other type."""
+        return parse_json(self.event.payload, self.content_type)
 
     @property
     def metadata(self) -> Mapping[str, str]:

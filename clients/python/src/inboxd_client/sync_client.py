@@ -84,6 +84,7 @@ class InboxClient:
         ordering_key: str = "",
         revision: int = 0,
         available_at: datetime | None = None,
+        content_type: str = "",
         timeout: float | None = None,
     ) -> inbox_pb2.AcceptResponse:
         request = builders.accept_request(
@@ -96,6 +97,7 @@ class InboxClient:
             ordering_key=ordering_key,
             revision=revision,
             available_at=available_at,
+            content_type=content_type,
         )
         return self._call(rpcs.ACCEPT, request, timeout)
 
