@@ -119,6 +119,11 @@ def test_the_example_routes_file_loads() -> None:
         "MAILERA_RECEIVED_WEBHOOK_SECRET",
         "MAILERA_JUNK_WEBHOOK_SECRET",
         "HIDEMY_WEBHOOK_SECRET",
+        "TWILIO_AUTH_TOKEN",
+        "TWILIO_STATUS_AUTH_TOKEN",
+        "SLACK_SIGNING_SECRET",
+        "GITHUB_PUSH_WEBHOOK_SECRET",
+        "SHOPIFY_API_SECRET",
         "ACME_WEBHOOK_SECRET",
     ]
     # Every secret its own: routes that share one are refused.
@@ -131,5 +136,10 @@ def test_the_example_routes_file_loads() -> None:
         "mailera-received",
         "mailera-junk",
         "hidemy",
+        "twilio-sms",
+        "twilio-status",
+        "slack",
+        "github-push",
+        "shopify",
         "acme",
     ]
