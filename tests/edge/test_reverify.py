@@ -166,6 +166,20 @@ async def test_shopify_json_is_claimed_byte_exact_and_its_hmac_verifies_again(
     }
 
 
+async def test_an_xml_body_is_forwarded_unread_and_claimed_byte_exact_with_its_content_type(
+    edge: RunningEdge, http: aiohttp.ClientSession, inbox: inbox_pb2_grpc.InboxServiceStub
+) -> None:
+    # Shopify can deliver XML: no body: source can read it, so the key is its digest and the type the route's.
+    body = b'<?xml version="1.0"?>\n<order><id>' + uuid.uuid4().hex.encode() + b"</id><note>a &amp; b</note></order>"
+    content_type = "application/xml; charset=utf-8"
+    reply = await post(http, f"{edge.url}/hooks/shopify", body, sign_shopify(body), content_type)
+    assert (reply.status, reply.outcome) == (200, "accepted")
+    event = await claim_one(inbox, SHOPIFY_NAMESPACE)
+    assert (event.payload, event.content_type) == (body, content_type)
+    assert (event.event_key, event.event_type) == (hashlib.sha256(body).hexdigest(), "orders/create")
+    assert sign_shopify(event.payload) == {"X-Shopify-Hmac-Sha256": event.metadata[SIG + "x-shopify-hmac-sha256"]}
+
+
 async def test_standard_webhooks_and_stripe_json_verify_again_with_their_signers_from_the_claimed_event(
     edge: RunningEdge, http: aiohttp.ClientSession, inbox: inbox_pb2_grpc.InboxServiceStub
 ) -> None:
