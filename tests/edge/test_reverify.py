@@ -81,6 +81,9 @@ async def test_a_twilio_form_is_claimed_byte_exact_and_verifies_again_with_twili
     url = event.metadata[SIG + "url"]
     assert url == TWILIO_PUBLIC_URL + query
     assert RequestValidator(TWILIO_TOKEN).validate(url, fields, event.metadata[SIG + "x-twilio-signature"])
+    # Twilio's retry resends the same bytes: a duplicate, judged by its bytes.
+    again = await post(http, f"{edge.url}/hooks/twilio{query}", body, {"X-Twilio-Signature": signature}, FORM)
+    assert (again.status, again.outcome) == (200, "duplicate")
 
 
 async def test_a_tampered_twilio_form_is_refused_and_nothing_is_stored(
