@@ -1,8 +1,9 @@
 """The edge tests' real parts: signers the way providers sign, a routes file, a running edge, stored rows.
 
 Signatures are made the providers' way, independently of the edge's verifiers:
-the `standardwebhooks` library's own `sign`, and a Stripe-style and plain
-HMAC signer written out here.
+the `standardwebhooks` library's own `sign`, Twilio's `RequestValidator` and
+Slack's `SignatureVerifier` (in the tests that use them), and a Stripe-style,
+GitHub, Shopify and plain HMAC signer written out here from the providers' docs.
 """
 
 from __future__ import annotations
@@ -35,6 +36,14 @@ STD_ACCOUNTS = {
 }
 _unused_accounts = iter(STD_ACCOUNTS)
 MAILERA_JUNK_SECRET = "mailera-junk-test-secret"
+TWILIO_TOKEN = "twilio-auth-token-test"
+# Behind a proxy: Twilio calls (and signs) this URL, and the proxy hands the edge /hooks/twilio.
+TWILIO_PUBLIC_URL = "https://hooks.example.test/twilio/sms"
+SLACK_SECRET = "slack-signing-secret-test"
+GITHUB_SECRET = "github-webhook-secret-test"
+SHOPIFY_SECRET = "shopify-app-secret-test"
+SHOPIFY_NAMESPACE = "shopify/acme"
+FORM = "application/x-www-form-urlencoded"
 
 
 def std_account() -> str:
@@ -96,6 +105,45 @@ def routes_config(target: str, *, deadline: float = 5.0, **inboxd: Any) -> dict[
                 "allowed_types": ["email.received"],
                 "payload_drop": ["body:/delivered_at"],
             },
+            {
+                "name": "twilio",
+                "path": "/hooks/twilio",
+                "scheme": "twilio",
+                "secrets": [TWILIO_TOKEN],
+                "public_url": TWILIO_PUBLIC_URL,
+                "namespace": "twilio/{account}",
+                "vars": {"account": "body:AccountSid"},
+                "event_type": "const:message.received",
+                "allowed_types": ["message.received"],
+            },
+            {
+                "name": "slack",
+                "path": "/hooks/slack",
+                "scheme": "slack",
+                "secrets": [SLACK_SECRET],
+                "namespace": "slack/{team}",
+                "vars": {"team": "body:team_id"},
+                "allowed_types": ["/deploy"],
+            },
+            {
+                "name": "github",
+                "path": "/hooks/github",
+                "scheme": "github",
+                "secrets": [GITHUB_SECRET],
+                "namespace": "github/{repo}",
+                "vars": {"repo": "body:/repository/full_name"},
+                "event_type": "const:issues",
+                "allowed_types": ["issues"],
+            },
+            {
+                "name": "shopify",
+                "path": "/hooks/shopify",
+                "scheme": "shopify",
+                "secrets": [SHOPIFY_SECRET],
+                "namespace": SHOPIFY_NAMESPACE,
+                "event_type": "const:orders/create",
+                "allowed_types": ["orders/create"],
+            },
         ],
     }
 
@@ -124,6 +172,17 @@ def sign_hmac(body: bytes, secret: str, *, at: float | None = None, prefix: str 
     return stamp, prefix + mac
 
 
+def sign_github(body: bytes, secret: str = GITHUB_SECRET) -> dict[str, str]:
+    """X-Hub-Signature-256: "sha256=" + hex HMAC-SHA256 of the body (GitHub's "Validating webhook deliveries")."""
+    return {"X-Hub-Signature-256": "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()}
+
+
+def sign_shopify(body: bytes, secret: str = SHOPIFY_SECRET) -> dict[str, str]:
+    """X-Shopify-Hmac-Sha256: base64 HMAC-SHA256 of the body (Shopify's "Verify a webhook")."""
+    mac = hmac.new(secret.encode(), body, hashlib.sha256).digest()
+    return {"X-Shopify-Hmac-Sha256": base64.b64encode(mac).decode()}
+
+
 def as_body(document: Any) -> bytes:
     return json.dumps(document).encode()
 
@@ -134,9 +193,11 @@ class Reply:
     outcome: str
 
 
-async def post(http: aiohttp.ClientSession, url: str, body: bytes, headers: dict[str, str]) -> Reply:
-    """POSTs raw bytes (no client-side JSON handling: the signature covers these exact bytes)."""
-    async with http.post(url, data=body, headers={"Content-Type": "application/json", **headers}) as response:
+async def post(
+    http: aiohttp.ClientSession, url: str, body: bytes, headers: dict[str, str], content_type: str = "application/json"
+) -> Reply:
+    """POSTs raw bytes (no client-side JSON or form handling: the signature covers these exact bytes)."""
+    async with http.post(url, data=body, headers={"Content-Type": content_type, **headers}) as response:
         answer = await response.json()
         return Reply(response.status, str(answer.get("outcome")))
 

@@ -56,7 +56,7 @@ def test_mailera_key_carries_the_routes_type_and_the_delivery_goes_to_metadata_o
     document = {"subscription_id": "sub_1", "message": {"message_id": "<m1@example.com>"}}
     # The unsigned event header is never read: the route fixes the type.
     headers = {"X-MailHub-Event": "message.received", "X-MailHub-Delivery": "dlv_42"}
-    event = resolve(mailera, Request(document, headers, {}), b"{}")
+    event = resolve(mailera, Request(document, headers, {}))
     assert event.namespace == "mailera/sub_1"
     assert event.event_key == "message.junk:<m1@example.com>"
     assert "dlv_42" not in event.event_key
@@ -67,18 +67,18 @@ def test_mailera_key_carries_the_routes_type_and_the_delivery_goes_to_metadata_o
 def test_a_slash_in_a_namespace_value_cannot_forge_another_namespace() -> None:
     mailera = route("mailera-received")
     document = {"subscription_id": "b/c", "message": {"message_id": "m"}}
-    event = resolve(mailera, Request(document, {}, {}), b"{}")
+    event = resolve(mailera, Request(document, {}, {}))
     assert event.namespace == "mailera/b%2Fc"
 
 
 def test_a_type_the_route_does_not_take_is_unsupported() -> None:
     with pytest.raises(UnsupportedType):
-        resolve(route("std"), Request({"type": "invoice.created"}, {"webhook-id": "m"}, {"account": "a"}), b"{}")
+        resolve(route("std"), Request({"type": "invoice.created"}, {"webhook-id": "m"}, {"account": "a"}))
 
 
 def test_payload_drop_removes_delivery_only_members_before_accept() -> None:
     document = {"inbox": "i", "event": "email.received", "headers": {"message-id": "m"}, "delivered_at": 1}
-    event = resolve(route("hidemy"), Request(document, {}, {}), json.dumps(document).encode())
+    event = resolve(route("hidemy"), Request(document, {}, {}, json.dumps(document).encode()))
     assert json.loads(event.payload) == {"inbox": "i", "event": "email.received", "headers": {"message-id": "m"}}
     assert event.event_key == "m"
 
@@ -119,6 +119,11 @@ def test_the_example_routes_file_loads() -> None:
         "MAILERA_RECEIVED_WEBHOOK_SECRET",
         "MAILERA_JUNK_WEBHOOK_SECRET",
         "HIDEMY_WEBHOOK_SECRET",
+        "TWILIO_AUTH_TOKEN",
+        "TWILIO_STATUS_AUTH_TOKEN",
+        "SLACK_SIGNING_SECRET",
+        "GITHUB_PUSH_WEBHOOK_SECRET",
+        "SHOPIFY_API_SECRET",
         "ACME_WEBHOOK_SECRET",
     ]
     # Every secret its own: routes that share one are refused.
@@ -131,5 +136,10 @@ def test_the_example_routes_file_loads() -> None:
         "mailera-received",
         "mailera-junk",
         "hidemy",
+        "twilio-sms",
+        "twilio-status",
+        "slack",
+        "github-push",
+        "shopify",
         "acme",
     ]

@@ -2,27 +2,30 @@
 
 The order is the point. The body's size is checked before it is read in full,
 the signature before the body is parsed, and the provider hears 2xx only once
-inboxd has answered Accept with OK. Each request logs one line: route, status,
-outcome, event type and delivery id. Never the body, the key or a secret.
+inboxd has answered Accept with OK. The body goes to Accept as it arrived,
+with its Content-Type, and the signature's inputs with it (inboxd_edge.evidence).
+Each request logs one line: route, status, outcome, event type and delivery
+id. Never the body, the key or a secret.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
 
 from aiohttp import web
 
+from inboxd_edge.bodies import document
 from inboxd_edge.config import EdgeConfig, Route
+from inboxd_edge.evidence import signature_metadata
 from inboxd_edge.forward import Answer, Forwarder
 from inboxd_edge.identity import constrained_path, placeholder_values_fit
 from inboxd_edge.keys import UnsupportedType, resolve
 from inboxd_edge.signatures import SignatureError
 from inboxd_edge.sources import MissingValue, Request
+from inboxd_edge.twilio_signature import public_url
 
 log = logging.getLogger("inboxd_edge")
 
@@ -102,17 +105,21 @@ async def receive(route: Route, forwarder: Forwarder, clock: Clock, request: web
     body = await _read_limited(request, route.max_body_bytes)
     if body is None:
         return Reply(Answer(413, "too_large"))
+    url = public_url(route.public_url, request.match_info, request.rel_url.raw_query_string) if route.public_url else ""
     try:
-        verifier.verify(body, request.headers, clock())
+        verifier.verify(body, request.headers, clock(), url)
     except SignatureError as exc:
         return Reply(Answer(401, "unauthenticated"), reason=str(exc))
+    # As sent, parameters and all: inboxd stores it with the payload ("" lets inboxd say application/json).
+    content_type = request.headers.get("Content-Type", "").strip()
     try:
-        document = _parse(body)
-    except ValueError:
-        return Reply(Answer(400, "malformed"), reason="body is not UTF-8 JSON")
-    source_request = Request(document, request.headers, dict(request.match_info))
+        parsed = document(body, content_type)
+    except ValueError as exc:
+        return Reply(Answer(400, "malformed"), reason=str(exc))
+    source_request = Request(parsed, request.headers, dict(request.match_info), body)
+    signature = signature_metadata(verifier, request.headers, url)
     try:
-        event = resolve(route, source_request, body)
+        event = resolve(route, source_request, content_type=content_type, signature=signature)
     except UnsupportedType as exc:
         return Reply(Answer(422, "unsupported_type"), event_type=str(exc))
     except MissingValue as exc:
@@ -133,12 +140,3 @@ async def _read_limited(request: web.Request, limit: int) -> bytes | None:
             return None
         chunks.append(chunk)
     return b"".join(chunks)
-
-
-def _parse(body: bytes) -> Any:
-    """Strict JSON: UTF-8 only, and no NaN or Infinity, which inboxd would refuse as not JSON."""
-
-    def refuse(name: str) -> Any:
-        raise ValueError(f"{name} is not JSON")
-
-    return json.loads(body.decode("utf-8"), parse_constant=refuse)

@@ -32,6 +32,7 @@ from inboxd_edge.signatures import (
     Verifier,
 )
 from inboxd_edge.sources import Source
+from inboxd_edge.twilio_signature import TwilioVerifier, check_public_url
 
 DEFAULT_TOLERANCE_SECONDS = 300.0
 # inboxd's own default payload limit (INBOXD_MAX_PAYLOAD_BYTES).
@@ -60,6 +61,7 @@ _ROUTE_KEYS = {
     "payload_drop",
     "hmac",
     "path_secrets",
+    "public_url",
 }
 _PATH_SECRETS_KEYS = {"placeholder", "secrets", "secrets_env"}
 
@@ -95,6 +97,8 @@ class Route:
     payload_drop: tuple[Source, ...]
     # (owner, fingerprint) of every secret, to refuse two routes or accounts that share one.
     secret_owners: tuple[tuple[str, str], ...] = ()
+    # The URL the provider calls, for a scheme that signs it (Twilio): behind a proxy, not the edge's own.
+    public_url: str | None = None
 
     def verifier_for(self, path_params: Mapping[str, str]) -> Verifier | None:
         """The verifier for this request's path, or None for an account the route has no secret for."""
@@ -199,6 +203,7 @@ def _build_route(data: dict[str, Any], environ: Mapping[str, str], where: str) -
     name = str(data.get("name", path))
     bound, verifiers, owners = _verifiers(data, environ, scheme, name, _path_params(path))
     signed = next(iter(verifiers.values())).signed_headers
+    public_url = _public_url(data, next(iter(verifiers.values())).signs_url, scheme, _path_params(path))
     identity = {"event_key": event_key, "event_type": event_type}
     if ordering_key := source("ordering_key", required=False):
         identity["ordering_key"] = ordering_key
@@ -226,7 +231,21 @@ def _build_route(data: dict[str, Any], environ: Mapping[str, str], where: str) -
         ordering_key=ordering_key,
         keep_headers=keep,
         payload_drop=drops,
+        public_url=public_url,
     )
+
+
+def _public_url(data: dict[str, Any], signs_url: bool, scheme: str, path_params: set[str]) -> str | None:
+    """The route's public_url: required where the scheme signs the URL, refused where it would be ignored."""
+    value = data.get("public_url")
+    if not signs_url:
+        if value is not None:
+            raise ValueError(f"public_url is only for a scheme that signs the URL (twilio), not {scheme!r}")
+        return None
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"public_url is required for scheme {scheme!r}: the URL the provider calls, which it signs")
+    check_public_url(value, path_params)
+    return value
 
 
 def _verifiers(
@@ -281,6 +300,8 @@ def _verifier(data: dict[str, Any], secrets: list[str], scheme: str) -> Verifier
     raw = tuple(s.encode() for s in secrets)
     if preset.verifier == "stripe":
         return StripeVerifier(raw, tolerance)
+    if preset.verifier == "twilio":
+        return TwilioVerifier(raw)
     overrides = _dict(data, "hmac")
     if preset.hmac is None and not overrides:
         raise ValueError("scheme 'hmac' needs an [routes.hmac] table")

@@ -52,7 +52,7 @@ def answer_for_error(code: grpc.StatusCode) -> Answer:
     if code in _RETRYABLE:
         return Answer(503, code.name.lower())
     if code == grpc.StatusCode.INVALID_ARGUMENT:
-        # inboxd refused the event itself (say, JSON jsonb cannot hold): a retry cannot help.
+        # inboxd refused the event itself (JSON jsonb cannot hold, a content type it refuses): a retry cannot help.
         return Answer(400, "rejected")
     # UNAUTHENTICATED, PERMISSION_DENIED, INTERNAL...: the edge or inboxd is misconfigured.
     # 500 keeps the provider retrying until an operator fixes it.
@@ -101,6 +101,7 @@ class Forwarder:
             event_key=event.event_key,
             event_type=event.event_type,
             payload=event.payload,
+            content_type=event.content_type,
             metadata=dict(event.metadata),
             message_id=event.message_id,
             ordering_key=event.ordering_key,

@@ -6,7 +6,7 @@ in a request is the sender's to choose: a re-posted delivery, still inside its
 timestamp window, could otherwise be given another event type, another key or
 another namespace, and each would be a new event. So the namespace, the key,
 the type and the ordering key come only from:
-- the body (``body:``), or a header the route's scheme signs;
+- the body (``body:``, ``digest:sha256``), or a header the route's scheme signs;
 - the route's configuration (``const:``, the namespace template's literal text);
 - a path placeholder the route binds to per-account secrets (``path_secrets``):
   a delivery then verifies only on its own account's path.
@@ -45,7 +45,7 @@ def check_signed(
     field: str, source: Source, *, scheme: str, verifier_headers: frozenset[str], bound: str | None
 ) -> None:
     """Raises ValueError when `field` would come from a part of the request nobody signed."""
-    if source.kind in ("body", "const"):
+    if source.kind in ("body", "digest", "const"):
         return
     if source.kind == "header" and source.name.lower() in verifier_headers:
         return

@@ -1,5 +1,9 @@
 """The per-route adapter: turns an authenticated, parsed webhook into the event inboxd should accept.
 
+The payload is the body as it arrived, with its content type, and the
+signature's inputs ride in the metadata (inboxd_edge.evidence), so the
+provider's signature can be checked again from the claimed event.
+
 Identity follows DESIGN.md: the namespace names the source (provider, account,
 subscription), the key names one logical event and is stable across retries.
 The delivery id describes an attempt, so it goes to metadata and never into
@@ -15,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from inboxd_edge.bodies import is_json
 from inboxd_edge.config import Route
 from inboxd_edge.sources import MissingValue, Request, Source, drop_pointer
 
@@ -32,6 +37,8 @@ class ResolvedEvent:
     event_type: str
     payload: bytes
     metadata: Mapping[str, str] = field(default_factory=dict)
+    # The request's Content-Type as sent ("" when it sent none: inboxd then takes application/json).
+    content_type: str = ""
     message_id: str = ""
     ordering_key: str = ""
     delivery_id: str = ""
@@ -45,8 +52,14 @@ def event_type_of(route: Route, request: Request) -> str:
     return event_type
 
 
-def resolve(route: Route, request: Request, body: bytes) -> ResolvedEvent:
-    """Names the event; raises MissingValue (400) or UnsupportedType (422)."""
+def resolve(
+    route: Route, request: Request, *, content_type: str = "", signature: Mapping[str, str] | None = None
+) -> ResolvedEvent:
+    """Names the event; raises MissingValue (400) or UnsupportedType (422).
+
+    `signature` is what verifying read (evidence.signature_metadata): stored
+    unless the payload is trimmed, which would no longer verify.
+    """
     event_type = event_type_of(route, request)
     names = {**request.path_params, **{name: src.read(request) for name, src in route.variables.items()}}
     namespace = route.namespace.format_map({k: _segment(v) for k, v in names.items()})
@@ -59,11 +72,15 @@ def resolve(route: Route, request: Request, body: bytes) -> ResolvedEvent:
     for header in route.keep_headers:
         if (value := request.headers.get(header)) is not None:
             metadata[f"header.{header.lower()}"] = value
+    trimmed = bool(route.payload_drop) and is_json(content_type)
+    if signature and not trimmed:
+        metadata.update(signature)
     return ResolvedEvent(
         namespace=namespace,
         event_key=event_key,
         event_type=event_type,
-        payload=_payload(route, request.document, body),
+        payload=_trimmed(route, request.document) if trimmed else request.body,
+        content_type=content_type,
         metadata=metadata,
         message_id=_optional(route.message_id, request),
         ordering_key=_optional(route.ordering_key, request),
@@ -85,10 +102,8 @@ def _optional(source: Source | None, request: Request) -> str:
         return ""
 
 
-def _payload(route: Route, document: Any, body: bytes) -> bytes:
-    """The raw body, unless delivery-only members must go: inboxd compares payloads on repeats."""
-    if not route.payload_drop:
-        return body
+def _trimmed(route: Route, document: Any) -> bytes:
+    """A JSON body without its delivery-only members: inboxd compares payloads on repeats."""
     trimmed = copy.deepcopy(document)
     for source in route.payload_drop:
         drop_pointer(trimmed, source.tokens)

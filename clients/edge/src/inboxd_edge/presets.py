@@ -15,7 +15,7 @@ from typing import Literal
 
 from inboxd_edge.signatures import HmacScheme
 
-VerifierKind = Literal["standard-webhooks", "stripe", "hmac"]
+VerifierKind = Literal["standard-webhooks", "stripe", "hmac", "twilio"]
 
 
 @dataclass(frozen=True)
@@ -65,5 +65,46 @@ PRESETS: Mapping[str, Preset] = {
             encoding="hex",
             signature_prefix="sha256=",
         ),
+    ),
+    # Twilio signs the public URL it called and the sorted form fields (twilio_signature.py); nothing else.
+    # MessageSid (SmsSid is its old name, same value) names one message across retries. Twilio sends no
+    # type: a route sets event_type (const:message.received; status callbacks: body:MessageStatus with
+    # key_includes_type, so each status of one message is its own event). The idempotency token names
+    # an attempt, unsigned: metadata only.
+    "twilio": Preset(
+        "twilio",
+        defaults={"event_key": "body:MessageSid", "delivery_id": "header:I-Twilio-Idempotency-Token"},
+    ),
+    # Slack: "v0=" + hex HMAC-SHA256 of "v0:{X-Slack-Request-Timestamp}:{body}", the timestamp held to the
+    # route's tolerance (Slack's own advice is 5 minutes, the default). The defaults fit a slash command's
+    # form: trigger_id is minted once per invocation and the command names what was asked. An Events API
+    # route (JSON) sets event_key = "body:/event_id" and event_type = "body:/event/type" instead.
+    "slack": Preset(
+        "hmac",
+        HmacScheme(
+            signature_headers=("X-Slack-Signature",),
+            timestamp_header="X-Slack-Request-Timestamp",
+            signed_content="v0:{timestamp}:{body}",
+            encoding="hex",
+            signature_prefix="v0=",
+        ),
+        defaults={"event_key": "body:trigger_id", "event_type": "body:command"},
+    ),
+    # GitHub: "sha256=" + hex HMAC-SHA256 of the body, no timestamp. X-GitHub-Delivery and X-GitHub-Event
+    # are not signed, and the body names no event id: the key is the body's SHA-256 (a redelivery resends
+    # the same bytes), the delivery GUID goes to metadata, and a route sets event_type (const:, one
+    # webhook and secret per event type).
+    "github": Preset(
+        "hmac",
+        HmacScheme(signature_headers=("X-Hub-Signature-256",), signed_content="{body}", signature_prefix="sha256="),
+        defaults={"event_key": "digest:sha256", "delivery_id": "header:X-GitHub-Delivery"},
+    ),
+    # Shopify: base64 HMAC-SHA256 of the body, no timestamp. X-Shopify-Topic and X-Shopify-Webhook-Id are
+    # not signed: the key is the body's SHA-256 (a retry resends the same bytes), the webhook id goes to
+    # metadata, and a route sets event_type (const:).
+    "shopify": Preset(
+        "hmac",
+        HmacScheme(signature_headers=("X-Shopify-Hmac-Sha256",), signed_content="{body}", encoding="base64"),
+        defaults={"event_key": "digest:sha256", "delivery_id": "header:X-Shopify-Webhook-Id"},
     ),
 }

@@ -29,15 +29,27 @@ class SignatureError(Exception):
 class Verifier(Protocol):
     """Checks one request's signature; raises SignatureError when it does not hold."""
 
-    def verify(self, body: bytes, headers: Mapping[str, str], now: float) -> None: ...
+    def verify(self, body: bytes, headers: Mapping[str, str], now: float, url: str = "") -> None:
+        """`url` is the public URL the provider called, for a scheme that signs it (`signs_url`)."""
+        ...
 
     @property
     def signed_headers(self) -> frozenset[str]:
         """The headers (lowercase) whose values the signature covers besides the body: a source may trust these."""
         ...
 
+    @property
+    def input_headers(self) -> tuple[str, ...]:
+        """Every header (lowercase) the check reads: stored with the event, so it can be verified again."""
+        ...
 
-def _header(headers: Mapping[str, str], name: str) -> str | None:
+    @property
+    def signs_url(self) -> bool:
+        """True when the provider signs the URL it called (Twilio): the route must name its public URL."""
+        ...
+
+
+def header_value(headers: Mapping[str, str], name: str) -> str | None:
     """A header by case-insensitive name, whatever mapping the caller has."""
     wanted = name.lower()
     for key, value in headers.items():
@@ -84,8 +96,16 @@ class StandardWebhooksVerifier:
         # The library signs "{webhook-id}.{webhook-timestamp}.{body}".
         return frozenset({"webhook-id", "webhook-timestamp"})
 
-    def verify(self, body: bytes, headers: Mapping[str, str], now: float) -> None:
-        wanted = {name: _header(headers, name) for name in ("webhook-id", "webhook-timestamp", "webhook-signature")}
+    @property
+    def input_headers(self) -> tuple[str, ...]:
+        return ("webhook-id", "webhook-timestamp", "webhook-signature")
+
+    @property
+    def signs_url(self) -> bool:
+        return False
+
+    def verify(self, body: bytes, headers: Mapping[str, str], now: float, url: str = "") -> None:
+        wanted = {name: header_value(headers, name) for name in self.input_headers}
         if not all(wanted.values()):
             raise SignatureError("missing signature")
         # The library's own window is a fixed 5 minutes; ours is configurable (and checked first).
@@ -116,8 +136,16 @@ class StripeVerifier:
         # The timestamp rides inside Stripe-Signature itself; no other header is signed.
         return frozenset()
 
-    def verify(self, body: bytes, headers: Mapping[str, str], now: float) -> None:
-        value = _header(headers, self.header)
+    @property
+    def input_headers(self) -> tuple[str, ...]:
+        return (self.header.lower(),)
+
+    @property
+    def signs_url(self) -> bool:
+        return False
+
+    def verify(self, body: bytes, headers: Mapping[str, str], now: float, url: str = "") -> None:
+        value = header_value(headers, self.header)
         if not value:
             raise SignatureError("missing signature")
         stamps: list[str] = []
@@ -178,13 +206,22 @@ class HmacVerifier:
         stamp = self.scheme.timestamp_header
         return frozenset({stamp.lower()}) if stamp and "{timestamp}" in self.scheme.signed_content else frozenset()
 
-    def verify(self, body: bytes, headers: Mapping[str, str], now: float) -> None:
-        value = next((v for name in self.scheme.signature_headers if (v := _header(headers, name))), None)
+    @property
+    def input_headers(self) -> tuple[str, ...]:
+        stamp = self.scheme.timestamp_header
+        return tuple(h.lower() for h in self.scheme.signature_headers) + ((stamp.lower(),) if stamp else ())
+
+    @property
+    def signs_url(self) -> bool:
+        return False
+
+    def verify(self, body: bytes, headers: Mapping[str, str], now: float, url: str = "") -> None:
+        value = next((v for name in self.scheme.signature_headers if (v := header_value(headers, name))), None)
         if not value:
             raise SignatureError("missing signature")
         stamp = ""
         if self.scheme.timestamp_header:
-            stamp = _check_timestamp(_header(headers, self.scheme.timestamp_header), now, self.tolerance)
+            stamp = _check_timestamp(header_value(headers, self.scheme.timestamp_header), now, self.tolerance)
         before, after = self.scheme.signed_content.split("{body}")
         content = before.replace("{timestamp}", stamp).encode() + body + after.replace("{timestamp}", stamp).encode()
         offered = self._decode_all(value)

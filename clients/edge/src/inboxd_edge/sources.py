@@ -1,14 +1,16 @@
-"""Where a value comes from in a webhook request: the JSON body, a header, or the route's path.
+"""Where a value comes from in a webhook request: the body, a header, or the route's path.
 
 A source is written as one string in the configuration:
 
-- ``body:/data/object/id`` a JSON pointer (RFC 6901) into the body;
-- ``body:data.object.id`` the same as a dotted path;
+- ``body:/data/object/id`` a JSON pointer (RFC 6901) into a JSON body;
+- ``body:data.object.id`` the same as a dotted path; ``body:MessageSid`` a field of a form body;
+- ``digest:sha256`` the hex SHA-256 of the raw body, for providers whose body
+  carries no event id but whose retries resend the same bytes;
 - ``header:X-MailHub-Event`` a request header (case-insensitive);
 - ``path:account`` a ``{account}`` placeholder of the route's path;
 - ``const:message.received`` a value fixed by the route's configuration.
 
-Body sources and ``const:`` values are covered by the signature or by the
+Body and digest sources and ``const:`` values are covered by the signature or by the
 configuration; headers only where the route's scheme signs them, and path
 placeholders only where the route binds them to per-account secrets
 (``inboxd_edge.identity`` holds those rules).
@@ -16,11 +18,12 @@ placeholders only where the route binds them to per-account secrets
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-SourceKind = Literal["body", "header", "path", "const"]
+SourceKind = Literal["body", "digest", "header", "path", "const"]
 
 
 class MissingValue(Exception):
@@ -35,9 +38,11 @@ class MissingValue(Exception):
 class Request:
     """The parts of an authenticated request that sources read from."""
 
+    # The JSON value, a form's fields, or None for a body of another type (bodies.document).
     document: Any
     headers: Mapping[str, str]
     path_params: Mapping[str, str]
+    body: bytes = b""
 
 
 @dataclass(frozen=True)
@@ -54,17 +59,22 @@ class Source:
         kind, sep, where = text.partition(":")
         if not sep or not where:
             raise ValueError(
-                f"source {text!r} must look like body:/pointer, body:dotted.path, header:Name, path:name or const:value"
+                f"source {text!r} must look like body:/pointer, body:dotted.path, digest:sha256, header:Name, "
+                "path:name or const:value"
             )
         if kind == "body":
             return cls("body", where, _body_tokens(where))
+        if kind == "digest":
+            if where != "sha256":
+                raise ValueError(f"source {text!r}: the one digest is digest:sha256")
+            return cls("digest", where)
         if kind == "header":
             return cls("header", where)
         if kind == "path":
             return cls("path", where)
         if kind == "const":
             return cls("const", where)
-        raise ValueError(f"source {text!r}: unknown kind {kind!r} (body, header, path or const)")
+        raise ValueError(f"source {text!r}: unknown kind {kind!r} (body, digest, header, path or const)")
 
     def __str__(self) -> str:
         return f"{self.kind}:{self.name}"
@@ -74,6 +84,8 @@ class Source:
         value: Any
         if self.kind == "const":
             return self.name
+        if self.kind == "digest":
+            return hashlib.sha256(request.body).hexdigest()
         if self.kind == "header":
             value = request.headers.get(self.name)
         elif self.kind == "path":
