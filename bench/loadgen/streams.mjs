@@ -81,6 +81,7 @@ function acceptStep(spec, channel, key, event) {
 class Worker {
   constructor(spec, channel, id) {
     this.queue = [];
+    this.pushedOnce = false;
     this.wake = null;
     this.subscribed = new Promise((resolve, reject) => {
       const answerOf = (m) => (m.response === 'result' ? m.result : undefined);
@@ -100,6 +101,7 @@ class Worker {
   }
 
   push(events) {
+    if (events.length) this.pushedOnce = true;
     this.queue.push(...events);
     if (this.wake) this.wake();
   }
@@ -121,6 +123,9 @@ class Worker {
   }
 }
 
+// How long a worker waits for its first push before it stops: far longer than any window.
+const FIRST_PUSH_MS = 60_000;
+
 // Units done by every thread, for a drain that stops at `max_units` (see workStep).
 let shared = null;
 const idleWorkers = new Set();
@@ -132,7 +137,10 @@ function workStep(spec, channel, id) {
     await worker.subscribed;
     if (spec.max_units && total() >= spec.max_units) return null;
     idleWorkers.add(worker);
-    const events = await worker.take(spec.idle_ms || 1000);
+    // Idle means "the work ran out" only once some came: a cold server's first pushes (16 streams'
+    // first claims at once, each statement planned on a fresh connection) took over 500 ms, and
+    // 15 of 16 workers stopped before their first event; the Work figure measured one worker.
+    const events = await worker.take(worker.pushedOnce ? spec.idle_ms || 1000 : FIRST_PUSH_MS);
     idleWorkers.delete(worker);
     if (!events.length) return null;
     const answer = await worker.stream.call({
@@ -142,7 +150,9 @@ function workStep(spec, channel, id) {
     if (answer.result === 'error') throw new ItemError(answer.error);
     const refused = answer.complete_batch.results.find((r) => Number(r.code) !== 0);
     if (refused) throw new Error(`complete_batch on the stream refused an item: code ${refused.code}: ${refused.message}`);
-    if (shared && Atomics.add(shared, 0, events.length) + events.length >= spec.max_units) {
+    // Only a drain has an end (max_units): in a closed loop (max_units 0) this woke every idle
+    // worker at the first completion, and each stopped: the Work figure measured one worker of 16.
+    if (spec.max_units && shared && Atomics.add(shared, 0, events.length) + events.length >= spec.max_units) {
       // The drain is done: the workers waiting for more stop now, not after their idle wait.
       for (const w of idleWorkers) w.wake && w.wake();
     }
