@@ -101,6 +101,7 @@ def stream_targets(bench: Results) -> list[Target]:
             _Ratio(ACCEPT_STREAMED, ACCEPT_UNARY, ACCEPT_STREAM),
             Bar(2.5),
             (ACCEPT_STREAMED, ACCEPT_UNARY),
+            "accept_stream",
         ),
         Target(
             "27",
@@ -141,7 +142,7 @@ def stream_targets(bench: Results) -> list[Target]:
             "<= 150 µs",
             _cpu_per_unit(WORK_CLAIM, "postgres", WORK),
             Bar(150.0, at_most=True),
-            (WORK_CLAIM,),
+            (WORK_CLAIM, RAW_CLAIM10),
         ),
         Target(
             "27",
