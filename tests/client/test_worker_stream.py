@@ -78,6 +78,36 @@ async def test_a_stream_worker_holds_no_more_events_than_its_free_slots(
     assert [await state_of(db, ns, k) for k in keys] == ["completed"] * len(keys)
 
 
+async def test_a_stopping_stream_worker_takes_back_the_credit_it_gave(
+    client: AsyncInboxClient, server: RunningServer, ns: str
+) -> None:
+    started = asyncio.Event()
+    go = asyncio.Event()
+
+    async def handle(ctx: EventContext) -> None:
+        started.set()
+        await go.wait()
+
+    await accept(client, ns, "held")
+    worker_id = f"stopping-{ns}"
+    worker = Worker(client, handle, namespaces=[ns], concurrency=3, grace=30, use_streams=True, worker_id=worker_id)
+
+    def credit() -> int:
+        [mine] = [s for s in server.inbox.streams.live() if s.worker_id == worker_id]
+        return mine.credit
+
+    task = asyncio.create_task(worker.run(handle_signals=False))
+    await asyncio.wait_for(started.wait(), 10)
+    assert credit() == 2  # two free slots
+    worker.stop()
+    # While its handler finishes, the server holds no credit of it: an event it
+    # gives back now is not pushed to it again.
+    await eventually(lambda: credit() == 0, "the stream's credit dropped")
+    go.set()
+    await asyncio.wait_for(task, 30)
+    assert worker.stats.completed == 1
+
+
 async def test_a_cut_stream_is_opened_again_and_the_events_whose_claims_it_ended_run_again(
     proxy: TcpProxy, db: Database, ns: str, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -176,6 +176,29 @@ async def test_a_stale_revision_is_completed_ignored_and_never_pushed(
     assert await worker.close() == grpc.StatusCode.OK
 
 
+async def test_a_worker_that_stops_pushing_is_never_pushed_what_it_gives_back(
+    work: InboxServiceStub, clocked_server: RunningServer, db: Database, ns: str
+) -> None:
+    for key in ("k1", "k2"):
+        await work.Accept(accept_request(ns, key))
+    worker = Worker(work)
+    await worker.subscribe([ns], credit=3, worker_id=f"stopper-{ns}")
+    pushed = await worker.pushed(2)
+    # The stop rides on the Release: read first, so the event released is not pushed back on the credit left.
+    given_back = await worker.ask(release=inbox_pb2.ReleaseRequest(**fence_of(pushed[0])), stop_pushing=True)
+    assert given_back.WhichOneof("result") == "release"
+    [mine] = [s for s in clocked_server.inbox.streams.live() if s.worker_id == f"stopper-{ns}"]
+    assert (mine.credit, mine.held) == (0, 1)
+    # Credit that comes after the stop is no credit either.
+    await worker.call.write(inbox_pb2.WorkRequest(credit=5))
+    assert (await worker.complete(pushed[1])).WhichOneof("result") == "complete"
+    assert await worker.close() == grpc.StatusCode.OK
+    await clocked_server.inbox.streams.closed()  # what it held (were k1 pushed again) ends by now
+    released = await read_event(db, ns, pushed[0].event_key)
+    assert (released["state"], released["attempt"]) == ("pending", 0)
+    assert len(worker.events) == 2
+
+
 async def test_a_backlog_in_one_namespace_delays_anothers_events_by_one_turn_at_most(
     work: InboxServiceStub, ns: str
 ) -> None:

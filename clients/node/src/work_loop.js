@@ -55,6 +55,7 @@ export class WorkLoop {
     });
     stream.start();
     await Promise.race([worker.stopped, unsupported]);
+    if (!this.unsupported) stream.stopPushing(); // before the settling jobs give anything back
     if (this.unsupported) {
       worker.calls = worker.client;
       worker.completions = new CompletionBatcher(worker.client, worker.completeOptions);

@@ -55,6 +55,7 @@ export class WorkStream {
     this.outstanding = 0;
     this.subscribed = false;
     this.closing = false;
+    this.stoppedPushing = false;
     this.closed = new Promise((resolve) => {
       this.resolveClosed = resolve;
     });
@@ -82,11 +83,23 @@ export class WorkStream {
   /** Gives the server the credit for every free slot it does not already have credit for. */
   topUp() {
     const call = this.stream.call;
-    if (!call || this.closing) return;
+    if (!call || this.closing || this.stoppedPushing) return;
     const more = this.on.free() - this.outstanding;
     if (more <= 0) return;
     this.outstanding += more;
     call.write({ credit: more });
+  }
+
+  /**
+   * The worker stops: no more credit, and the server drops what it holds (`stop_pushing`), so an
+   * event given back from now on is not pushed here again, to end with its attempt counted when the
+   * stream closes. A server without the field ignores it.
+   */
+  stopPushing() {
+    if (this.stoppedPushing) return;
+    this.stoppedPushing = true;
+    const { call } = this.stream;
+    if (call && !this.closing) call.write({ stopPushing: true });
   }
 
   /** Half-closes once the calls given are sent; resolves when the server has answered them and ended. */
@@ -151,9 +164,10 @@ export class WorkStream {
     // Credit is per call: the server of a new call has been given none.
     this.outstanding = 0;
     this.subscribedOn = call;
-    const credit = this.closing ? 0 : Math.max(0, this.on.free());
+    const stopped = this.closing || this.stoppedPushing;
+    const credit = stopped ? 0 : Math.max(0, this.on.free());
     this.outstanding = credit;
-    call.write({ credit, subscribe: this.subscribe });
+    call.write({ credit, subscribe: this.subscribe, stopPushing: Boolean(this.stoppedPushing) });
     for (const entry of this.unanswered.values()) call.write(entry.message);
   }
 

@@ -189,6 +189,8 @@ class _WorkStream:
                     request = await anext(requests)
                 except StopAsyncIteration:
                     break
+                if request.stop_pushing:
+                    self._session.stop_pushing()
                 self._session.add_credit(request.credit)
                 name = request.WhichOneof("call")
                 if name is None:

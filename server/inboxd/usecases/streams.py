@@ -80,6 +80,8 @@ class LiveStream:
     held: int
     # The SQL LIKE patterns (the token's grants) of a subscription that named no namespace; with neither, every one.
     namespace_patterns: tuple[str, ...] = ()
+    # Credit given and not yet used by a push (0 for a worker that stopped).
+    credit: int = 0
 
 
 class WorkSession:
@@ -92,6 +94,7 @@ class WorkSession:
         # Credit given and not yet used by a push.
         self.credit = 0
         self._has_credit = asyncio.Event()
+        self._stopped_pushing = False
         # (namespace, event_key) -> the claim token this stream pushed and still holds.
         self.held: dict[tuple[str, str], ClaimToken] = {}
         self._turn = 0
@@ -111,12 +114,25 @@ class WorkSession:
         return self._inbox.fallback_poll_seconds
 
     def add_credit(self, count: int) -> None:
-        """The worker can take `count` more events."""
-        if count <= 0:
+        """The worker can take `count` more events (none once it asked for no more pushes)."""
+        if count <= 0 or self._stopped_pushing:
             return
         self.credit += count
         self._inbox.observer.work_credit(count)
         self._has_credit.set()
+
+    def stop_pushing(self) -> None:
+        """The worker stops: no more pushes on this stream, whatever credit it gave or gives.
+
+        Its credit goes at once, so an event it releases from now on is never
+        pushed back to it (to be ended, its attempt counted, when it closes).
+        A look already running still pushes what it claims: the worker gives
+        those back too.
+        """
+        self._stopped_pushing = True
+        self._inbox.observer.work_credit(-self.credit)
+        self.credit = 0
+        self._has_credit.clear()
 
     async def next_events(self) -> list[ClaimedEvent]:
         """Waits for credit, then for due events; claims at most the credit (and MOST_PER_PUSH) and holds them."""
@@ -133,10 +149,11 @@ class WorkSession:
             self.held[event.namespace, event.event_key] = event.claim_token
         if self._heart is None and not self._heart_stopped:
             self._heart = asyncio.create_task(self._keep_alive())
-        self.credit -= len(batch.events)
+        if not self._stopped_pushing:  # else its credit went already
+            self.credit -= len(batch.events)
+            self._inbox.observer.work_credit(-len(batch.events))
         if self.credit <= 0:
             self._has_credit.clear()
-        self._inbox.observer.work_credit(-len(batch.events))
         self._inbox.observer.work_pushed(len(batch.events))
         return batch.events
 
@@ -237,7 +254,9 @@ class WorkSession:
 
     def live(self) -> LiveStream:
         sub = self.subscription
-        return LiveStream(sub.worker_id, self.caller, sub.namespaces, len(self.held), sub.namespace_patterns)
+        return LiveStream(
+            sub.worker_id, self.caller, sub.namespaces, len(self.held), sub.namespace_patterns, self.credit
+        )
 
 
 class WorkStreams:

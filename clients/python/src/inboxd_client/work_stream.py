@@ -131,7 +131,7 @@ class WorkStream:
         events given back are never pushed here again. The server answers
         what is outstanding, then ends the stream (`close` waits for that).
         """
-        self._crediting = False
+        self.stop_crediting()
         sent = [self._send("release", builders.release_request(event), None) for event in releasing]
         if not self._closing:
             self._closing = True
@@ -157,8 +157,13 @@ class WorkStream:
             self._outbox.put_nowait(inbox_pb2.WorkRequest(credit=more))
 
     def stop_crediting(self) -> None:
-        """No more credit from now on: a stopping worker takes no new events (those pushed meanwhile go back)."""
+        """No more credit, nor pushes (`stop_pushing`: the server drops what credit it holds, so an event
+        released from now on is not pushed back here, to end with its attempt counted when the stream closes)."""
+        if not self._crediting:
+            return
         self._crediting = False
+        if self.runner is not None and self._broken is None:
+            self._outbox.put_nowait(inbox_pb2.WorkRequest(stop_pushing=True))
 
     def _wanted(self) -> int:
         free = self._free_slots()
@@ -264,7 +269,9 @@ class WorkStream:
             self._outbox = outbox
             self.subscribed = None
             self._outstanding = self._wanted() if self._crediting else 0
-            outbox.put_nowait(inbox_pb2.WorkRequest(subscribe=self._subscription, credit=self._outstanding))
+            first = inbox_pb2.WorkRequest(subscribe=self._subscription, credit=self._outstanding)
+            first.stop_pushing = not self._crediting  # reopened after the worker stopped: no pushes either
+            outbox.put_nowait(first)
             for waiting in sorted(self._unanswered.values(), key=lambda c: c.request.sequence):
                 outbox.put_nowait(waiting.request)
             if self._closing:  # close() came while the stream was down: this one half-closes too

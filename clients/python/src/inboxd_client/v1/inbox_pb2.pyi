@@ -294,9 +294,10 @@ class ItemStatus(_message.Message):
     def __init__(self, code: _Optional[int] = ..., message: _Optional[str] = ...) -> None: ...
 
 class WorkRequest(_message.Message):
-    __slots__ = ("sequence", "credit", "subscribe", "complete", "complete_batch", "fail", "release", "renew_lease", "record_action_outcome")
+    __slots__ = ("sequence", "credit", "stop_pushing", "subscribe", "complete", "complete_batch", "fail", "release", "renew_lease", "record_action_outcome")
     SEQUENCE_FIELD_NUMBER: _ClassVar[int]
     CREDIT_FIELD_NUMBER: _ClassVar[int]
+    STOP_PUSHING_FIELD_NUMBER: _ClassVar[int]
     SUBSCRIBE_FIELD_NUMBER: _ClassVar[int]
     COMPLETE_FIELD_NUMBER: _ClassVar[int]
     COMPLETE_BATCH_FIELD_NUMBER: _ClassVar[int]
@@ -306,6 +307,7 @@ class WorkRequest(_message.Message):
     RECORD_ACTION_OUTCOME_FIELD_NUMBER: _ClassVar[int]
     sequence: int
     credit: int
+    stop_pushing: bool
     subscribe: WorkSubscription
     complete: CompleteRequest
     complete_batch: CompleteBatchRequest
@@ -313,7 +315,7 @@ class WorkRequest(_message.Message):
     release: ReleaseRequest
     renew_lease: RenewLeaseRequest
     record_action_outcome: RecordActionOutcomeRequest
-    def __init__(self, sequence: _Optional[int] = ..., credit: _Optional[int] = ..., subscribe: _Optional[_Union[WorkSubscription, _Mapping]] = ..., complete: _Optional[_Union[CompleteRequest, _Mapping]] = ..., complete_batch: _Optional[_Union[CompleteBatchRequest, _Mapping]] = ..., fail: _Optional[_Union[FailRequest, _Mapping]] = ..., release: _Optional[_Union[ReleaseRequest, _Mapping]] = ..., renew_lease: _Optional[_Union[RenewLeaseRequest, _Mapping]] = ..., record_action_outcome: _Optional[_Union[RecordActionOutcomeRequest, _Mapping]] = ...) -> None: ...
+    def __init__(self, sequence: _Optional[int] = ..., credit: _Optional[int] = ..., stop_pushing: _Optional[bool] = ..., subscribe: _Optional[_Union[WorkSubscription, _Mapping]] = ..., complete: _Optional[_Union[CompleteRequest, _Mapping]] = ..., complete_batch: _Optional[_Union[CompleteBatchRequest, _Mapping]] = ..., fail: _Optional[_Union[FailRequest, _Mapping]] = ..., release: _Optional[_Union[ReleaseRequest, _Mapping]] = ..., renew_lease: _Optional[_Union[RenewLeaseRequest, _Mapping]] = ..., record_action_outcome: _Optional[_Union[RecordActionOutcomeRequest, _Mapping]] = ...) -> None: ...
 
 class WorkSubscription(_message.Message):
     __slots__ = ("namespaces", "event_types", "lease", "worker_id")
