@@ -7,17 +7,18 @@ from typing import LiteralString
 
 import psycopg
 
-from bench.workload import EVENT_TYPE, PAYLOAD
+from bench.workload import EVENT_TYPE, PAYLOAD_BYTES
 from inboxd.store.queries import QUERIES
 
 # One statement, as the issue asks: COMPLETED rows as inboxd leaves them
 # (claim ended, disposition applied, due_at NULL), completed within the last
-# hour so retention (7 days by default) leaves them alone during the run.
+# hour so retention (7 days by default) leaves them alone during the run;
+# the payload is bytes into raw_payload, as inboxd writes since migration 0019.
 INSERT_HISTORY: LiteralString = """
-INSERT INTO inbox_events (namespace, event_key, event_type, payload, state, accepted_at, available_at,
+INSERT INTO inbox_events (namespace, event_key, event_type, raw_payload, state, accepted_at, available_at,
                           due_at, updated_at, attempt, claim_token, fencing_token, worker_id,
                           completed_at, disposition)
-SELECT 'bench/history-' || (g %% 16), 'done-' || g, %(event_type)s, %(payload)s::jsonb, 'completed',
+SELECT 'bench/history-' || (g %% 16), 'done-' || g, %(event_type)s, %(payload)b, 'completed',
        now() - interval '1 hour', now() - interval '1 hour', NULL, now(), 1,
        md5(g::text), g, 'history', now() - interval '1 hour' + g * interval '1 microsecond', 'applied'
 FROM generate_series(1, %(rows)s) AS g
@@ -28,7 +29,7 @@ async def insert_history(url: str, rows: int) -> dict[str, float]:
     """Bulk-inserts `rows` COMPLETED events, then VACUUM (ANALYZE); returns how long each took."""
     async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
         began = time.perf_counter()
-        await conn.execute(INSERT_HISTORY, {"rows": rows, "event_type": EVENT_TYPE, "payload": PAYLOAD})
+        await conn.execute(INSERT_HISTORY, {"rows": rows, "event_type": EVENT_TYPE, "payload": PAYLOAD_BYTES})
         inserted = time.perf_counter()
         # VACUUM as well as ANALYZE: otherwise autovacuum's insert threshold
         # starts a vacuum of the whole table in the middle of the measurement.

@@ -336,9 +336,12 @@ def method(bench: dict[str, Any] | None, peers: dict[str, Any] | None) -> list[s
         "inboxd serve` subprocess, `--workers 1` when the server has the flag) and `inboxd_raw` (the raw "
         "baseline).",
         "- The raw baseline does the database work straight through psycopg from this process: one "
-        "AsyncConnection per client, autocommit. A single Accept is `INSERT ... ON CONFLICT DO NOTHING` of one "
-        "row; AcceptBatch one 100-row `INSERT ... SELECT FROM unnest(...)` of keys and payloads (binary text[]; "
-        "each row's payload cast to jsonb, as 100 events' would be); duplicates the same INSERT of stored "
+        "AsyncConnection per client, autocommit. Each INSERT writes a row as inboxd's own does since migration "
+        "0019: the payload's bytes into `raw_payload`, sent as a binary bytea parameter that nobody parses, the "
+        "jsonb `payload` left NULL and `content_type` at its default (`application/json`, what inboxd stores for "
+        "this payload). A single Accept is `INSERT ... ON CONFLICT DO NOTHING` of one row; AcceptBatch one "
+        "100-row `INSERT ... SELECT FROM unnest(...)` of keys (binary text[]) and payloads (binary bytea[], one "
+        "element per row, as inboxd's group insert sends them); duplicates the same INSERT of stored "
         "keys, and again with `pg_logical_emit_message(true, ...)` in the statement, which a repeat needs to be "
         "as durable as the first (its COMMIT flushes, and would wait for a synchronous standby). "
         "Claims run inboxd's own claim statement, then one fenced `UPDATE ... FROM unnest(...)` completes "
@@ -350,8 +353,9 @@ def method(bench: dict[str, Any] | None, peers: dict[str, Any] | None) -> list[s
         f"JSON payload; AcceptBatch: {cfg['batch_clients']} callers of {cfg['batch_rows']} events; duplicates: "
         "each generator thread stores its keys first, then every call in the window repeats one.",
         f"- Claims: {cfg['claim_workers']} no-op workers over {cfg['claim_prefill']:,} pending events inserted "
-        f"beforehand; each window follows {cfg['prime']:g} s of the same workload unmeasured and a `VACUUM "
-        "(ANALYZE)`. The first-seconds figure skips all that: a database the server migrated itself, filled, and "
+        f"beforehand (their payloads in `raw_payload`, as Accept stores them); each window follows "
+        f"{cfg['prime']:g} s of the same workload unmeasured and a `VACUUM (ANALYZE)`. The first-seconds figure "
+        "skips all that: a database the server migrated itself, filled, and "
         f"measured from the first claim for {cfg['cold_window']:g} s.",
         f"- Wake-up: {cfg['wake_runs']} runs of {cfg['wake_rounds']} rounds after 10 unmeasured ones; long-polls: "
         f"{cfg['long_polls']:,} Claims over {cfg['long_poll_channels']} channels, sampled for "

@@ -1,4 +1,6 @@
-"""The targets of issues 13 and 14 (27's: stream_targets.py), each a figure (mostly a ratio) of one run, with its bar.
+"""The targets of issues 13 and 14, each a figure (mostly a ratio) of one run, with its bar.
+
+Issue 27's are in stream_targets.py, 29's in raw_body_targets.py.
 
 A target that could not be measured says why (the server lacks a feature, or
 `make bench-peers` has not run) and has no value: never a number that was not
@@ -189,7 +191,8 @@ def _accept_bar(bench: Results, top: int) -> tuple[float, str]:
 
 
 def targets(bench: Results) -> list[Target]:
-    from bench.stream_targets import stream_targets  # it builds on this module's measures
+    from bench.raw_body_targets import raw_body_targets  # they build on this module's measures
+    from bench.stream_targets import stream_targets
 
     c = bench["config"]
     top = max(c["concurrency"])
@@ -338,6 +341,7 @@ def targets(bench: Results) -> list[Target]:
             Bar(5.0, at_most=True),
         ),
         *stream_targets(bench),
+        *raw_body_targets(bench),
     ]
 
 

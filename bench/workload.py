@@ -66,11 +66,14 @@ def cycle(keys: list[str]) -> Iterator[str]:
 
 
 # Pending events straight into the table, for the claim phases: what Accept
-# would have stored, minus the round trips.
+# would have stored, minus the round trips. The payload is bytes into
+# raw_payload (%(payload)b, binary), as inboxd writes since migration 0019, so
+# that a claim reads the rows as it reads new ones, not through the coalesce
+# that renders an older row's jsonb.
 PREFILL_PENDING: LiteralString = """
-INSERT INTO inbox_events (namespace, event_key, event_type, payload, state, accepted_at,
+INSERT INTO inbox_events (namespace, event_key, event_type, raw_payload, state, accepted_at,
                           available_at, due_at, updated_at)
-SELECT %(namespace)s, %(prefix)s || g, %(event_type)s, %(payload)s::jsonb, 'pending',
+SELECT %(namespace)s, %(prefix)s || g, %(event_type)s, %(payload)b, 'pending',
        now(), now() - (%(n)s - g) * interval '1 microsecond',
        now() - (%(n)s - g) * interval '1 microsecond', now()
 FROM generate_series(1, %(n)s) AS g
@@ -80,9 +83,9 @@ FROM generate_series(1, %(n)s) AS g
 # with acceptance), for the claim figure over ordering keys. The accept
 # trigger of migration 0008 fills inbox_ordering_keys as Accept would.
 PREFILL_PENDING_ORDERED: LiteralString = """
-INSERT INTO inbox_events (namespace, event_key, event_type, payload, state, accepted_at,
+INSERT INTO inbox_events (namespace, event_key, event_type, raw_payload, state, accepted_at,
                           available_at, due_at, updated_at, ordering_key, revision)
-SELECT %(namespace)s, %(prefix)s || g, %(event_type)s, %(payload)s::jsonb, 'pending',
+SELECT %(namespace)s, %(prefix)s || g, %(event_type)s, %(payload)b, 'pending',
        now(), now() - (%(n)s - g) * interval '1 microsecond',
        now() - (%(n)s - g) * interval '1 microsecond', now(),
        'customer-' || (g %% %(keys)s), g / %(keys)s + 1

@@ -12,7 +12,7 @@ from bench import raw, support
 from bench.cluster import checkpoint, execute
 from bench.node_load import NodeLoad, run_node
 from bench.run import Run
-from bench.workload import CLEAR_EVENTS, EVENT_TYPE, PAYLOAD, PREFILL_PENDING, PREFILL_PENDING_ORDERED, RUN_ID
+from bench.workload import CLEAR_EVENTS, EVENT_TYPE, PAYLOAD_BYTES, PREFILL_PENDING, PREFILL_PENDING_ORDERED, RUN_ID
 
 CLAIM_NS = "bench/claim"
 # The claim figure over ordering keys (issue 16): the backlog spread over this many keys.
@@ -26,7 +26,12 @@ async def prefill(
     if clear:
         await execute(url, CLEAR_EVENTS)
     async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
-        params = {"namespace": namespace, "prefix": f"{RUN_ID}-{prefix}-", "event_type": EVENT_TYPE, "payload": PAYLOAD}
+        params = {
+            "namespace": namespace,
+            "prefix": f"{RUN_ID}-{prefix}-",
+            "event_type": EVENT_TYPE,
+            "payload": PAYLOAD_BYTES,
+        }
         await conn.execute(PREFILL_PENDING, {**params, "n": n})
         if analyze:
             await conn.execute("VACUUM (ANALYZE) inbox_events")
@@ -36,7 +41,12 @@ async def prefill_ordered(url: str, n: int, prefix: str, keys: int = ORDERING_KE
     """`n` PENDING events over `keys` ordering keys (revision 1, 2, ... per key, in acceptance order)."""
     await execute(url, CLEAR_EVENTS)
     async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
-        params = {"namespace": CLAIM_NS, "prefix": f"{RUN_ID}-{prefix}-", "event_type": EVENT_TYPE, "payload": PAYLOAD}
+        params = {
+            "namespace": CLAIM_NS,
+            "prefix": f"{RUN_ID}-{prefix}-",
+            "event_type": EVENT_TYPE,
+            "payload": PAYLOAD_BYTES,
+        }
         await conn.execute(PREFILL_PENDING_ORDERED, {**params, "n": n, "keys": keys})
         await conn.execute("VACUUM (ANALYZE) inbox_events")
         await conn.execute("VACUUM (ANALYZE) inbox_ordering_keys")
