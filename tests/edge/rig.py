@@ -146,7 +146,8 @@ async def stored_events(db: Database, namespace: str) -> dict[str, dict[str, Any
 
     async def work(conn: Connection) -> dict[str, dict[str, Any]]:
         cur = await conn.execute(
-            "SELECT event_key, event_type, payload, metadata, message_id, state FROM inbox_events WHERE namespace = %s",
+            "SELECT event_key, event_type, inboxd_payload_json(e) AS payload, metadata, message_id, state"
+            " FROM inbox_events AS e WHERE namespace = %s",
             (namespace,),
         )
         names = [c.name for c in cur.description or ()]

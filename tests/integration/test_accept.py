@@ -64,7 +64,7 @@ async def test_another_payload_is_a_conflict_that_keeps_the_original_and_records
 
     async def stored(conn: object) -> tuple[object, ...]:
         cur = await conn.execute(  # type: ignore[attr-defined]
-            "SELECT e.payload, c.payload, c.metadata, c.received_at IS NOT NULL"
+            "SELECT inboxd_payload_json(e), inboxd_payload_json(c), c.metadata, c.received_at IS NOT NULL"
             " FROM inbox_events e JOIN inbox_conflicts c USING (namespace, event_key) WHERE e.namespace = %s",
             (ns,),
         )
@@ -180,7 +180,9 @@ async def test_payload_is_stored_as_given_json(inbox: InboxServiceStub, db: Data
     await inbox.Accept(accept_request(ns, "k", json.dumps(body).encode()))
 
     async def read(conn: object) -> object:
-        cur = await conn.execute("SELECT payload FROM inbox_events WHERE namespace = %s", (ns,))  # type: ignore[attr-defined]
+        cur = await conn.execute(  # type: ignore[attr-defined]
+            "SELECT inboxd_payload_json(e) FROM inbox_events AS e WHERE namespace = %s", (ns,)
+        )
         return (await cur.fetchone())[0]
 
     assert await db.run(read) == body

@@ -133,7 +133,7 @@ def the_batch(ns: str) -> inbox_pb2.AcceptBatchRequest:
 
 async def conflicting_copies(db: Database, ns: str) -> list[Any]:
     async def work(conn: Any) -> list[Any]:
-        cur = await conn.execute("SELECT payload FROM inbox_conflicts WHERE namespace = %s", (ns,))
+        cur = await conn.execute("SELECT inboxd_payload_json(c) FROM inbox_conflicts AS c WHERE namespace = %s", (ns,))
         return [row[0] for row in await cur.fetchall()]
 
     return await db.run(work)

@@ -147,7 +147,7 @@ async def test_a_row_held_in_passing_is_completed_in_a_later_group_not_alone(
             return await super()._complete_held(completion)
 
     inbox = Recording(db, CLOCKED_SETTINGS)
-    await inbox.accept([NewEvent(Namespace(ns), EventKey(key), "t", "{}") for key in ("held", "free")])
+    await inbox.accept([NewEvent(Namespace(ns), EventKey(key), "t", b"{}") for key in ("held", "free")])
     claimed = await inbox.claim(
         ClaimRequest(
             namespaces=(ns,),

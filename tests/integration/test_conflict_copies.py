@@ -30,8 +30,8 @@ def copy_payload(n: int) -> dict[str, object]:
 
 
 def stored_digest(n: int) -> bytes:
-    """SHA-256 of the copy's payload as jsonb renders it (what the store keeps and hashes)."""
-    return hashlib.sha256(json.dumps({"pad": PAD, "copy": n}, separators=(", ", ": ")).encode()).digest()
+    """SHA-256 of the copy's payload as sent (what the store keeps, byte for byte, and hashes)."""
+    return hashlib.sha256(json.dumps(copy_payload(n)).encode()).digest()
 
 
 async def kept_rows(db: Database, ns: str, key: str) -> int:

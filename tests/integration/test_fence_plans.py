@@ -165,7 +165,7 @@ async def test_the_work_paths_statements_are_planned_once_per_connection(migrate
             )
             for round_ in range(8):
                 await inbox.accept(
-                    [NewEvent(Namespace("plans/once"), EventKey(f"k{round_}-{i}"), "t", "{}") for i in range(2)]
+                    [NewEvent(Namespace("plans/once"), EventKey(f"k{round_}-{i}"), "t", b"{}") for i in range(2)]
                 )
                 claimed = await inbox.claim(request)
                 await inbox.complete_many(
@@ -197,7 +197,7 @@ async def test_the_work_paths_statements_are_prepared_at_their_first_execution(m
         await db.open()
         try:
             inbox = Inbox(db, CLOCKED_SETTINGS)
-            await inbox.accept([NewEvent(Namespace("plans/first"), EventKey("k"), "t", "{}")])
+            await inbox.accept([NewEvent(Namespace("plans/first"), EventKey("k"), "t", b"{}")])
             request = ClaimRequest(
                 namespaces=("plans/first",),
                 event_types=(),

@@ -233,7 +233,8 @@ def test_every_accepted_event_reads_back_cleanly(stub: inbox_pb2_grpc.InboxServi
     assert namespaces, "the property tests above accepted nothing: they test too little"
     with psycopg.connect(database_url) as conn:
         rows = conn.execute(
-            "SELECT payload::text, metadata::text, available_at FROM inbox_events WHERE namespace = ANY(%s)",
+            "SELECT inboxd_payload_json(e)::text, metadata::text, available_at FROM inbox_events AS e"
+            " WHERE namespace = ANY(%s)",
             (namespaces,),
         ).fetchall()
     assert rows

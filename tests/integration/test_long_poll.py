@@ -131,7 +131,7 @@ async def test_a_claim_cancelled_mid_transaction_releases_what_it_took(
 
 
 def _event(ns: str, key: str) -> Any:
-    return NewEvent(namespace=Namespace(ns), event_key=EventKey(key), event_type="test.event", payload_json="{}")
+    return NewEvent(namespace=Namespace(ns), event_key=EventKey(key), event_type="test.event", payload=b"{}")
 
 
 async def _transactions(db: Database) -> int:
@@ -249,7 +249,7 @@ async def test_a_waiter_that_returns_holding_other_events_passes_its_wake_up_on(
 
     await db.run(older_event_nobody_announced)
     paid = _event(ns, "paid")
-    await inbox.accept([NewEvent(paid.namespace, paid.event_key, "order.paid", "{}")])
+    await inbox.accept([NewEvent(paid.namespace, paid.event_key, "order.paid", b"{}")])
     # The oldest waiter takes the wake-up, looks, and leaves with the older, unannounced event.
     first = await asyncio.wait_for(any_type, LONG_WAIT / 2)
     assert [e.event_key for e in first.events] == ["unannounced"]

@@ -84,7 +84,7 @@ async def answered(task: Awaitable[ClaimBatch]) -> list[str]:
 
 
 def event(ns: str, key: str, **fields: Any) -> NewEvent:
-    return NewEvent(Namespace(ns), EventKey(key), TYPE, "{}", **fields)
+    return NewEvent(Namespace(ns), EventKey(key), TYPE, b"{}", **fields)
 
 
 def fence(claimed: ClaimedEvent) -> Fence:

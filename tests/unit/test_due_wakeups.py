@@ -53,9 +53,9 @@ async def test_an_accept_wakes_for_its_events_available_now_at_once_and_for_the_
     later = DueWakeUps(told)
     now = datetime.now(UTC)
     events = [
-        NewEvent(Namespace("ns"), EventKey("now"), "t", "{}"),
-        NewEvent(Namespace("ns"), EventKey("soon"), "t", "{}", available_at=now + timedelta(seconds=0.05)),
-        NewEvent(Namespace("ns"), EventKey("repeat"), "t", "{}"),
+        NewEvent(Namespace("ns"), EventKey("now"), "t", b"{}"),
+        NewEvent(Namespace("ns"), EventKey("soon"), "t", b"{}", available_at=now + timedelta(seconds=0.05)),
+        NewEvent(Namespace("ns"), EventKey("repeat"), "t", b"{}"),
     ]
     outcomes = [AcceptOutcome.ACCEPTED, AcceptOutcome.ACCEPTED, AcceptOutcome.DUPLICATE]
     later.accepted(events, [AcceptResult(outcome, EventState.PENDING, now) for outcome in outcomes], now)

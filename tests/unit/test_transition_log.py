@@ -10,7 +10,7 @@ from inboxd.domain.vocabulary import AcceptOutcome, AcceptResult, EventKey, Even
 from inboxd.observability.transition_log import TransitionLog
 from tests.integration.helpers import captured_logs
 
-EVENT = NewEvent(Namespace("ns"), EventKey("k"), "t", "{}")
+EVENT = NewEvent(Namespace("ns"), EventKey("k"), "t", b"{}")
 NOW = datetime(2026, 12, 1, tzinfo=UTC)
 
 

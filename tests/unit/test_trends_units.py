@@ -24,7 +24,7 @@ NOW = datetime(2026, 12, 2, 1, 0, tzinfo=UTC)
 
 
 def event(ns: str) -> NewEvent:
-    return NewEvent(Namespace(ns), EventKey("k"), "t", "{}")
+    return NewEvent(Namespace(ns), EventKey("k"), "t", b"{}")
 
 
 def fence(ns: str) -> Fence:

@@ -136,7 +136,8 @@ def conflicts_next_page_token(record: EventRecord) -> str:
 def _conflict_to_proto(copy: ConflictingCopy) -> admin_pb2.ConflictingCopy:
     return admin_pb2.ConflictingCopy(
         event_type=copy.event_type,
-        payload=copy.payload_json.encode("utf-8") if copy.payload_json is not None else b"",
+        payload=copy.payload or b"",
+        content_type=copy.content_type,
         metadata=copy.metadata,
         received_at=instant_to_proto(copy.received_at),
         payload_sha256=copy.payload_sha256 or b"",
@@ -196,7 +197,8 @@ def _history_to_proto(entry: ActionHistoryEntry) -> admin_pb2.ActionHistoryEntry
 def event_to_proto(record: EventRecord) -> admin_pb2.Event:
     out = admin_pb2.Event(
         summary=summary_to_proto(record.summary),
-        payload=record.payload_json.encode("utf-8") if record.payload_json is not None else b"",
+        payload=record.payload or b"",
+        content_type=record.content_type,
         metadata=record.metadata,
         message_id=record.message_id,
         ordering_key=record.ordering_key,

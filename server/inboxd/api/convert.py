@@ -97,11 +97,14 @@ def check_batch_size(field: str, count: int, most: int, least: int = 1) -> None:
 
 def new_event(request: inbox_pb2.AcceptRequest, max_payload_bytes: int) -> NewEvent:
     """Checks an AcceptRequest field by field; raises InvalidArgument naming the first bad one."""
+    content_type = validation.check_content_type("content_type", request.content_type)
+    is_json = validation.is_json_type(content_type)
+    validation.check_payload("payload", request.payload, max_payload_bytes, is_json=is_json)
     return NewEvent(
         namespace=Namespace(validation.check_identity("namespace", request.namespace)),
         event_key=EventKey(validation.check_identity("event_key", request.event_key)),
         event_type=validation.check_identity("event_type", request.event_type),
-        payload_json=validation.check_payload("payload", request.payload, max_payload_bytes),
+        payload=request.payload,
         metadata=validation.check_metadata("metadata", request.metadata),
         message_id=validation.check_text("message_id", request.message_id, validation.MAX_IDENTITY_BYTES),
         ordering_key=validation.check_text("ordering_key", request.ordering_key, validation.MAX_IDENTITY_BYTES),
@@ -109,15 +112,13 @@ def new_event(request: inbox_pb2.AcceptRequest, max_payload_bytes: int) -> NewEv
         available_at=(
             instant_from_proto("available_at", request.available_at) if request.HasField("available_at") else None
         ),
+        content_type=content_type,
+        payload_is_json=is_json,
     )
 
 
 def refusal(refused: RefusedEvent, events: Sequence[NewEvent]) -> InvalidArgument:
-    """What to tell the caller of a value PostgreSQL refused: for a payload, why, as validation words it."""
-    if refused.field == "payload" and refused.index is not None:
-        explained = validation.explain_refused_payload("payload", events[refused.index].payload_json)
-        if explained is not None:
-            return explained
+    """What to tell the caller of a value PostgreSQL refused: named, never INTERNAL."""
     return InvalidArgument(refused.field, refused.problem)
 
 
@@ -262,7 +263,7 @@ def claimed_event_to_proto(event: ClaimedEvent) -> inbox_pb2.ClaimedEvent:
         namespace=event.namespace,
         event_key=event.event_key,
         event_type=event.event_type,
-        payload=event.payload_json.encode("utf-8"),
+        payload=event.payload,
         metadata=event.metadata,
         message_id=event.message_id,
         ordering_key=event.ordering_key,
@@ -276,4 +277,5 @@ def claimed_event_to_proto(event: ClaimedEvent) -> inbox_pb2.ClaimedEvent:
         actions=[action_record_to_proto(a) for a in event.actions],
         applied_revision=event.applied_revision,
         stale=event.stale,
+        content_type=event.content_type,
     )

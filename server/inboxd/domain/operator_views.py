@@ -57,13 +57,21 @@ class ConflictingCopy:
     """A copy that arrived under an existing key with another type or payload."""
 
     event_type: str
-    # None once payload retention dropped it, or when the read did not ask for payloads.
-    payload_json: str | None
+    # The bytes as received (a copy kept before migration 0019: jsonb's
+    # rendering); None once payload retention dropped it, or when the read did
+    # not ask for payloads.
+    payload: bytes | None
     metadata: dict[str, str]
     received_at: datetime
     # The payload's SHA-256 and size as kept, to tell copies apart unread (None for copies kept before 0015).
     payload_sha256: bytes | None = None
     payload_bytes: int | None = None
+    content_type: str = "application/json"
+
+    @property
+    def payload_json(self) -> str | None:
+        """The payload as text (undecodable bytes replaced), for displays that show text."""
+        return None if self.payload is None else self.payload.decode("utf-8", "replace")
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,8 +102,10 @@ class EventRecord:
     """The whole record of one event, for an operator at 3 a.m."""
 
     summary: EventSummary
-    # None once payload retention dropped it.
-    payload_json: str | None
+    # The bytes as accepted (an event from before migration 0019: jsonb's
+    # rendering); None once payload retention dropped it.
+    payload: bytes | None
+    content_type: str
     metadata: dict[str, str]
     message_id: str
     ordering_key: str
@@ -118,6 +128,11 @@ class EventRecord:
     conflicts_overflow: ConflictOverflow | None = None
     # The last copy of this page when more kept copies follow it, else None.
     conflicts_continue_after: int | None = None
+
+    @property
+    def payload_json(self) -> str | None:
+        """The payload as text (undecodable bytes replaced), for displays that show text."""
+        return None if self.payload is None else self.payload.decode("utf-8", "replace")
 
 
 @dataclass(frozen=True, slots=True)

@@ -60,14 +60,17 @@ class NewEvent:
     namespace: Namespace
     event_key: EventKey
     event_type: str
-    # The canonical JSON text as received; PostgreSQL stores it as jsonb.
-    payload_json: str
+    # The payload's bytes as received, stored and handed back as they are.
+    payload: bytes
     metadata: dict[str, str] = field(default_factory=dict)
     message_id: str = ""
     ordering_key: str = ""
     revision: int = 0
     # None: claimable from the moment of acceptance.
     available_at: datetime | None = None
+    content_type: str = "application/json"
+    # Whether content_type is a JSON type (validated as JSON; repeats judged as JSON values).
+    payload_is_json: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,7 +130,7 @@ class ClaimedEvent:
     namespace: Namespace
     event_key: EventKey
     event_type: str
-    payload_json: str
+    payload: bytes
     metadata: dict[str, str]
     message_id: str
     ordering_key: str
@@ -144,6 +147,7 @@ class ClaimedEvent:
     # (handed out only when the server delivers stale events).
     applied_revision: int = 0
     stale: bool = False
+    content_type: str = "application/json"
 
 
 @dataclass(frozen=True, slots=True)

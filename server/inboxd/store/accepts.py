@@ -11,6 +11,7 @@ import psycopg
 import psycopg.errors
 
 from inboxd.domain.errors import RefusedEvent, Unavailable
+from inboxd.domain.validation import DEFAULT_CONTENT_TYPE
 from inboxd.domain.vocabulary import AcceptOutcome, AcceptResult, EventState, NewEvent
 from inboxd.store.database import Connection, Database
 from inboxd.store.queries import QUERIES
@@ -77,8 +78,8 @@ async def _accept_round(
     now: datetime | None,
 ) -> list[int]:
     document = _ENCODER.encode([_row(pos, i, events[i]) for pos, i in enumerate(todo, start=1)])
-    # The callers' texts as one binary text[]: nothing to escape (see accepts.sql).
-    payloads = [events[i].payload_json for i in todo]
+    # The callers' bytes as one binary bytea[]: nothing to escape or encode (see accepts.sql).
+    payloads = [events[i].payload for i in todo]
     try:
         cur = await conn.execute(QUERIES["event_accept_many"], {"events": document, "payloads": payloads, "now": now})
     except psycopg.errors.ForeignKeyViolation:
@@ -116,16 +117,26 @@ def _row(pos: int, index: int, event: NewEvent) -> dict[str, Any]:
         row["revision"] = event.revision
     if event.available_at is not None:
         row["available_at"] = event.available_at.isoformat()
+    if event.content_type != DEFAULT_CONTENT_TYPE:
+        row["content_type"] = event.content_type
+    if not event.payload_is_json:
+        row["json"] = False
     return row
 
 
 async def _refusal(
     conn: Connection, events: Sequence[NewEvent], todo: list[int], exc: psycopg.DataError
 ) -> RefusedEvent:
-    """Names the event whose payload PostgreSQL refused, by trying each alone (nothing is written)."""
+    """Names the event whose JSON payload PostgreSQL refused, by trying each alone (nothing is written).
+
+    Validation refuses what jsonb cannot hold before any of it reaches here,
+    so this is the net under a disagreement between the two, never INTERNAL.
+    """
     for index in todo:
+        if not events[index].payload_is_json:
+            continue
         try:
-            await conn.execute(QUERIES["event_payload_probe"], {"payload": events[index].payload_json})
+            await conn.execute(QUERIES["event_payload_probe"], {"payload": events[index].payload})
         except psycopg.DataError as refused:
             return RefusedEvent(index, "payload", f"PostgreSQL refused it: {refused.diag.message_primary}")
     return RefusedEvent(None, "events", f"PostgreSQL refused a value: {exc.diag.message_primary}")

@@ -78,12 +78,12 @@ async def claim_events(
 def _claimed_event(row: Sequence[Any], ledger: Sequence[dict[str, Any]]) -> ClaimedEvent:
     (namespace, event_key, event_type, payload, metadata, message_id, ordering_key, revision,
      attempt, claim_token, fencing_token, lease_expires_at, accepted_at, last_error,
-     applied_revision, stale) = row[:16]  # fmt: skip
+     applied_revision, stale, content_type) = row[:17]  # fmt: skip
     return ClaimedEvent(
         namespace=Namespace(namespace),
         event_key=EventKey(event_key),
         event_type=event_type,
-        payload_json=payload,
+        payload=payload,
         metadata=dict(metadata or {}),
         message_id=message_id,
         ordering_key=ordering_key,
@@ -97,6 +97,7 @@ def _claimed_event(row: Sequence[Any], ledger: Sequence[dict[str, Any]]) -> Clai
         actions=tuple(_ledger_entry(entry) for entry in ledger),
         applied_revision=applied_revision,
         stale=stale,
+        content_type=content_type,
     )
 
 

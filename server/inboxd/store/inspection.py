@@ -37,7 +37,7 @@ async def read_event(
     if row is None:
         return None
     (payload, metadata, message_id, ordering_key, revision,
-     disposition, disposition_reason, lease_expires_at, completed_at) = row[9:]  # fmt: skip
+     disposition, disposition_reason, lease_expires_at, completed_at, content_type) = row[9:]  # fmt: skip
     actions = await conn.execute(
         QUERIES["action_list_for_events"], {"namespaces": [namespace], "event_keys": [event_key]}
     )
@@ -58,7 +58,8 @@ async def read_event(
     history = await action_history(conn, namespace, event_key)
     return EventRecord(
         summary=_summary(row[:9]),
-        payload_json=payload,
+        payload=payload,
+        content_type=content_type,
         metadata=dict(metadata or {}),
         message_id=message_id,
         ordering_key=ordering_key,
@@ -73,8 +74,8 @@ async def read_event(
             for fencing, worker, attempt, claimed_at, ended_at, outcome in await claims.fetchall()
         ),
         conflicts=tuple(
-            ConflictingCopy(event_type, copy, dict(meta or {}), received_at, digest, size)
-            for _, event_type, copy, meta, received_at, digest, size in copies
+            ConflictingCopy(event_type, copy, dict(meta or {}), received_at, digest, size, content_type)
+            for _, event_type, copy, meta, received_at, digest, size, content_type in copies
         ),
         conflict_count=kept + (overflow_copies or 0),
         conflicts_overflow=(

@@ -9,7 +9,9 @@ sequential scans that ran the first minute at a third of the speed.
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import re
 from importlib import resources
 from typing import LiteralString
 
@@ -39,6 +41,15 @@ SELECT c.relname FROM pg_class AS c
 WHERE c.oid = ANY(%s::regclass[]) AND c.reltuples < 0
 """
 
+# A migration whose first line is this runs one statement at a time outside a
+# transaction, for what cannot run inside one (CREATE INDEX CONCURRENTLY). Its
+# statements end with `;` at the end of a line and hold no dollar-quoted
+# bodies; each must be safe to run again, since a run cut short starts over.
+_NO_TRANSACTION = "-- inboxd: no transaction"
+_STATEMENT_END = re.compile(r";[ \t]*$", re.MULTILINE)
+# How often a process that finds another migrating looks again.
+_LOCK_POLL_SECONDS = 0.2
+
 _VERSION_TABLE: LiteralString = """
 CREATE TABLE IF NOT EXISTS inboxd_schema_migrations (
     version    integer     PRIMARY KEY,
@@ -60,21 +71,22 @@ def available_migrations() -> list[tuple[int, str, LiteralString]]:
     return found
 
 
-async def migrate(conninfo: str) -> list[str]:
+async def migrate(conninfo: str, *, up_to: int | None = None) -> list[str]:
     """Applies what is missing; returns the names of the migrations applied.
 
-    Raises Unavailable when the database cannot be reached.
+    `up_to` stops after that version (tests build the schema an older release
+    left, to upgrade it). Raises Unavailable when the database cannot be reached.
     """
     try:
-        return await _migrate(conninfo)
+        return await _migrate(conninfo, up_to)
     except psycopg.OperationalError as exc:
         raise Unavailable(f"database unavailable: {first_line(exc)}") from None
 
 
-async def _migrate(conninfo: str) -> list[str]:
+async def _migrate(conninfo: str, up_to: int | None) -> list[str]:
     applied: list[str] = []
     async with await psycopg.AsyncConnection.connect(conninfo, autocommit=True, connect_timeout=10) as conn:
-        await conn.execute("SELECT pg_advisory_lock(%s)", (_MIGRATION_LOCK,))
+        await _take_lock(conn)
         try:
             await conn.execute(_VERSION_TABLE)
             cur = await conn.execute("SELECT version FROM inboxd_schema_migrations")
@@ -82,18 +94,48 @@ async def _migrate(conninfo: str) -> list[str]:
             for version, name, sql in available_migrations():
                 if version in done:
                     continue
-                async with conn.transaction():
-                    await conn.execute(sql)
-                    await conn.execute(
-                        "INSERT INTO inboxd_schema_migrations (version, name) VALUES (%s, %s)",
-                        (version, name),
-                    )
+                if up_to is not None and version > up_to:
+                    break
+                record = "INSERT INTO inboxd_schema_migrations (version, name) VALUES (%s, %s)"
+                if sql.startswith(_NO_TRANSACTION):
+                    for statement in _statements(sql):
+                        await conn.execute(statement)
+                    await conn.execute(record, (version, name))
+                else:
+                    async with conn.transaction():
+                        await conn.execute(sql)
+                        await conn.execute(record, (version, name))
                 log.info("applied migration %s", name)
                 applied.append(name)
             await _analyze_fresh_tables(conn)
         finally:
             await conn.execute("SELECT pg_advisory_unlock(%s)", (_MIGRATION_LOCK,))
     return applied
+
+
+async def _take_lock(conn: psycopg.AsyncConnection[tuple[object, ...]]) -> None:
+    """Takes the migrations' advisory lock, trying again until it is free.
+
+    Not pg_advisory_lock: a session waiting in it holds a snapshot, and
+    CREATE INDEX CONCURRENTLY in the holder's migration waits for every
+    snapshot to end, so the two would wait for each other.
+    """
+    while True:
+        cur = await conn.execute("SELECT pg_try_advisory_lock(%s)", (_MIGRATION_LOCK,))
+        row = await cur.fetchone()
+        if row is not None and row[0]:
+            return
+        await asyncio.sleep(_LOCK_POLL_SECONDS)
+
+
+def _statements(script: LiteralString) -> list[LiteralString]:
+    """A no-transaction migration's statements, each alone (comments and blank lines between them dropped)."""
+    out: list[LiteralString] = []
+    for chunk in _STATEMENT_END.split(script):
+        code = "\n".join(line for line in chunk.splitlines() if not line.lstrip().startswith("--")).strip()
+        if code:
+            out.append(code)
+    return out
 
 
 async def _analyze_fresh_tables(conn: psycopg.AsyncConnection[tuple[object, ...]]) -> None:

@@ -117,6 +117,20 @@ END $$;
 
 
 --
+-- Name: inboxd_is_json_type(text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.inboxd_is_json_type(p_content_type text) RETURNS boolean
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $_$
+    SELECT m ~ '^[A-Za-z0-9!#$&^_.+/-]+$'
+           AND translate(m, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz') LIKE ANY
+               (ARRAY['application/json', '%/%+json'])
+    FROM (SELECT btrim(split_part(p_content_type, ';', 1), E' \t') AS m) AS media
+$_$;
+
+
+--
 -- Name: inboxd_next_of_key(text, text, text, bigint, timestamp with time zone, boolean); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -215,6 +229,146 @@ END $$;
 
 
 --
+-- Name: inbox_conflicts; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.inbox_conflicts (
+    id bigint NOT NULL,
+    namespace text NOT NULL,
+    event_key text NOT NULL,
+    event_type text NOT NULL,
+    payload jsonb,
+    metadata jsonb DEFAULT '{}'::jsonb NOT NULL,
+    received_at timestamp with time zone NOT NULL,
+    payload_sha256 bytea,
+    payload_bytes integer,
+    raw_payload bytea,
+    content_type text DEFAULT 'application/json'::text NOT NULL
+);
+
+
+--
+-- Name: inboxd_payload(public.inbox_conflicts); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.inboxd_payload(c public.inbox_conflicts) RETURNS bytea
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $$
+    SELECT coalesce(c.raw_payload, convert_to(c.payload::text, 'UTF8'))
+$$;
+
+
+--
+-- Name: inbox_events; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.inbox_events (
+    namespace text NOT NULL,
+    event_key text NOT NULL,
+    event_type text NOT NULL,
+    payload jsonb,
+    metadata jsonb DEFAULT '{}'::jsonb NOT NULL,
+    message_id text DEFAULT ''::text NOT NULL,
+    ordering_key text DEFAULT ''::text NOT NULL,
+    revision bigint DEFAULT 0 NOT NULL,
+    state text DEFAULT 'pending'::text NOT NULL,
+    accepted_at timestamp with time zone NOT NULL,
+    available_at timestamp with time zone NOT NULL,
+    due_at timestamp with time zone,
+    updated_at timestamp with time zone NOT NULL,
+    attempt integer DEFAULT 0 NOT NULL,
+    claim_token text,
+    fencing_token bigint,
+    worker_id text,
+    lease_expires_at timestamp with time zone,
+    completed_at timestamp with time zone,
+    disposition text,
+    disposition_reason text,
+    last_error text,
+    replayed boolean DEFAULT false NOT NULL,
+    raw_payload bytea,
+    content_type text DEFAULT 'application/json'::text NOT NULL,
+    CONSTRAINT inbox_events_attempt_not_negative CHECK ((attempt >= 0)),
+    CONSTRAINT inbox_events_completed_has_disposition CHECK (((state = 'completed'::text) = ((completed_at IS NOT NULL) AND (disposition IS NOT NULL)))),
+    CONSTRAINT inbox_events_disposition_known CHECK (((disposition IS NULL) OR (disposition = ANY (ARRAY['applied'::text, 'ignored'::text])))),
+    CONSTRAINT inbox_events_due_while_open CHECK (((state = ANY (ARRAY['pending'::text, 'processing'::text])) = (due_at IS NOT NULL))),
+    CONSTRAINT inbox_events_ignored_has_reason CHECK (((disposition IS DISTINCT FROM 'ignored'::text) OR (COALESCE(disposition_reason, ''::text) <> ''::text))),
+    CONSTRAINT inbox_events_payload_kept_until_completed CHECK (((payload IS NOT NULL) OR (raw_payload IS NOT NULL) OR (state = 'completed'::text))),
+    CONSTRAINT inbox_events_pending_has_no_claim CHECK (((state <> 'pending'::text) OR ((claim_token IS NULL) AND (lease_expires_at IS NULL)))),
+    CONSTRAINT inbox_events_processing_has_claim CHECK (((state <> 'processing'::text) OR ((claim_token IS NOT NULL) AND (fencing_token IS NOT NULL) AND (lease_expires_at IS NOT NULL) AND (due_at = lease_expires_at)))),
+    CONSTRAINT inbox_events_state_known CHECK ((state = ANY (ARRAY['pending'::text, 'processing'::text, 'completed'::text, 'dead_lettered'::text])))
+);
+
+
+--
+-- Name: COLUMN inbox_events.payload; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.inbox_events.payload IS 'The payload of an event accepted before migration 0019, as jsonb; NULL for later events (raw_payload) and once retention dropped it. Read inboxd_payload(e) or inboxd_payload_json(e).';
+
+
+--
+-- Name: COLUMN inbox_events.raw_payload; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.inbox_events.raw_payload IS 'The payload exactly as accepted (migration 0019 on); NULL for earlier events and once retention dropped it.';
+
+
+--
+-- Name: inboxd_payload(public.inbox_events); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.inboxd_payload(e public.inbox_events) RETURNS bytea
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $$
+    SELECT coalesce(e.raw_payload, convert_to(e.payload::text, 'UTF8'))
+$$;
+
+
+--
+-- Name: inboxd_payload_json(public.inbox_conflicts); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.inboxd_payload_json(c public.inbox_conflicts) RETURNS jsonb
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $$
+    SELECT CASE WHEN c.raw_payload IS NULL THEN c.payload
+                WHEN inboxd_is_json_type(c.content_type) THEN convert_from(c.raw_payload, 'UTF8')::jsonb
+           END
+$$;
+
+
+--
+-- Name: inboxd_payload_json(public.inbox_events); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.inboxd_payload_json(e public.inbox_events) RETURNS jsonb
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $$
+    SELECT CASE WHEN e.raw_payload IS NULL THEN e.payload
+                WHEN inboxd_is_json_type(e.content_type) THEN convert_from(e.raw_payload, 'UTF8')::jsonb
+           END
+$$;
+
+
+--
+-- Name: inboxd_same_payload(bytea, jsonb, text, bytea, boolean); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.inboxd_same_payload(p_stored_raw bytea, p_stored_json jsonb, p_stored_type text, p_raw bytea, p_raw_is_json boolean) RETURNS boolean
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $$
+    SELECT CASE
+        WHEN p_stored_raw IS NULL AND p_stored_json IS NULL THEN true
+        WHEN p_stored_raw = p_raw THEN true
+        WHEN NOT (p_raw_is_json AND inboxd_is_json_type(p_stored_type))
+            THEN coalesce(p_stored_raw, convert_to(p_stored_json::text, 'UTF8')) = p_raw
+        ELSE coalesce(p_stored_json, convert_from(p_stored_raw, 'UTF8')::jsonb) = convert_from(p_raw, 'UTF8')::jsonb
+    END
+$$;
+
+
+--
 -- Name: inbox_action_history; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -301,23 +455,6 @@ CREATE TABLE public.inbox_conflict_overflow (
 
 
 --
--- Name: inbox_conflicts; Type: TABLE; Schema: public; Owner: -
---
-
-CREATE TABLE public.inbox_conflicts (
-    id bigint NOT NULL,
-    namespace text NOT NULL,
-    event_key text NOT NULL,
-    event_type text NOT NULL,
-    payload jsonb,
-    metadata jsonb DEFAULT '{}'::jsonb NOT NULL,
-    received_at timestamp with time zone NOT NULL,
-    payload_sha256 bytea,
-    payload_bytes integer
-);
-
-
---
 -- Name: inbox_conflicts_id_seq; Type: SEQUENCE; Schema: public; Owner: -
 --
 
@@ -328,46 +465,6 @@ ALTER TABLE public.inbox_conflicts ALTER COLUMN id ADD GENERATED ALWAYS AS IDENT
     NO MINVALUE
     NO MAXVALUE
     CACHE 1
-);
-
-
---
--- Name: inbox_events; Type: TABLE; Schema: public; Owner: -
---
-
-CREATE TABLE public.inbox_events (
-    namespace text NOT NULL,
-    event_key text NOT NULL,
-    event_type text NOT NULL,
-    payload jsonb,
-    metadata jsonb DEFAULT '{}'::jsonb NOT NULL,
-    message_id text DEFAULT ''::text NOT NULL,
-    ordering_key text DEFAULT ''::text NOT NULL,
-    revision bigint DEFAULT 0 NOT NULL,
-    state text DEFAULT 'pending'::text NOT NULL,
-    accepted_at timestamp with time zone NOT NULL,
-    available_at timestamp with time zone NOT NULL,
-    due_at timestamp with time zone,
-    updated_at timestamp with time zone NOT NULL,
-    attempt integer DEFAULT 0 NOT NULL,
-    claim_token text,
-    fencing_token bigint,
-    worker_id text,
-    lease_expires_at timestamp with time zone,
-    completed_at timestamp with time zone,
-    disposition text,
-    disposition_reason text,
-    last_error text,
-    replayed boolean DEFAULT false NOT NULL,
-    CONSTRAINT inbox_events_attempt_not_negative CHECK ((attempt >= 0)),
-    CONSTRAINT inbox_events_completed_has_disposition CHECK (((state = 'completed'::text) = ((completed_at IS NOT NULL) AND (disposition IS NOT NULL)))),
-    CONSTRAINT inbox_events_disposition_known CHECK (((disposition IS NULL) OR (disposition = ANY (ARRAY['applied'::text, 'ignored'::text])))),
-    CONSTRAINT inbox_events_due_while_open CHECK (((state = ANY (ARRAY['pending'::text, 'processing'::text])) = (due_at IS NOT NULL))),
-    CONSTRAINT inbox_events_ignored_has_reason CHECK (((disposition IS DISTINCT FROM 'ignored'::text) OR (COALESCE(disposition_reason, ''::text) <> ''::text))),
-    CONSTRAINT inbox_events_payload_kept_until_completed CHECK (((payload IS NOT NULL) OR (state = 'completed'::text))),
-    CONSTRAINT inbox_events_pending_has_no_claim CHECK (((state <> 'pending'::text) OR ((claim_token IS NULL) AND (lease_expires_at IS NULL)))),
-    CONSTRAINT inbox_events_processing_has_claim CHECK (((state <> 'processing'::text) OR ((claim_token IS NOT NULL) AND (fencing_token IS NOT NULL) AND (lease_expires_at IS NOT NULL) AND (due_at = lease_expires_at)))),
-    CONSTRAINT inbox_events_state_known CHECK ((state = ANY (ARRAY['pending'::text, 'processing'::text, 'completed'::text, 'dead_lettered'::text])))
 );
 
 
@@ -703,10 +800,10 @@ CREATE INDEX inbox_events_ordering_open ON public.inbox_events USING btree (name
 
 
 --
--- Name: inbox_events_payload_held; Type: INDEX; Schema: public; Owner: -
+-- Name: inbox_events_payload_kept; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE INDEX inbox_events_payload_held ON public.inbox_events USING btree (completed_at) WHERE ((state = 'completed'::text) AND (payload IS NOT NULL));
+CREATE INDEX inbox_events_payload_kept ON public.inbox_events USING btree (completed_at) WHERE ((state = 'completed'::text) AND ((payload IS NOT NULL) OR (raw_payload IS NOT NULL)));
 
 
 --

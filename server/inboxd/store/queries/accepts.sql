@@ -16,13 +16,15 @@
 --
 -- The events travel as one JSON array (one object per event: pos, ord,
 -- namespace, event_key, event_type, and those of metadata as an object,
--- message_id, ordering_key, revision, available_at that are not at their
+-- message_id, ordering_key, revision, available_at, content_type and json
+-- (false: a payload of a type that is not JSON) that are not at their
 -- defaults), expanded by json_to_recordset: one parameter, not one array per
--- column. Their payloads travel beside them as one text[] in binary format
+-- column. Their payloads travel beside them as one bytea[] in binary format
 -- (%(payloads)b), element pos of it the payload of the event at pos: each is
--- the caller's text as it came, with nothing to escape on either side, and
--- jsonb's cast of each is the one parse it gets (PostgreSQL judges what
--- jsonb can hold; a refusal is named by event_payload_probe).
+-- the caller's bytes as they came, with nothing to escape or encode on either
+-- side, and stored as they are. PostgreSQL parses no payload to insert it
+-- (the server validated each JSON one); it parses JSON only to judge a repeat
+-- whose bytes differ from the stored payload's (inboxd_same_payload).
 --
 -- Rows go in key order so that concurrent groups lock keys in the same order
 -- and cannot deadlock; among copies of one key in a group, the first in
@@ -32,39 +34,45 @@
 WITH incoming AS (
     -- first_ord: which copy of its key wins the insert (the first in request order).
     -- A field left at its default is left out of its object: NULL here.
-    SELECT i.pos, i.ord, i.namespace, i.event_key, i.event_type, p.payload::jsonb AS payload,
+    SELECT i.pos, i.ord, i.namespace, i.event_key, i.event_type, p.payload,
+           coalesce(i.content_type, 'application/json') AS content_type, coalesce(i.json, true) AS is_json,
            coalesce(i.metadata, '{}') AS metadata, coalesce(i.message_id, '') AS message_id,
            coalesce(i.ordering_key, '') AS ordering_key, coalesce(i.revision, 0) AS revision,
            inboxd_now(%(now)s) AS accepted_at, coalesce(i.available_at, inboxd_now(%(now)s)) AS available_at,
            min(i.ord) OVER (PARTITION BY i.namespace, i.event_key) AS first_ord
     FROM json_to_recordset(%(events)s::json)
          AS i(pos int, ord int, namespace text, event_key text, event_type text, metadata jsonb,
-              message_id text, ordering_key text, revision bigint, available_at timestamptz)
-    JOIN unnest(%(payloads)b::text[]) WITH ORDINALITY AS p(payload, pos) ON p.pos = i.pos
+              message_id text, ordering_key text, revision bigint, available_at timestamptz,
+              content_type text, json boolean)
+    JOIN unnest(%(payloads)b::bytea[]) WITH ORDINALITY AS p(payload, pos) ON p.pos = i.pos
 ), inserted AS (
     INSERT INTO inbox_events AS e
-        (namespace, event_key, event_type, payload, metadata, message_id, ordering_key,
+        (namespace, event_key, event_type, raw_payload, content_type, metadata, message_id, ordering_key,
          revision, state, accepted_at, available_at, due_at, updated_at)
-    SELECT i.namespace, i.event_key, i.event_type, i.payload, i.metadata,
+    SELECT i.namespace, i.event_key, i.event_type, i.payload, i.content_type, i.metadata,
            i.message_id, i.ordering_key, i.revision, 'pending', i.accepted_at,
            i.available_at, i.available_at, i.accepted_at
     FROM incoming AS i
     ORDER BY i.namespace, i.event_key, i.ord
     ON CONFLICT (namespace, event_key) DO NOTHING
-    RETURNING e.namespace, e.event_key, e.event_type, e.payload, e.state, e.accepted_at
+    RETURNING e.namespace, e.event_key, e.event_type, e.raw_payload, e.content_type, e.state, e.accepted_at
 ), judged AS (
-    -- A repeat is the same event when its type matches and its payload is an
-    -- equal JSON value (jsonb equality ignores key order and whitespace). A
-    -- payload dropped by retention cannot be compared; the key was already
-    -- processed, so the copy counts as a duplicate.
-    SELECT i.ord, i.namespace, i.event_key, i.event_type, i.payload, i.metadata,
+    -- A repeat is the same event when its type matches and its payload is the
+    -- same (inboxd_same_payload, migration 0019: a JSON payload equal as a
+    -- JSON value, so key order and whitespace do not count; any other by its
+    -- bytes; the content type never counts). A payload dropped by retention
+    -- cannot be compared; the key was already processed, so the copy counts
+    -- as a duplicate.
+    SELECT i.ord, i.namespace, i.event_key, i.event_type, i.payload, i.content_type, i.metadata,
            CASE
                WHEN w.event_key IS NOT NULL AND i.ord = i.first_ord THEN 'accepted'
                WHEN w.event_key IS NOT NULL THEN
-                   CASE WHEN w.event_type = i.event_type AND w.payload = i.payload
+                   CASE WHEN w.event_type = i.event_type
+                             AND inboxd_same_payload(w.raw_payload, NULL, w.content_type, i.payload, i.is_json)
                         THEN 'duplicate' ELSE 'conflict' END
                WHEN s.found THEN
-                   CASE WHEN s.event_type = i.event_type AND coalesce(s.payload = i.payload, true)
+                   CASE WHEN s.event_type = i.event_type
+                             AND inboxd_same_payload(s.raw_payload, s.payload, s.content_type, i.payload, i.is_json)
                         THEN 'duplicate' ELSE 'conflict' END
                ELSE 'retry'
            END AS outcome,
@@ -77,7 +85,7 @@ WITH incoming AS (
     -- a hash join over a sequential scan of inbox_events, which grew with the
     -- table until autoanalyze replanned it. LIMIT keeps the subquery a loop.
     LEFT JOIN LATERAL (
-        SELECT true AS found, s.event_type, s.payload, s.state, s.accepted_at
+        SELECT true AS found, s.event_type, s.raw_payload, s.payload, s.content_type, s.state, s.accepted_at
         FROM inbox_events AS s
         WHERE w.event_key IS NULL AND s.namespace = i.namespace AND s.event_key = i.event_key
         LIMIT 1
@@ -86,9 +94,8 @@ WITH incoming AS (
     -- Each conflicting copy's number among its key's copies: those kept before,
     -- then this group's in request order. Conflicts are rare, so the count runs
     -- for few rows, and stays short: at most 20 rows are kept per key.
-    SELECT j.ord, j.namespace, j.event_key, j.event_type, j.payload, j.metadata,
-           sha256(convert_to(j.payload::text, 'UTF8')) AS payload_sha256,
-           octet_length(j.payload::text) AS payload_bytes,
+    SELECT j.ord, j.namespace, j.event_key, j.event_type, j.payload, j.content_type, j.metadata,
+           sha256(j.payload) AS payload_sha256, octet_length(j.payload) AS payload_bytes,
            (SELECT count(*) FROM inbox_conflicts AS c WHERE c.namespace = j.namespace AND c.event_key = j.event_key)
            + row_number() OVER (PARTITION BY j.namespace, j.event_key ORDER BY j.ord) AS copy_number
     FROM judged AS j
@@ -96,8 +103,9 @@ WITH incoming AS (
 ), kept AS (
     -- The first 20 copies of a key are kept whole (migration 0015).
     INSERT INTO inbox_conflicts
-        (namespace, event_key, event_type, payload, metadata, received_at, payload_sha256, payload_bytes)
-    SELECT c.namespace, c.event_key, c.event_type, c.payload, c.metadata, inboxd_now(%(now)s),
+        (namespace, event_key, event_type, raw_payload, content_type, metadata, received_at,
+         payload_sha256, payload_bytes)
+    SELECT c.namespace, c.event_key, c.event_type, c.payload, c.content_type, c.metadata, inboxd_now(%(now)s),
            c.payload_sha256, c.payload_bytes
     FROM copies AS c
     WHERE c.copy_number <= 20
@@ -130,6 +138,6 @@ WITH incoming AS (
 SELECT ord, outcome, state, accepted_at FROM judged LEFT JOIN durable ON true
 
 -- name: event_payload_probe
--- Whether jsonb takes this payload: the diagnosis after a group failed on a
--- value, so the refusal can name its event. Nothing is written.
-SELECT %(payload)s::jsonb IS NOT NULL
+-- Whether jsonb takes this JSON payload: the diagnosis after a group failed
+-- on a value, so the refusal can name its event. Nothing is written.
+SELECT convert_from(%(payload)s::bytea, 'UTF8')::jsonb IS NOT NULL

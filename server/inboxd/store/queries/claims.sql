@@ -81,7 +81,8 @@ WITH RECURSIVE open_namespaces AS (
             SELECT e.namespace, e.event_key, e.state AS state_before, e.fencing_token AS old_fencing_token,
                    e.attempt >= %(max_attempts)s AS exhausted, e.due_at, e.ordering_key, e.revision, e.replayed,
                    CASE WHEN %(max_events)s > 1
-                        THEN octet_length(e.payload::text) + octet_length(e.metadata::text)
+                        THEN coalesce(octet_length(e.raw_payload), octet_length(e.payload::text))
+                             + octet_length(e.metadata::text)
                              + octet_length(coalesce(e.last_error, '')) + 4096
                         ELSE 0 END AS answer_bytes
             FROM inbox_events AS e
@@ -99,7 +100,8 @@ WITH RECURSIVE open_namespaces AS (
             SELECT e.namespace, e.event_key, e.state, e.fencing_token, e.attempt >= %(max_attempts)s, e.due_at,
                    e.ordering_key, e.revision, e.replayed,
                    CASE WHEN %(max_events)s > 1
-                        THEN octet_length(e.payload::text) + octet_length(e.metadata::text)
+                        THEN coalesce(octet_length(e.raw_payload), octet_length(e.payload::text))
+                             + octet_length(e.metadata::text)
                              + octet_length(coalesce(e.last_error, '')) + 4096
                         ELSE 0 END
             FROM inbox_events AS e
@@ -228,10 +230,11 @@ WITH RECURSIVE open_namespaces AS (
         due_at = inboxd_now(%(now)s) + %(lease)s::interval, updated_at = inboxd_now(%(now)s)
     FROM taken AS due
     WHERE NOT due.exhausted AND NOT due.to_ignore AND e.namespace = due.namespace AND e.event_key = due.event_key
-    RETURNING e.namespace, e.event_key, e.event_type, e.payload::text, e.metadata, e.message_id,
-              e.ordering_key, e.revision, e.attempt, e.claim_token, e.fencing_token,
+    -- The payload as accepted (an event from before migration 0019: jsonb's rendering).
+    RETURNING e.namespace, e.event_key, e.event_type, coalesce(e.raw_payload, convert_to(e.payload::text, 'UTF8')),
+              e.metadata, e.message_id, e.ordering_key, e.revision, e.attempt, e.claim_token, e.fencing_token,
               e.lease_expires_at, e.accepted_at, coalesce(e.last_error, ''), due.applied_revision, due.stale,
-              due.due_at, due.state_before, e.worker_id
+              e.content_type, due.due_at, due.state_before, e.worker_id
 ), history AS (
     INSERT INTO inbox_claims (fencing_token, namespace, event_key, claim_token, worker_id, attempt, claimed_at)
     SELECT fencing_token, namespace, event_key, claim_token, worker_id, attempt, inboxd_now(%(now)s) FROM claimed

@@ -79,7 +79,7 @@ SELECT state, claim_token FROM inbox_events WHERE namespace = %(namespace)s AND 
 
 -- name: event_replay_lock
 -- Locks the event for Replay: its state decides whether Replay may proceed.
-SELECT state, event_type, payload IS NOT NULL
+SELECT state, event_type, payload IS NOT NULL OR raw_payload IS NOT NULL
 FROM inbox_events
 WHERE namespace = %(namespace)s AND event_key = %(event_key)s
 FOR UPDATE

@@ -4,10 +4,12 @@
 -- others in events.sql.
 
 -- name: event_read
--- One event's row, payload included (NULL once payload retention dropped it).
+-- One event's row, payload included as accepted (an event from before
+-- migration 0019: jsonb's rendering; NULL once payload retention dropped it).
 SELECT namespace, event_key, event_type, state, attempt, accepted_at, available_at, updated_at,
-       coalesce(last_error, ''), payload::text, metadata, message_id, ordering_key, revision,
-       disposition, coalesce(disposition_reason, ''), lease_expires_at, completed_at
+       coalesce(last_error, ''), coalesce(raw_payload, convert_to(payload::text, 'UTF8')), metadata,
+       message_id, ordering_key, revision, disposition, coalesce(disposition_reason, ''), lease_expires_at,
+       completed_at, content_type
 FROM inbox_events
 WHERE namespace = %(namespace)s AND event_key = %(event_key)s
 
@@ -23,8 +25,8 @@ ORDER BY fencing_token
 -- after the copy `after_id` (0: from the first); one row more than the page
 -- says whether another follows. Their payloads only when asked: a page of 20
 -- copies of 1 MiB each is 20 MiB nobody wanted to read.
-SELECT id, event_type, CASE WHEN %(with_payloads)s THEN payload::text END, metadata, received_at,
-       payload_sha256, payload_bytes
+SELECT id, event_type, CASE WHEN %(with_payloads)s THEN coalesce(raw_payload, convert_to(payload::text, 'UTF8')) END,
+       metadata, received_at, payload_sha256, payload_bytes, content_type
 FROM inbox_conflicts
 WHERE namespace = %(namespace)s AND event_key = %(event_key)s AND id > %(after_id)s
 ORDER BY id
