@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from urllib.parse import parse_qsl
 
-DEFAULT_CONTENT_TYPE = "application/json"
+from inboxd.domain.validation import DEFAULT_CONTENT_TYPE, is_json_type
+
 # A hex dump shows at most this many bytes (256 lines of 16): enough to recognise a
 # binary body, not megabytes of digits. The rest is counted in the note.
 HEX_SHOWN_BYTES = 4096
@@ -64,9 +65,9 @@ def charset(content_type: str) -> str:
     return "utf-8"
 
 
-def is_json_type(content_type: str) -> bool:
-    kind = media_type(content_type)
-    return kind == "application/json" or kind.endswith("+json")
+def is_json_content_type(content_type: str) -> bool:
+    """Whether a payload of this type is JSON (validation.is_json_type); empty, as an older server answers, is JSON."""
+    return is_json_type(content_type or DEFAULT_CONTENT_TYPE)
 
 
 def is_form_type(content_type: str) -> bool:

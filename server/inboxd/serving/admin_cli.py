@@ -16,7 +16,7 @@ from typing import Any
 
 import grpc
 
-from inboxd.domain.payload_display import is_json_type
+from inboxd.domain.payload_display import is_json_content_type
 from inboxd.serving import admin_output as out
 from inboxd.serving import operator_cli
 from inboxd_client.plaintext import PlaintextTokenRefused, refuse_plaintext_token, trusted_network_from
@@ -198,7 +198,7 @@ def _write_raw(event: admin_pb2.Event) -> int:
     """The payload's bytes exactly as accepted, and nothing else, on stdout: `| openssl dgst ...` verifies them."""
     if not event.payload:
         # A JSON payload is never empty, so an empty one was dropped; another type's may just be empty.
-        dropped = is_json_type(event.content_type)
+        dropped = is_json_content_type(event.content_type)
         why = "dropped by payload retention" if dropped else "empty (or dropped by payload retention)"
         print(f"inboxd show: the payload of {event.summary.event_key} is {why}; nothing written", file=sys.stderr)
         return 1 if dropped else 0

@@ -14,7 +14,8 @@ from google.protobuf.message import Message
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from inboxd.domain.operator_views import format_age
-from inboxd.domain.payload_display import DEFAULT_CONTENT_TYPE, Shape, charset, display_payload, is_json_type
+from inboxd.domain.payload_display import Shape, charset, display_payload, is_json_content_type
+from inboxd.domain.validation import DEFAULT_CONTENT_TYPE
 from inboxd_client.v1 import admin_pb2, types_pb2
 
 MAX_CELL = 60
@@ -115,7 +116,11 @@ def payload_text(title: str, payload: bytes, content_type: str) -> str:
     shown = display_payload(payload, content_type)
     if not payload:
         # On the wire an empty payload and a dropped one look alike; a JSON payload is never empty.
-        why = "dropped by payload retention" if is_json_type(shown.content_type) else "empty, or dropped by retention"
+        why = (
+            "dropped by payload retention"
+            if is_json_content_type(shown.content_type)
+            else "empty, or dropped by retention"
+        )
         return f"{title} ({terminal_safe(shown.content_type, lines=False)})\n- ({why})"
     head = f"{title} ({terminal_safe(shown.content_type, lines=False)}, {shown.size:,} bytes"
     head += ", as hex)" if shown.shape is Shape.HEX else ")"
