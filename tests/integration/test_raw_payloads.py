@@ -173,6 +173,9 @@ async def test_invalid_json_under_a_json_type_is_refused_through_every_accept(
     assert (batch.details() or "").startswith("events[1].payload: is not JSON"), batch.details()
     [streamed] = await accept(inbox, "stream", bad)
     assert streamed.code == INVALID.value[0] and streamed.message.startswith("accept.payload: is not JSON"), streamed
+    # The same bytes under a type that is not JSON are only bytes.
+    as_text = await inbox.Accept(request(ns, f"as-text-{len(content_type)}", b'{"a": 1,}', "text/plain"))
+    assert as_text.outcome == ACCEPTED
     # What jsonb cannot hold is refused as before, in the same words.
     nul = await expect_status(inbox.Accept(request(ns, "nul", b'{"a": "\\u0000"}', content_type)), INVALID)
     assert (nul.details() or "").startswith("payload: holds \\u0000"), nul.details()

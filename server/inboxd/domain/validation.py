@@ -107,15 +107,13 @@ def is_json_type(content_type: str) -> bool:
 
 
 # What makes a JSON payload worth the exact (slow) check here: a \u escape of
-# NUL or of a surrogate, a digit run or an exponent long enough that numeric
-# (or Python's int) might not hold it, or more brackets than the depth limit
-# (screens of the text, which may fire on text inside strings too: that costs
-# only the exact check, never a wrong answer). Below them, a number has fewer
-# than 4300 digits in each part and an exponent of at most 4 digits, so at
-# most 14299 digits before or after the point: within numeric's range.
+# NUL or of a surrogate, or more brackets than the depth limit (screens of the
+# text, which may fire on text inside strings too: that costs only the exact
+# check, never a wrong answer). Numbers are judged while the C parser reads
+# them: see _FAST.
 _RISKY_ESCAPE = re.compile(r"\\u(?:0000|[dD][89abcdefABCDEF])")
-_LONG_DIGITS = re.compile(r"\d{4300}")
-_LONG_EXPONENT = re.compile(r"[eE][-+]?\d{5}")
+# An integer numeric cannot hold, in case Python's int digit limit is lifted.
+_LONG_DIGITS = re.compile(rf"\d{{{_NUMERIC_MAX_INTEGER_DIGITS + 1}}}")
 
 
 def check_payload(field: str, payload: bytes, max_bytes: int, *, is_json: bool = True) -> None:
@@ -144,16 +142,15 @@ def check_payload(field: str, payload: bytes, max_bytes: int, *, is_json: bool =
         raise InvalidArgument(field, str(exc)) from None
     except json.JSONDecodeError as exc:
         raise InvalidArgument(field, f"is not JSON: {exc.msg} at position {exc.pos}") from None
-    except (ValueError, RecursionError):  # an int past Python's digit limit, say: the exact check words it
+    except (ValueError, RecursionError):  # an int past Python's 4300 digits, say: the exact check words it
         _check_payload_exactly(field, text)
 
 
 def _needs_exact_check(text: str) -> bool:
     return (
         ("\\u" in text and _RISKY_ESCAPE.search(text) is not None)
-        or text.count("[") + text.count("{") > MAX_JSON_DEPTH
-        or _LONG_EXPONENT.search(text) is not None
-        or (len(text) >= 4300 and _LONG_DIGITS.search(text) is not None)
+        or (len(text) > MAX_JSON_DEPTH and text.count("[") + text.count("{") > MAX_JSON_DEPTH)
+        or (len(text) > _NUMERIC_MAX_INTEGER_DIGITS and _LONG_DIGITS.search(text) is not None)
     )
 
 
@@ -193,8 +190,23 @@ def _reject_constant(name: str) -> Any:
     raise _NotStorable(f"is not JSON: {name} is not a JSON number")
 
 
-# The C parser with only NaN and Infinity refused: a constant hook keeps it in C.
-_FAST = json.JSONDecoder(parse_constant=_reject_constant)
+def _check_float(text: str) -> float:
+    """A number with a fraction or an exponent, as the C parser meets it: judged exactly only when it could matter.
+
+    Under 4000 characters with an exponent of at most 4 digits, a number has
+    at most 13999 digits before or after the point: within numeric's range.
+    (An integer has no hook: past 4300 digits Python's int refuses it, and the
+    exact check judges it; below, numeric holds it.)
+    """
+    _, marker, exponent = text.replace("E", "e").partition("e")
+    if len(text) >= 4000 or (marker and len(exponent.lstrip("+-")) > 4):
+        _check_number(text)
+    return 0.0  # never used: the payload is stored as it came
+
+
+# The C parser, refusing NaN and Infinity and judging numbers with a fraction
+# or an exponent through hooks that keep it in C for everything else.
+_FAST = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_check_float)
 
 
 def _check_number(text: str) -> int:
