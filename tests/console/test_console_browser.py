@@ -322,7 +322,9 @@ async def test_the_keyboard_reaches_the_navigation_and_skips_to_the_content(rig:
     await expect(page.get_by_label("Namespace")).to_have_value(f"{rig.shop}/keys")
 
 
-async def test_a_form_body_is_shown_as_a_table_of_its_fields_after_the_click(rig: Rig, page: Page) -> None:
+async def test_a_form_body_is_shown_as_a_table_of_its_fields_after_the_click(
+    rig: Rig, page: Page, tmp_path: Path
+) -> None:
     ns = f"{rig.shop}/slack"
     body = b"command=%2Fdeploy&text=api+v2&user_name=ada&text=again"
     await rig.accept(ns, "cmd_1", body, event_type="slash.command", content_type="application/x-www-form-urlencoded")
@@ -334,3 +336,9 @@ async def test_a_form_body_is_shown_as_a_table_of_its_fields_after_the_click(rig
     fields = page.get_by_role("table", name="Form fields")
     await expect(fields.locator("tbody tr")).to_have_text(["command/deploy", "textapi v2", "user_nameada", "textagain"])
     await expect(page.locator(".payload-about")).to_contain_text("shown as form fields")
+    await page.locator("#payload").scroll_into_view_if_needed()
+    await (
+        page.locator("section")
+        .filter(has=page.locator("#payload"))
+        .screenshot(path=screenshot_path("console-form-payload.png", tmp_path))
+    )
