@@ -125,3 +125,10 @@ def test_media_type_and_charset_are_read_case_insensitively_with_utf_8_by_defaul
     assert media_type("") == "application/json"
     assert charset('text/plain; format=flowed; Charset="Windows-1252"') == "windows-1252"
     assert charset("text/plain") == "utf-8"
+
+
+def test_a_charset_that_decodes_to_lone_surrogates_is_shown_as_hex_not_as_text_nothing_can_encode() -> None:
+    text = display_payload(b"\\ud800", "text/plain; charset=unicode_escape")
+    assert (text.shape, text.note) == (Shape.HEX, "does not decode as unicode_escape: shown as hex")
+    form = display_payload(b"a=%5Cud800", "application/x-www-form-urlencoded; charset=unicode_escape")
+    assert (form.shape, form.note) == (Shape.HEX, "not a form in unicode_escape: shown as hex")

@@ -130,9 +130,22 @@ def decoded_text(payload: bytes, encoding: str) -> str | None:
     """The payload as text in `encoding`; None when it does not decode (or the encoding is unknown)."""
     try:
         codecs.lookup(encoding)
-        return payload.decode(encoding)
+        return _showable(payload.decode(encoding))
     except (LookupError, UnicodeDecodeError):
         return None
+
+
+def _showable(text: str) -> str | None:
+    """The text, unless it holds what no page or terminal can encode.
+
+    A charset the sender names may be one of Python's own codecs
+    (`unicode_escape`), which can decode to lone surrogates.
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return None
+    return text
 
 
 def form_fields(payload: bytes, encoding: str) -> list[tuple[str, str]] | None:
@@ -142,9 +155,10 @@ def form_fields(payload: bytes, encoding: str) -> list[tuple[str, str]] | None:
         return None
     try:
         # keep_blank_values: `a=&b` is two fields with empty values, as a browser sends them.
-        return parse_qsl(text, keep_blank_values=True, encoding=encoding, errors="strict")
+        fields = parse_qsl(text, keep_blank_values=True, encoding=encoding, errors="strict")
     except (UnicodeDecodeError, ValueError):
         return None
+    return fields if all(_showable(name + value) is not None for name, value in fields) else None
 
 
 class _Number(str):
