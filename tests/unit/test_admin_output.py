@@ -96,6 +96,11 @@ def test_a_payload_cannot_drive_the_terminal() -> None:
         shown = event_text(admin_pb2.Event(payload=b"x=" + hostile, content_type=content_type))
         assert "\x1b" not in shown and "\x07" not in shown and "\x9b" not in shown
         assert "\\x1b]0;owned\\x07\\x1b[2J\\x9b31m" in shown
+    hostile_type = "text/plain; x=\x1b[2J"
+    typed = event_text(
+        admin_pb2.Event(content_type=hostile_type, conflicts=[admin_pb2.ConflictingCopy(content_type=hostile_type)])
+    )
+    assert "\x1b" not in typed and typed.count("text/plain; x=\\x1b[2J") == 3
     in_json = event_text(admin_pb2.Event(payload='{"a": "\u009b31m"}'.encode()))
     assert "\x9b" not in in_json and '"a": "\\x9b31m"' in in_json
 

@@ -156,7 +156,7 @@ def event_text(event: admin_pb2.Event) -> str:
         ("message id", event.message_id),
         ("ordering key", event.ordering_key),
         ("revision", str(event.revision)),
-        ("content type", event.content_type or DEFAULT_CONTENT_TYPE),
+        ("content type", terminal_safe(event.content_type or DEFAULT_CONTENT_TYPE, lines=False)),
         ("last error", s.last_error),
     ]
     width = max(len(name) for name, _ in fields)
@@ -185,7 +185,12 @@ def event_text(event: admin_pb2.Event) -> str:
     ]
     parts.append("action history\n" + table(["ACTION", "STATE", "FENCING", "EFFECT", "RECORDED", "DETAIL"], history))
     conflicts = [
-        [c.event_type, when(c.received_at), c.content_type or DEFAULT_CONTENT_TYPE, _copy_payload(number, c)]
+        [
+            c.event_type,
+            when(c.received_at),
+            terminal_safe(c.content_type or DEFAULT_CONTENT_TYPE, lines=False),
+            _copy_payload(number, c),
+        ]
         for number, c in enumerate(event.conflicts, start=1)
     ]
     received = f" ({event.conflict_count} received" + (
