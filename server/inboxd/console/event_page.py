@@ -4,7 +4,8 @@ The acts are Replay's form (here) and those of act_forms.py: settle an
 unresolved action (in its row of the action ledger), end the claim, discard.
 
 The payload (and each conflicting copy's) is sent only when the operator
-asks for it: the page without `payload=1` does not contain it at all.
+asks for it: the page without `payload=1` does not contain it at all. Then
+each is laid out by its content type (payload_html.py), as `inboxd show` does.
 """
 
 from __future__ import annotations
