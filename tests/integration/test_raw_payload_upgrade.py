@@ -19,7 +19,7 @@ import pytest
 from inboxd.config.settings import Settings
 from inboxd.serving.server import RunningServer, start_server
 from inboxd.store.database import Database
-from inboxd.store.migrate import migrate
+from inboxd.store.migrate import _statements, available_migrations, migrate
 from inboxd.store.retention import apply_retention
 from inboxd_client.v1 import admin_pb2, inbox_pb2
 from inboxd_client.v1.admin_pb2_grpc import InboxAdminServiceStub
@@ -170,3 +170,24 @@ async def test_the_upgrade_leaves_a_valid_check_retentions_new_index_and_sql_use
     )
     assert counts is not None and counts.payloads_dropped >= 1
     assert (await get(admin, "completed")).payload == b""
+
+
+async def test_the_online_step_runs_again_from_the_top_after_a_start_cut_short(upgraded: str) -> None:
+    """0020 runs outside a transaction: a start cut short begins it again, and every statement takes that."""
+    [(_, _, script)] = [m for m in available_migrations() if m[0] == 20]
+    statements = _statements(script)
+    assert [s.split()[0:3] for s in statements] == [
+        ["DROP", "INDEX", "CONCURRENTLY"],
+        ["CREATE", "INDEX", "CONCURRENTLY"],
+        ["DROP", "INDEX", "CONCURRENTLY"],
+        ["ALTER", "TABLE", "inbox_events"],
+    ]
+    async with await psycopg.AsyncConnection.connect(upgraded, autocommit=True) as conn:
+        for statement in statements:
+            await conn.execute(statement)
+    indexes = await sql(
+        upgraded,
+        "SELECT c.relname, i.indisvalid FROM pg_index AS i JOIN pg_class AS c ON c.oid = i.indexrelid"
+        " WHERE c.relname LIKE 'inbox_events_payload_%%'",
+    )
+    assert indexes == [("inbox_events_payload_kept", True)]
