@@ -8,6 +8,7 @@ claim, complete, replay, judge its repeats and read back as before.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Any
@@ -191,3 +192,18 @@ async def test_the_online_step_runs_again_from_the_top_after_a_start_cut_short(u
         " WHERE c.relname LIKE 'inbox_events_payload_%%'",
     )
     assert indexes == [("inbox_events_payload_kept", True)]
+
+
+async def test_replicas_starting_together_take_turns_through_the_online_step(database_url: str) -> None:
+    """One applies every migration, the other finds nothing to do; neither deadlocks on the concurrent index build.
+
+    (A replica waiting in pg_advisory_lock would hold a snapshot that CREATE
+    INDEX CONCURRENTLY waits for, while holding up the lock's holder.)
+    """
+    async with own_database(database_url, migrated=False, prefix="turns") as url:
+        async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+            await migrate(url, up_to=19)
+            # A row, so the build has a table to read while the other replica waits.
+            await conn.execute(OLD_ROWS, {"ns": NS, "p": "{}"})
+        first, second = await asyncio.wait_for(asyncio.gather(migrate(url), migrate(url)), timeout=60)
+        assert sorted([first, second]) == [[], ["0020_raw_payloads_online.sql"]]

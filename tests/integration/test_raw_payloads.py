@@ -221,3 +221,21 @@ async def test_sql_users_read_json_payloads_as_jsonb_and_others_as_null(
     assert rows["j"] == (json.loads(ODD_JSON), ODD_JSON)
     assert rows["p"] == ({"id": "x"}, b'{"id":"x"}')
     assert rows["f"] == (None, b"a=1")
+
+
+async def test_copies_of_a_new_key_in_one_batch_are_judged_against_the_one_inserted(
+    inbox: InboxServiceStub, ns: str
+) -> None:
+    answers = await accept(
+        inbox,
+        "batch",
+        request(ns, "j", b'{"a": 1, "b": [true]}'),
+        request(ns, "j", b'{"b":[true],"a":1}'),
+        request(ns, "f", b"x=1&y=2", "application/x-www-form-urlencoded"),
+        request(ns, "f", b"x=1&y=2", "application/x-www-form-urlencoded"),
+        request(ns, "f", b"y=2&x=1", "application/x-www-form-urlencoded"),
+    )
+    # One statement: the first copy of each key is inserted, the others judged against it.
+    assert [a.outcome for a in answers] == [ACCEPTED, DUPLICATE, ACCEPTED, DUPLICATE, CONFLICT]
+    claimed = await claimed_by_key(inbox, ns, 2)
+    assert claimed["j"].payload == b'{"a": 1, "b": [true]}' and claimed["f"].payload == b"x=1&y=2"

@@ -55,6 +55,8 @@ def test_optional_text_may_be_empty() -> None:
     [
         (b"", "is not JSON"),
         (b"{", "is not JSON"),
+        (b"{} {}", "is not JSON: Extra data at position 3"),
+        (b"  ", "is not JSON: Expecting value at position 2"),
         (b"\xff\xfe{}", "is not UTF-8"),
         (b'{"a": NaN}', "NaN is not a JSON number"),
         (b"Infinity", "Infinity is not a JSON number"),
@@ -93,7 +95,19 @@ def test_payloads_of_other_types_keep_the_size_limit() -> None:
 
 @pytest.mark.parametrize(
     "payload",
-    [b"{}", b"[]", b"1", b'"text"', b"null", b"1e131071", b"0e99999999", b'"\\ud83d\\ude00"', '{"é": 1}'.encode()],
+    [
+        b"{}",
+        b"[]",
+        b"1",
+        b'"text"',
+        b"null",
+        b"1e131071",
+        b"0e99999999",
+        b'"\\ud83d\\ude00"',
+        '{"é": 1}'.encode(),
+        b' \r\n{"a": 1}\t\n',
+        b"1.5e-9999",
+    ],
 )
 def test_payloads_jsonb_can_hold_are_taken(payload: bytes) -> None:
     check_payload("payload", payload, LIMIT)
