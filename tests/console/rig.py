@@ -76,10 +76,20 @@ class Rig:
     def _auth(self) -> list[tuple[str, str]]:
         return [("authorization", f"Bearer {self.tokens.root}")]
 
-    async def accept(self, ns: str, key: str, payload: Any = None, event_type: str = "charge.succeeded") -> None:
-        body = json.dumps({"id": key} if payload is None else payload).encode()
+    async def accept(
+        self, ns: str, key: str, payload: Any = None, event_type: str = "charge.succeeded", content_type: str = ""
+    ) -> None:
+        """Accepts `payload` as JSON, or as it is when it is bytes (under `content_type`)."""
+        body = (
+            payload if isinstance(payload, bytes) else json.dumps({"id": key} if payload is None else payload).encode()
+        )
         request = inbox_pb2.AcceptRequest(
-            namespace=ns, event_key=key, event_type=event_type, payload=body, metadata={"delivery": "d_" + key}
+            namespace=ns,
+            event_key=key,
+            event_type=event_type,
+            payload=body,
+            metadata={"delivery": "d_" + key},
+            content_type=content_type,
         )
         await inbox_pb2_grpc.InboxServiceStub(self.channel).Accept(request, metadata=self._auth)
 

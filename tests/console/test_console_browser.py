@@ -275,12 +275,16 @@ async def test_the_overview_updates_itself_without_a_reload(rig: Rig, page: Page
 async def test_pages_fit_a_phone_screen(rig: Rig, context: BrowserContext, width: int) -> None:
     ns, key = f"{rig.shop}/phone", "evt_a_rather_long_key_that_would_push_a_page_wider_than_a_phone_screen"
     await rig.dead_letter(ns, key)
+    # A payload shown as a hex dump and one as a form: wide <pre> lines and long values.
+    await rig.accept(ns, "bin", bytes(range(256)), content_type="application/octet-stream")
+    await rig.accept(ns, "form", b"text=" + b"x" * 300 + b"&a=1", content_type="application/x-www-form-urlencoded")
     phone = await context.new_page()
     await phone.set_viewport_size({"width": width, "height": 780})
     await sign_in(phone, rig.tokens.operator)
     pages = (
         "/overview", "/events", "/events?state=processing", "/dead-letters", f"/event?namespace={ns}&key={key}",
-        f"/unresolved?namespace={ns}", "/trends",
+        f"/unresolved?namespace={ns}", "/trends", f"/event?namespace={ns}&key=bin&payload=1",
+        f"/event?namespace={ns}&key=form&payload=1",
     )  # fmt: skip
     for path in pages:
         await phone.goto(path)
@@ -316,3 +320,25 @@ async def test_the_keyboard_reaches_the_navigation_and_skips_to_the_content(rig:
     await page.keyboard.press("Enter")
     await expect(page.get_by_role("heading", level=1)).to_have_text("Events")
     await expect(page.get_by_label("Namespace")).to_have_value(f"{rig.shop}/keys")
+
+
+async def test_a_form_body_is_shown_as_a_table_of_its_fields_after_the_click(
+    rig: Rig, page: Page, tmp_path: Path
+) -> None:
+    ns = f"{rig.shop}/slack"
+    body = b"command=%2Fdeploy&text=api+v2&user_name=ada&text=again"
+    await rig.accept(ns, "cmd_1", body, event_type="slash.command", content_type="application/x-www-form-urlencoded")
+    await sign_in(page, rig.tokens.operator)
+    await page.goto(f"/event?namespace={ns}&key=cmd_1")
+    await expect(page.locator(".facts")).to_contain_text("application/x-www-form-urlencoded")
+    assert "api v2" not in await page.content()
+    await page.get_by_role("link", name="Show payload").click()
+    fields = page.get_by_role("table", name="Form fields")
+    await expect(fields.locator("tbody tr")).to_have_text(["command/deploy", "textapi v2", "user_nameada", "textagain"])
+    await expect(page.locator(".payload-about")).to_contain_text("shown as form fields")
+    await page.locator("#payload").scroll_into_view_if_needed()
+    await (
+        page.locator("section")
+        .filter(has=page.locator("#payload"))
+        .screenshot(path=screenshot_path("console-form-payload.png", tmp_path))
+    )

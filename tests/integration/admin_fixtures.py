@@ -53,18 +53,23 @@ class CliResult:
 
 async def run_cli(*args: str, env: dict[str, str] | None = None) -> CliResult:
     """`python -m inboxd ARGS` in a subprocess (in a thread, so the in-process server keeps serving)."""
+    code, stdout, stderr = await run_cli_bytes(*args, env=env)
+    return CliResult(code, stdout.decode(), stderr)
 
-    def run() -> subprocess.CompletedProcess[str]:
+
+async def run_cli_bytes(*args: str, env: dict[str, str] | None = None) -> tuple[int, bytes, str]:
+    """As run_cli, with stdout as the bytes the process wrote (`show --raw`)."""
+
+    def run() -> subprocess.CompletedProcess[bytes]:
         clean = {k: v for k, v in os.environ.items() if not k.startswith("INBOXD_")}
         return subprocess.run(
             [sys.executable, "-m", "inboxd", *args],
             check=False,
             capture_output=True,
-            text=True,
             timeout=60,
             cwd=REPO,
             env={**clean, **(env or {})},
         )
 
     done = await asyncio.to_thread(run)
-    return CliResult(done.returncode, done.stdout, done.stderr)
+    return done.returncode, done.stdout, done.stderr.decode()

@@ -57,3 +57,85 @@ def test_the_event_text_shows_the_action_history_and_what_each_record_did() -> N
     assert len(history) == 3  # the header, then one line per record, oldest first
     assert history[1].split()[:4] == ["send:v1", "INTENDED", "2", "applied"]
     assert "kept only" in history[2] and "late" in history[2]
+
+
+def _payload_part(event: admin_pb2.Event) -> list[str]:
+    return event_text(event).rsplit("\n\n", 1)[1].splitlines()
+
+
+def test_the_event_text_shows_the_payload_by_its_content_type_with_the_type_and_size() -> None:
+    as_json = _payload_part(admin_pb2.Event(payload=b'{"b":1,"a":[2]}'))
+    assert as_json == ["payload (application/json, 15 bytes)", "{", '  "b": 1,', '  "a": [', "    2", "  ]", "}"]
+    form = admin_pb2.Event(payload=b"To=%2B1555&Body=two+words&To=x", content_type="application/x-www-form-urlencoded")
+    assert _payload_part(form) == [
+        "payload (application/x-www-form-urlencoded, 30 bytes)",
+        "To    +1555",
+        "Body  two words",
+        "To    x",
+    ]
+    text = admin_pb2.Event(payload=b"<a>\n  b\n</a>", content_type="text/xml; charset=utf-8")
+    assert _payload_part(text) == ["payload (text/xml; charset=utf-8, 12 bytes)", "<a>", "  b", "</a>"]
+    binary = admin_pb2.Event(payload=b"\x89PNG\r\n\x1a\n", content_type="image/png")
+    assert _payload_part(binary) == [
+        "payload (image/png, 8 bytes, as hex)",
+        "00000000  89 50 4e 47 0d 0a 1a 0a                           |.PNG....|",
+    ]
+    assert "content type        image/png" in event_text(binary)
+
+
+def test_the_event_text_says_why_a_payload_is_hex_and_how_much_it_left_out() -> None:
+    bad = _payload_part(admin_pb2.Event(payload=b"\xff" * 4100, content_type="text/plain"))
+    assert bad[0] == "payload (text/plain, 4,100 bytes, as hex)"
+    assert bad[-1] == "(does not decode as utf-8: shown as hex; 4 of 4,100 bytes not shown (the first 4,096 are))"
+    assert _payload_part(admin_pb2.Event()) == ["payload (application/json)", "- (dropped by payload retention)"]
+
+
+def test_a_payload_cannot_drive_the_terminal() -> None:
+    hostile = b"\x1b]0;owned\x07\x1b[2J\xc2\x9b31m"
+    for content_type in ("text/plain", "application/x-www-form-urlencoded"):
+        shown = event_text(admin_pb2.Event(payload=b"x=" + hostile, content_type=content_type))
+        assert "\x1b" not in shown and "\x07" not in shown and "\x9b" not in shown
+        assert "\\x1b]0;owned\\x07\\x1b[2J\\x9b31m" in shown
+    hostile_type = "text/plain; x=\x1b[2J"
+    typed = event_text(
+        admin_pb2.Event(content_type=hostile_type, conflicts=[admin_pb2.ConflictingCopy(content_type=hostile_type)])
+    )
+    assert "\x1b" not in typed and typed.count("text/plain; x=\\x1b[2J") == 3
+    in_json = event_text(admin_pb2.Event(payload='{"a": "\u009b31m"}'.encode()))
+    assert "\x9b" not in in_json and '"a": "\\x9b31m"' in in_json
+
+
+def test_conflicting_copies_payloads_are_shown_by_their_own_content_type() -> None:
+    event = admin_pb2.Event(
+        payload=b"{}",
+        conflicts=[
+            admin_pb2.ConflictingCopy(
+                event_type="sms", payload=b"Body=hi", content_type="application/x-www-form-urlencoded"
+            ),
+            admin_pb2.ConflictingCopy(event_type="sms", payload_sha256=b"\xab" * 32, payload_size=9),
+        ],
+    )
+    text = event_text(event)
+    rows = text.split("conflicting copies\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert rows[0].split() == ["TYPE", "RECEIVED", "CONTENT", "TYPE", "PAYLOAD"]
+    assert rows[1].split()[2:] == ["application/x-www-form-urlencoded", "copy", "1,", "below"]
+    assert rows[2].split()[2:] == ["application/json", "9", "bytes,", "sha256", "abababababababab"]
+    assert "conflicting copy 1's payload (application/x-www-form-urlencoded, 7 bytes)\nBody  hi" in text
+
+
+def test_json_output_inlines_each_payload_by_its_content_type() -> None:
+    event = admin_pb2.Event(
+        payload=b"a=1&a=2",
+        content_type="application/x-www-form-urlencoded",
+        conflicts=[
+            admin_pb2.ConflictingCopy(payload=b"\xff\x00", content_type="application/octet-stream"),
+            admin_pb2.ConflictingCopy(payload=b"caf\xe9", content_type="text/plain; charset=latin-1"),
+            admin_pb2.ConflictingCopy(payload=b'{"n": 1}', content_type="application/cloudevents+json"),
+        ],
+    )
+    out = as_json(event)
+    assert out["payload"] == "a=1&a=2"
+    binary, latin, cloud = out["conflicts"]
+    assert (binary["payload"], binary["payload_encoding"]) == ("/wA=", "base64")
+    assert latin["payload"] == "café" and "payload_encoding" not in latin
+    assert cloud["payload"] == {"n": 1}

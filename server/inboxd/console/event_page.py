@@ -4,17 +4,18 @@ The acts are Replay's form (here) and those of act_forms.py: settle an
 unresolved action (in its row of the action ledger), end the claim, discard.
 
 The payload (and each conflicting copy's) is sent only when the operator
-asks for it: the page without `payload=1` does not contain it at all.
+asks for it: the page without `payload=1` does not contain it at all. Then
+each is laid out by its content type (payload_html.py), as `inboxd show` does.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 from inboxd.console.act_forms import act_forms, settle_form
 from inboxd.console.html import csrf_input, event_url, h, page, state_badge, table, url, when
 from inboxd.console.pages import event_ref
+from inboxd.console.payload_html import content_type_code, payload_html
 from inboxd.domain.conflict_copies import KEPT_CONFLICT_COPIES
 from inboxd.domain.operator_views import ConflictingCopy, EventRecord
 from inboxd.domain.vocabulary import EventState
@@ -28,16 +29,6 @@ class Notice:
 
     text: str
     refused: bool
-
-
-def _pretty(payload_json: str | None) -> str:
-    if payload_json is None:
-        return '<p class="empty">Dropped by payload retention.</p>'
-    try:
-        text = json.dumps(json.loads(payload_json), indent=2, ensure_ascii=False)
-    except ValueError:
-        text = payload_json
-    return f'<pre class="payload" tabindex="0">{h(text)}</pre>'
 
 
 def _waits_behind(record: EventRecord) -> list[tuple[str, str]]:
@@ -67,6 +58,7 @@ def _facts(record: EventRecord) -> str:
         ("Ordering key", h(record.ordering_key or "-")),
         *_waits_behind(record),
         ("Revision", str(record.revision)),
+        ("Content type", content_type_code(record.content_type)),
         ("Last error", f'<span class="error-text">{h(s.last_error or "-")}</span>'),
     ]
     items = "".join(f"<div><dt>{name}</dt><dd>{value}</dd></div>" for name, value in facts)
@@ -77,7 +69,7 @@ def _payload_section(record: EventRecord, show: bool) -> str:
     s = record.summary
     if show:
         hide = h(event_url(s.namespace, s.event_key))
-        content = _pretty(record.payload_json) + f'<p><a href="{hide}">Hide payload</a></p>'
+        content = payload_html(record.payload, record.content_type) + f'<p><a href="{hide}">Hide payload</a></p>'
     else:
         link = h(url("/event", {"namespace": s.namespace, "key": s.event_key, "payload": "1"}) + "#payload")
         content = f'<p><a class="button" href="{link}" id="show-payload">Show payload</a></p>'
@@ -124,10 +116,15 @@ def _ledgers(record: EventRecord, show_payload: bool, csrf: str) -> str:
     )
     conflicts = _conflicts_note(record) + table(
         "Conflicting copies (same key, another type or payload; the original was kept)",
-        ("Received", "Type", "Payload"),
+        ("Received", "Type", "Content type", "Payload"),
         (
-            [when(c.received_at), h(c.event_type), _pretty(c.payload_json) if show_payload else _digest(c)]
-            for c in record.conflicts
+            [
+                when(c.received_at),
+                h(c.event_type),
+                content_type_code(c.content_type),
+                _copy_payload(number, c) if show_payload else _digest(c),
+            ]
+            for number, c in enumerate(record.conflicts, start=1)
         ),
         empty="None.",
     )
@@ -158,6 +155,11 @@ def _ledgers(record: EventRecord, show_payload: bool, csrf: str) -> str:
         f'<section aria-labelledby="{anchor}"><h2 id="{anchor}">{title}</h2>{content}</section>'
         for anchor, title, content in sections
     )
+
+
+def _copy_payload(number: int, copy: ConflictingCopy) -> str:
+    """A copy's payload by its own content type; its form fields' table named for the copy."""
+    return payload_html(copy.payload, copy.content_type, f"Form fields of copy {number}")
 
 
 def _digest(copy: ConflictingCopy) -> str:

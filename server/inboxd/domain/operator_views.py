@@ -68,11 +68,6 @@ class ConflictingCopy:
     payload_bytes: int | None = None
     content_type: str = "application/json"
 
-    @property
-    def payload_json(self) -> str | None:
-        """The payload as text (undecodable bytes replaced), for displays that show text."""
-        return None if self.payload is None else self.payload.decode("utf-8", "replace")
-
 
 @dataclass(frozen=True, slots=True)
 class ActionHistoryEntry:
@@ -128,11 +123,6 @@ class EventRecord:
     conflicts_overflow: ConflictOverflow | None = None
     # The last copy of this page when more kept copies follow it, else None.
     conflicts_continue_after: int | None = None
-
-    @property
-    def payload_json(self) -> str | None:
-        """The payload as text (undecodable bytes replaced), for displays that show text."""
-        return None if self.payload is None else self.payload.decode("utf-8", "replace")
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,6 +16,7 @@ from typing import Any
 
 import grpc
 
+from inboxd.domain.payload_display import is_json_content_type
 from inboxd.serving import admin_output as out
 from inboxd.serving import operator_cli
 from inboxd_client.plaintext import PlaintextTokenRefused, refuse_plaintext_token, trusted_network_from
@@ -74,6 +75,9 @@ def add_admin_commands(commands: Any) -> None:
     show.add_argument("event_key")
     show.add_argument(
         "--conflict-payloads", action="store_true", help="the conflicting copies' payloads too (else size and digest)"
+    )
+    show.add_argument(
+        "--raw", action="store_true", help="only the payload's exact bytes on stdout (to re-verify a signature)"
     )
 
     replay = commands.add_parser("replay", parents=[common], help="return COMPLETED or DEAD_LETTERED events to PENDING")
@@ -177,11 +181,29 @@ def _listing(
 
 
 def _show(client: _Client, args: argparse.Namespace) -> int:
+    if args.raw and (args.json or args.conflict_payloads):
+        print("inboxd show: --raw writes the payload alone: not with --json or --conflict-payloads", file=sys.stderr)
+        return 2
     request = admin_pb2.GetEventRequest(
         namespace=args.namespace, event_key=args.event_key, include_conflict_payloads=args.conflict_payloads
     )
     event = client.call("GetEvent", request).event
+    if args.raw:
+        return _write_raw(event)
     print(json.dumps(out.as_json(event), indent=2, ensure_ascii=False) if args.json else out.event_text(event))
+    return 0
+
+
+def _write_raw(event: admin_pb2.Event) -> int:
+    """The payload's bytes exactly as accepted, and nothing else, on stdout: `| openssl dgst ...` verifies them."""
+    if not event.payload:
+        # A JSON payload is never empty, so an empty one was dropped; another type's may just be empty.
+        dropped = is_json_content_type(event.content_type)
+        why = "dropped by payload retention" if dropped else "empty (or dropped by payload retention)"
+        print(f"inboxd show: the payload of {event.summary.event_key} is {why}; nothing written", file=sys.stderr)
+        return 1 if dropped else 0
+    sys.stdout.buffer.write(event.payload)
+    sys.stdout.buffer.flush()
     return 0
 
 

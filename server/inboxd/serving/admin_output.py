@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import unicodedata
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -13,6 +14,8 @@ from google.protobuf.message import Message
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from inboxd.domain.operator_views import format_age
+from inboxd.domain.payload_display import Shape, charset, display_payload, is_json_content_type
+from inboxd.domain.validation import DEFAULT_CONTENT_TYPE
 from inboxd_client.v1 import admin_pb2, types_pb2
 
 MAX_CELL = 60
@@ -90,13 +93,48 @@ def dead_letters_table(events: Sequence[admin_pb2.EventSummary]) -> str:
     return table(["NAMESPACE", "KEY", "TYPE", "ATTEMPTS", "DEAD SINCE", "LAST ERROR"], rows)
 
 
-def _copy_payload(copy: admin_pb2.ConflictingCopy) -> str:
-    """The copy's payload when the answer has it, else its size and digest (show --conflict-payloads)."""
+def _copy_payload(number: int, copy: admin_pb2.ConflictingCopy) -> str:
+    """Where the copy's payload is: below when the answer has it (show --conflict-payloads), else size and digest."""
     if copy.payload:
-        return copy.payload.decode("utf-8", "replace")
+        return f"copy {number}, below"
     if copy.payload_sha256:
         return f"{copy.payload_size} bytes, sha256 {copy.payload_sha256.hex()[:16]}"
     return "-"
+
+
+def terminal_safe(text: str, *, lines: bool = True) -> str:
+    """Text with its control characters as escapes (\\x1b), so a payload cannot drive the terminal.
+
+    Newlines and tabs are kept when `lines`; C1 controls (\\x9b is a CSI) are escaped too.
+    """
+    kept = "\n\t" if lines else ""
+    return "".join(c if c in kept or unicodedata.category(c) != "Cc" else repr(c)[1:-1] for c in text)
+
+
+def payload_text(title: str, payload: bytes, content_type: str) -> str:
+    """A payload under a title naming its content type and size, laid out by its shape (domain/payload_display)."""
+    shown = display_payload(payload, content_type)
+    if not payload:
+        # On the wire an empty payload and a dropped one look alike; a JSON payload is never empty.
+        why = (
+            "dropped by payload retention"
+            if is_json_content_type(shown.content_type)
+            else "empty, or dropped by retention"
+        )
+        return f"{title} ({terminal_safe(shown.content_type, lines=False)})\n- ({why})"
+    head = f"{title} ({terminal_safe(shown.content_type, lines=False)}, {shown.size:,} bytes"
+    head += ", as hex)" if shown.shape is Shape.HEX else ")"
+    if shown.shape is Shape.FORM:
+        names = [terminal_safe(name, lines=False) for name, _ in shown.fields]
+        width = min(max((len(n) for n in names), default=0), MAX_CELL // 2)
+        body = "\n".join(
+            f"{name.ljust(width)}  {terminal_safe(value, lines=False)}"
+            for name, (_, value) in zip(names, shown.fields, strict=True)
+        )
+        body = body or "- (no fields)"
+    else:
+        body = terminal_safe(shown.text)
+    return head + "\n" + body + (f"\n({shown.note})" if shown.note else "")
 
 
 def event_text(event: admin_pb2.Event) -> str:
@@ -118,6 +156,7 @@ def event_text(event: admin_pb2.Event) -> str:
         ("message id", event.message_id),
         ("ordering key", event.ordering_key),
         ("revision", str(event.revision)),
+        ("content type", terminal_safe(event.content_type or DEFAULT_CONTENT_TYPE, lines=False)),
         ("last error", s.last_error),
     ]
     width = max(len(name) for name, _ in fields)
@@ -145,14 +184,22 @@ def event_text(event: admin_pb2.Event) -> str:
         for h in event.action_history
     ]
     parts.append("action history\n" + table(["ACTION", "STATE", "FENCING", "EFFECT", "RECORDED", "DETAIL"], history))
-    conflicts = [[c.event_type, when(c.received_at), _copy_payload(c)] for c in event.conflicts]
+    conflicts = [
+        [
+            c.event_type,
+            when(c.received_at),
+            terminal_safe(c.content_type or DEFAULT_CONTENT_TYPE, lines=False),
+            _copy_payload(number, c),
+        ]
+        for number, c in enumerate(event.conflicts, start=1)
+    ]
     received = f" ({event.conflict_count} received" + (
         f"; {event.conflicts_overflow.copies} beyond the first 20 only counted)"
         if event.HasField("conflicts_overflow")
         else ")"
     )
     title = "conflicting copies" + (received if event.conflict_count else "")
-    parts.append(title + "\n" + table(["TYPE", "RECEIVED", "PAYLOAD"], conflicts))
+    parts.append(title + "\n" + table(["TYPE", "RECEIVED", "CONTENT TYPE", "PAYLOAD"], conflicts))
     replays = [[r.actor, when(r.replayed_at), state_name(r.state_before), r.reason] for r in event.replays]
     parts.append("replays\n" + table(["ACTOR", "WHEN", "FROM", "REASON"], replays))
     acts = [
@@ -161,7 +208,12 @@ def event_text(event: admin_pb2.Event) -> str:
     ]
     parts.append("operator actions\n" + table(["ACT", "ACTION", "ACTOR", "WHEN", "BEFORE", "AFTER", "REASON"], acts))
     parts.append("metadata\n" + (json.dumps(dict(event.metadata), indent=2, sort_keys=True) if event.metadata else "-"))
-    parts.append("payload\n" + (_pretty_json(event.payload) if event.payload else "- (dropped by payload retention)"))
+    parts.extend(
+        payload_text(f"conflicting copy {number}'s payload", c.payload, c.content_type)
+        for number, c in enumerate(event.conflicts, start=1)
+        if c.payload
+    )
+    parts.append(payload_text("payload", event.payload, event.content_type))
     return "\n\n".join(parts)
 
 
@@ -175,13 +227,6 @@ def _disposition(value: types_pb2.Disposition) -> str:
     return types_pb2.Disposition.Name(value).removeprefix("DISPOSITION_")
 
 
-def _pretty_json(data: bytes) -> str:
-    try:
-        return json.dumps(json.loads(data), indent=2, ensure_ascii=False)
-    except ValueError:
-        return data.decode("utf-8", "replace")
-
-
 def as_json(message: Message) -> dict[str, Any]:
     """A message as a dict with proto field names; payloads inlined as JSON rather than base64."""
     # Zeros included: a script reads "dead_lettered": "0" rather than a missing key.
@@ -193,7 +238,7 @@ def as_json(message: Message) -> dict[str, Any]:
 def _inline_payloads(message: Message, out: dict[str, Any]) -> None:
     for field, value in message.ListFields():
         if field.name == "payload" and isinstance(value, bytes):
-            out["payload"] = _json_or_text(value)
+            _inline_payload(value, str(getattr(message, "content_type", "")), out)
         elif field.message_type is not None and field.name in out:
             if field.is_repeated and not field.message_type.GetOptions().map_entry:
                 for item, item_out in zip(value, out[field.name], strict=True):
@@ -202,8 +247,12 @@ def _inline_payloads(message: Message, out: dict[str, Any]) -> None:
                 _inline_payloads(value, out[field.name])
 
 
-def _json_or_text(data: bytes) -> Any:
-    try:
-        return json.loads(data)
-    except ValueError:
-        return data.decode("utf-8", "replace")
+def _inline_payload(data: bytes, content_type: str, out: dict[str, Any]) -> None:
+    """A JSON payload as its value, any other as its text in its charset; bytes that are neither stay base64."""
+    shown = display_payload(data, content_type)
+    if shown.shape is Shape.JSON:
+        out["payload"] = json.loads(data)
+    elif shown.shape is Shape.HEX:
+        out["payload_encoding"] = "base64"  # MessageToDict's own rendering of bytes, left as it is
+    else:
+        out["payload"] = data.decode(charset(shown.content_type))
