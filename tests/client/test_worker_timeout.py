@@ -82,10 +82,13 @@ async def test_a_handler_that_swallows_its_cancellation_is_failed_all_the_same(
             await release.wait()  # ignores the cancellation and hangs on
 
     await accept(client, ns, "k")
-    worker = Worker(client, stubborn, namespaces=[ns], wait=1.0, lease=2.0, handler_timeout=0.5)
+    # One slot, which the stubborn handler holds until it returns: its Fail's retry (due within a
+    # second, full jitter) is not taken before the worker stops, nor after.
+    worker = Worker(client, stubborn, namespaces=[ns], wait=1.0, lease=2.0, handler_timeout=0.5, concurrency=1)
     try:
         async with running(worker):
             await eventually(lambda: worker.stats.failed == 1, "the stubborn event failed")
+            worker.stop()
             release.set()  # it holds its slot (and stop's grace) until it returns
     finally:
         release.set()
