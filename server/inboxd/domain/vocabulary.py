@@ -155,16 +155,19 @@ class ClaimBatch:
     """A Claim's result, with what it found on the way for metrics."""
 
     events: list[ClaimedEvent]
-    # Expired leases taken over (the old claim is dead) and events dead-lettered
-    # because their attempts ran out.
+    # Expired leases taken over (the old claim is dead).
     leases_expired: int = 0
-    dead_lettered: int = 0
     # Stale revisions of an ordering key completed IGNORED instead of handed out.
     ignored_stale: int = 0
     # It took all it was asked for: more may be due.
     full: bool = False
-    # The namespace of each event dead-lettered (dead_lettered of them), for per-namespace counts.
+    # The namespace of each event dead-lettered because its attempts ran out.
     dead_lettered_in: tuple[str, ...] = ()
+
+    @property
+    def dead_lettered(self) -> int:
+        """How many events this Claim dead-lettered."""
+        return len(self.dead_lettered_in)
 
 
 @dataclass(frozen=True, slots=True)

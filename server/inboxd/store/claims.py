@@ -73,7 +73,6 @@ async def claim_events(
     return ClaimBatch(
         events,
         leases_expired=int(leases_expired),
-        dead_lettered=len(dead_lettered_in),
         ignored_stale=int(ignored_stale),
         full=full,
         dead_lettered_in=tuple(str(ns) for ns in dead_lettered_in),
