@@ -156,3 +156,33 @@ def like_prefix(pattern: str) -> str:
             break
         prefix.append(next(chars, "\\") if char == "\\" else char)
     return "".join(prefix)
+
+
+def is_glob(name: str) -> bool:
+    """Whether a namespace field holds a glob pattern ("mailera/*") rather than one namespace."""
+    return "*" in name
+
+
+def glob_within(pattern: str, grant: str) -> bool:
+    """Whether every namespace the glob `pattern` matches is matched by the glob `grant`.
+
+    Decided for the grants tokens hold (a name, "prefix*", "*"); for any
+    other grant only a plain name the grant matches counts as within it.
+    Conservative: a False may refuse a pattern that is in fact covered, never
+    the other way round.
+    """
+    if pattern == grant or grant == "*":
+        return True
+    star = grant.find("*")
+    if star < 0:
+        return False  # a name grants one namespace; `pattern` differs from it
+    if star == len(grant) - 1:
+        literal_prefix = pattern.split("*", 1)[0]
+        # Every match of `pattern` starts with its literal prefix, so with the grant's prefix.
+        return literal_prefix.startswith(grant[:-1])
+    return not is_glob(pattern) and like_matcher((grant_to_like(grant),)).matches(pattern)
+
+
+def glob_within_any(pattern: str, grants: Sequence[str]) -> bool:
+    """Whether one of the globs `grants` covers every namespace `pattern` matches (see glob_within)."""
+    return any(glob_within(pattern, grant) for grant in grants)

@@ -117,6 +117,114 @@ END $$;
 
 
 --
+-- Name: inboxd_flow_give_back(text, integer); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.inboxd_flow_give_back(p_namespace text, p_tokens integer) RETURNS integer
+    LANGUAGE sql
+    AS $$
+    UPDATE inbox_flow_buckets SET tokens = tokens + p_tokens WHERE namespace = p_namespace AND p_tokens > 0;
+    SELECT p_tokens;
+$$;
+
+
+
+
+--
+-- Name: inbox_flow_rules; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.inbox_flow_rules (
+    pattern text NOT NULL,
+    like_pattern text NOT NULL,
+    is_pattern boolean NOT NULL,
+    specificity integer NOT NULL,
+    max_in_flight integer,
+    rate double precision,
+    burst integer,
+    paused boolean DEFAULT false NOT NULL,
+    weight integer DEFAULT 1 NOT NULL,
+    resumed_at timestamp with time zone,
+    ramp interval,
+    ramp_rate double precision,
+    updated_at timestamp with time zone NOT NULL,
+    updated_by text NOT NULL,
+    CONSTRAINT inbox_flow_rules_burst_positive CHECK (((burst IS NULL) OR (burst > 0))),
+    CONSTRAINT inbox_flow_rules_max_in_flight_positive CHECK (((max_in_flight IS NULL) OR (max_in_flight > 0))),
+    CONSTRAINT inbox_flow_rules_ramp_whole CHECK ((((ramp IS NULL) = (ramp_rate IS NULL)) AND ((ramp IS NULL) = (resumed_at IS NULL)))),
+    CONSTRAINT inbox_flow_rules_rate_positive CHECK (((rate IS NULL) OR (rate > (0)::double precision))),
+    CONSTRAINT inbox_flow_rules_weight_positive CHECK ((weight > 0))
+);
+
+
+--
+-- Name: inboxd_flow_rule(text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.inboxd_flow_rule(p_namespace text) RETURNS SETOF public.inbox_flow_rules
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT r.* FROM inbox_flow_rules AS r
+    WHERE r.pattern = p_namespace OR r.is_pattern AND p_namespace LIKE r.like_pattern
+    ORDER BY r.specificity DESC, length(r.pattern) DESC, r.pattern COLLATE "C"
+    LIMIT 1
+$$;
+
+
+--
+-- Name: inboxd_flow_slots(text, integer); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.inboxd_flow_slots(p_namespace text, p_max_in_flight integer) RETURNS integer
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    leased integer;
+BEGIN
+    IF NOT pg_try_advisory_xact_lock(7311002, hashtext(p_namespace)) THEN
+        RETURN 0;
+    END IF;
+    SELECT count(*) INTO leased FROM (
+        SELECT FROM inbox_events AS e
+        WHERE e.namespace COLLATE "C" = p_namespace AND e.state = 'processing'
+        LIMIT p_max_in_flight) AS held;
+    RETURN greatest(0, p_max_in_flight - leased);
+END $$;
+
+
+--
+-- Name: inboxd_flow_take_tokens(text, double precision, double precision, integer, timestamp with time zone); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.inboxd_flow_take_tokens(p_namespace text, p_rate double precision, p_burst double precision, p_wanted integer, p_now timestamp with time zone) RETURNS TABLE(taken integer, next_token_at timestamp with time zone)
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    bucket inbox_flow_buckets;
+    available double precision;
+BEGIN
+    INSERT INTO inbox_flow_buckets (namespace, tokens, refilled_at) VALUES (p_namespace, p_burst, p_now)
+    ON CONFLICT DO NOTHING;
+    SELECT * INTO bucket FROM inbox_flow_buckets AS b WHERE b.namespace = p_namespace FOR UPDATE SKIP LOCKED;
+    IF NOT FOUND THEN
+        taken := 0;
+        next_token_at := p_now + interval '10 milliseconds';
+        RETURN NEXT;
+        RETURN;
+    END IF;
+    available := least(p_burst, bucket.tokens
+                       + p_rate * greatest(0, extract(epoch FROM p_now - bucket.refilled_at)::double precision));
+    taken := least(p_wanted, floor(available)::integer);
+    UPDATE inbox_flow_buckets SET tokens = available - taken, refilled_at = greatest(bucket.refilled_at, p_now)
+    WHERE namespace = p_namespace;
+    IF taken < p_wanted THEN
+        next_token_at := p_now + make_interval(secs => (1 - (available - taken)) / p_rate);
+    END IF;
+    RETURN NEXT;
+END $$;
+
+
+--
 -- Name: inboxd_is_json_type(text); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -224,8 +332,6 @@ BEGIN
            OR (NEW.disposition = 'applied' AND NEW.revision > k.applied_revision));
     RETURN NULL;
 END $$;
-
-
 
 
 --
@@ -481,6 +587,46 @@ CREATE SEQUENCE public.inbox_fencing_tokens
 
 
 --
+-- Name: inbox_flow_buckets; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.inbox_flow_buckets (
+    namespace text NOT NULL,
+    tokens double precision NOT NULL,
+    refilled_at timestamp with time zone NOT NULL
+);
+
+
+--
+-- Name: inbox_flow_changes; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.inbox_flow_changes (
+    id bigint NOT NULL,
+    pattern text NOT NULL,
+    actor text NOT NULL,
+    reason text NOT NULL,
+    before text NOT NULL,
+    after text NOT NULL,
+    changed_at timestamp with time zone NOT NULL
+);
+
+
+--
+-- Name: inbox_flow_changes_id_seq; Type: SEQUENCE; Schema: public; Owner: -
+--
+
+ALTER TABLE public.inbox_flow_changes ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME public.inbox_flow_changes_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+
+--
 -- Name: inbox_operator_actions; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -675,6 +821,30 @@ ALTER TABLE ONLY public.inbox_events
 
 
 --
+-- Name: inbox_flow_buckets inbox_flow_buckets_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.inbox_flow_buckets
+    ADD CONSTRAINT inbox_flow_buckets_pkey PRIMARY KEY (namespace);
+
+
+--
+-- Name: inbox_flow_changes inbox_flow_changes_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.inbox_flow_changes
+    ADD CONSTRAINT inbox_flow_changes_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: inbox_flow_rules inbox_flow_rules_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.inbox_flow_rules
+    ADD CONSTRAINT inbox_flow_rules_pkey PRIMARY KEY (pattern);
+
+
+--
 -- Name: inbox_operator_actions inbox_operator_actions_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -772,6 +942,13 @@ CREATE INDEX inbox_events_due ON public.inbox_events USING btree (due_at) WHERE 
 
 
 --
+-- Name: inbox_events_in_flight; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX inbox_events_in_flight ON public.inbox_events USING btree (namespace COLLATE "C") WHERE (state = 'processing'::text);
+
+
+--
 -- Name: inbox_events_leases; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -804,6 +981,13 @@ CREATE INDEX inbox_events_ordering_open ON public.inbox_events USING btree (name
 --
 
 CREATE INDEX inbox_events_payload_kept ON public.inbox_events USING btree (completed_at) WHERE ((state = 'completed'::text) AND ((payload IS NOT NULL) OR (raw_payload IS NOT NULL)));
+
+
+--
+-- Name: inbox_flow_changes_pattern; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX inbox_flow_changes_pattern ON public.inbox_flow_changes USING btree (pattern, id);
 
 
 --

@@ -160,7 +160,7 @@ class StatsResponse(_message.Message):
     def __init__(self, namespaces: _Optional[_Iterable[_Union[NamespaceStats, _Mapping]]] = ...) -> None: ...
 
 class NamespaceStats(_message.Message):
-    __slots__ = ("namespace", "pending", "processing", "completed", "dead_lettered", "oldest_claimable_age", "unresolved_actions", "blocked_ordering_keys", "oldest_blocked_age", "connected_workers")
+    __slots__ = ("namespace", "pending", "processing", "completed", "dead_lettered", "oldest_claimable_age", "unresolved_actions", "blocked_ordering_keys", "oldest_blocked_age", "connected_workers", "paused", "flow_rule")
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     PENDING_FIELD_NUMBER: _ClassVar[int]
     PROCESSING_FIELD_NUMBER: _ClassVar[int]
@@ -171,6 +171,8 @@ class NamespaceStats(_message.Message):
     BLOCKED_ORDERING_KEYS_FIELD_NUMBER: _ClassVar[int]
     OLDEST_BLOCKED_AGE_FIELD_NUMBER: _ClassVar[int]
     CONNECTED_WORKERS_FIELD_NUMBER: _ClassVar[int]
+    PAUSED_FIELD_NUMBER: _ClassVar[int]
+    FLOW_RULE_FIELD_NUMBER: _ClassVar[int]
     namespace: str
     pending: int
     processing: int
@@ -181,7 +183,9 @@ class NamespaceStats(_message.Message):
     blocked_ordering_keys: int
     oldest_blocked_age: _duration_pb2.Duration
     connected_workers: int
-    def __init__(self, namespace: _Optional[str] = ..., pending: _Optional[int] = ..., processing: _Optional[int] = ..., completed: _Optional[int] = ..., dead_lettered: _Optional[int] = ..., oldest_claimable_age: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., unresolved_actions: _Optional[int] = ..., blocked_ordering_keys: _Optional[int] = ..., oldest_blocked_age: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., connected_workers: _Optional[int] = ...) -> None: ...
+    paused: bool
+    flow_rule: str
+    def __init__(self, namespace: _Optional[str] = ..., pending: _Optional[int] = ..., processing: _Optional[int] = ..., completed: _Optional[int] = ..., dead_lettered: _Optional[int] = ..., oldest_claimable_age: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., unresolved_actions: _Optional[int] = ..., blocked_ordering_keys: _Optional[int] = ..., oldest_blocked_age: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., connected_workers: _Optional[int] = ..., paused: _Optional[bool] = ..., flow_rule: _Optional[str] = ...) -> None: ...
 
 class EventSummary(_message.Message):
     __slots__ = ("namespace", "event_key", "event_type", "state", "attempt", "accepted_at", "available_at", "updated_at", "last_error", "worker_id", "lease_expires_at")
@@ -360,3 +364,119 @@ class ReplayRecord(_message.Message):
     state_before: _types_pb2.EventState
     replayed_at: _timestamp_pb2.Timestamp
     def __init__(self, actor: _Optional[str] = ..., reason: _Optional[str] = ..., state_before: _Optional[_Union[_types_pb2.EventState, str]] = ..., replayed_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class FlowRule(_message.Message):
+    __slots__ = ("pattern", "max_in_flight", "rate", "burst", "paused", "weight", "resumed_at", "ramp", "ramp_rate", "updated_at", "updated_by")
+    PATTERN_FIELD_NUMBER: _ClassVar[int]
+    MAX_IN_FLIGHT_FIELD_NUMBER: _ClassVar[int]
+    RATE_FIELD_NUMBER: _ClassVar[int]
+    BURST_FIELD_NUMBER: _ClassVar[int]
+    PAUSED_FIELD_NUMBER: _ClassVar[int]
+    WEIGHT_FIELD_NUMBER: _ClassVar[int]
+    RESUMED_AT_FIELD_NUMBER: _ClassVar[int]
+    RAMP_FIELD_NUMBER: _ClassVar[int]
+    RAMP_RATE_FIELD_NUMBER: _ClassVar[int]
+    UPDATED_AT_FIELD_NUMBER: _ClassVar[int]
+    UPDATED_BY_FIELD_NUMBER: _ClassVar[int]
+    pattern: str
+    max_in_flight: int
+    rate: float
+    burst: int
+    paused: bool
+    weight: int
+    resumed_at: _timestamp_pb2.Timestamp
+    ramp: _duration_pb2.Duration
+    ramp_rate: float
+    updated_at: _timestamp_pb2.Timestamp
+    updated_by: str
+    def __init__(self, pattern: _Optional[str] = ..., max_in_flight: _Optional[int] = ..., rate: _Optional[float] = ..., burst: _Optional[int] = ..., paused: _Optional[bool] = ..., weight: _Optional[int] = ..., resumed_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., ramp: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., ramp_rate: _Optional[float] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_by: _Optional[str] = ...) -> None: ...
+
+class FlowControl(_message.Message):
+    __slots__ = ("rule", "namespaces", "in_flight", "pending", "throttled_claims")
+    RULE_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACES_FIELD_NUMBER: _ClassVar[int]
+    IN_FLIGHT_FIELD_NUMBER: _ClassVar[int]
+    PENDING_FIELD_NUMBER: _ClassVar[int]
+    THROTTLED_CLAIMS_FIELD_NUMBER: _ClassVar[int]
+    rule: FlowRule
+    namespaces: int
+    in_flight: int
+    pending: int
+    throttled_claims: int
+    def __init__(self, rule: _Optional[_Union[FlowRule, _Mapping]] = ..., namespaces: _Optional[int] = ..., in_flight: _Optional[int] = ..., pending: _Optional[int] = ..., throttled_claims: _Optional[int] = ...) -> None: ...
+
+class FlowControlChange(_message.Message):
+    __slots__ = ("pattern", "actor", "reason", "changed_at", "before", "after")
+    PATTERN_FIELD_NUMBER: _ClassVar[int]
+    ACTOR_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    CHANGED_AT_FIELD_NUMBER: _ClassVar[int]
+    BEFORE_FIELD_NUMBER: _ClassVar[int]
+    AFTER_FIELD_NUMBER: _ClassVar[int]
+    pattern: str
+    actor: str
+    reason: str
+    changed_at: _timestamp_pb2.Timestamp
+    before: str
+    after: str
+    def __init__(self, pattern: _Optional[str] = ..., actor: _Optional[str] = ..., reason: _Optional[str] = ..., changed_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., before: _Optional[str] = ..., after: _Optional[str] = ...) -> None: ...
+
+class SetFlowControlRequest(_message.Message):
+    __slots__ = ("pattern", "max_in_flight", "rate", "burst", "paused", "weight", "resume_ramp", "ramp_rate", "remove", "reason")
+    PATTERN_FIELD_NUMBER: _ClassVar[int]
+    MAX_IN_FLIGHT_FIELD_NUMBER: _ClassVar[int]
+    RATE_FIELD_NUMBER: _ClassVar[int]
+    BURST_FIELD_NUMBER: _ClassVar[int]
+    PAUSED_FIELD_NUMBER: _ClassVar[int]
+    WEIGHT_FIELD_NUMBER: _ClassVar[int]
+    RESUME_RAMP_FIELD_NUMBER: _ClassVar[int]
+    RAMP_RATE_FIELD_NUMBER: _ClassVar[int]
+    REMOVE_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    pattern: str
+    max_in_flight: int
+    rate: float
+    burst: int
+    paused: bool
+    weight: int
+    resume_ramp: _duration_pb2.Duration
+    ramp_rate: float
+    remove: bool
+    reason: str
+    def __init__(self, pattern: _Optional[str] = ..., max_in_flight: _Optional[int] = ..., rate: _Optional[float] = ..., burst: _Optional[int] = ..., paused: _Optional[bool] = ..., weight: _Optional[int] = ..., resume_ramp: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., ramp_rate: _Optional[float] = ..., remove: _Optional[bool] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class SetFlowControlResponse(_message.Message):
+    __slots__ = ("before", "after")
+    BEFORE_FIELD_NUMBER: _ClassVar[int]
+    AFTER_FIELD_NUMBER: _ClassVar[int]
+    before: FlowRule
+    after: FlowRule
+    def __init__(self, before: _Optional[_Union[FlowRule, _Mapping]] = ..., after: _Optional[_Union[FlowRule, _Mapping]] = ...) -> None: ...
+
+class GetFlowControlRequest(_message.Message):
+    __slots__ = ("namespace",)
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    def __init__(self, namespace: _Optional[str] = ...) -> None: ...
+
+class GetFlowControlResponse(_message.Message):
+    __slots__ = ("control", "changes", "in_flight", "pending")
+    CONTROL_FIELD_NUMBER: _ClassVar[int]
+    CHANGES_FIELD_NUMBER: _ClassVar[int]
+    IN_FLIGHT_FIELD_NUMBER: _ClassVar[int]
+    PENDING_FIELD_NUMBER: _ClassVar[int]
+    control: FlowControl
+    changes: _containers.RepeatedCompositeFieldContainer[FlowControlChange]
+    in_flight: int
+    pending: int
+    def __init__(self, control: _Optional[_Union[FlowControl, _Mapping]] = ..., changes: _Optional[_Iterable[_Union[FlowControlChange, _Mapping]]] = ..., in_flight: _Optional[int] = ..., pending: _Optional[int] = ...) -> None: ...
+
+class ListFlowControlsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListFlowControlsResponse(_message.Message):
+    __slots__ = ("controls",)
+    CONTROLS_FIELD_NUMBER: _ClassVar[int]
+    controls: _containers.RepeatedCompositeFieldContainer[FlowControl]
+    def __init__(self, controls: _Optional[_Iterable[_Union[FlowControl, _Mapping]]] = ...) -> None: ...

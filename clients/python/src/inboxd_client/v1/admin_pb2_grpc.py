@@ -70,6 +70,21 @@ class InboxAdminServiceStub:
                 request_serializer=inboxd_dot_v1_dot_admin__pb2.DiscardRequest.SerializeToString,
                 response_deserializer=inboxd_dot_v1_dot_admin__pb2.DiscardResponse.FromString,
                 _registered_method=True)
+        self.SetFlowControl = channel.unary_unary(
+                '/inboxd.v1.InboxAdminService/SetFlowControl',
+                request_serializer=inboxd_dot_v1_dot_admin__pb2.SetFlowControlRequest.SerializeToString,
+                response_deserializer=inboxd_dot_v1_dot_admin__pb2.SetFlowControlResponse.FromString,
+                _registered_method=True)
+        self.GetFlowControl = channel.unary_unary(
+                '/inboxd.v1.InboxAdminService/GetFlowControl',
+                request_serializer=inboxd_dot_v1_dot_admin__pb2.GetFlowControlRequest.SerializeToString,
+                response_deserializer=inboxd_dot_v1_dot_admin__pb2.GetFlowControlResponse.FromString,
+                _registered_method=True)
+        self.ListFlowControls = channel.unary_unary(
+                '/inboxd.v1.InboxAdminService/ListFlowControls',
+                request_serializer=inboxd_dot_v1_dot_admin__pb2.ListFlowControlsRequest.SerializeToString,
+                response_deserializer=inboxd_dot_v1_dot_admin__pb2.ListFlowControlsResponse.FromString,
+                _registered_method=True)
 
 
 class InboxAdminServiceServicer:
@@ -131,6 +146,31 @@ class InboxAdminServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SetFlowControl(self, request, context):
+        """Creates, changes or removes the flow-control rule of a namespace or a
+        namespace pattern (DESIGN, Flow control). Changes only the fields the
+        request sets; binds every replica at its next claim; audited (who, when,
+        why, before, after). The pattern must lie within the caller's grants.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetFlowControl(self, request, context):
+        """The rule that governs one namespace (its own, or the most specific
+        pattern's), with live figures and the rule's recent changes.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListFlowControls(self, request, context):
+        """Every rule within the caller's grants, most specific first, with live figures.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_InboxAdminServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -168,6 +208,21 @@ def add_InboxAdminServiceServicer_to_server(servicer, server):
                     servicer.Discard,
                     request_deserializer=inboxd_dot_v1_dot_admin__pb2.DiscardRequest.FromString,
                     response_serializer=inboxd_dot_v1_dot_admin__pb2.DiscardResponse.SerializeToString,
+            ),
+            'SetFlowControl': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetFlowControl,
+                    request_deserializer=inboxd_dot_v1_dot_admin__pb2.SetFlowControlRequest.FromString,
+                    response_serializer=inboxd_dot_v1_dot_admin__pb2.SetFlowControlResponse.SerializeToString,
+            ),
+            'GetFlowControl': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetFlowControl,
+                    request_deserializer=inboxd_dot_v1_dot_admin__pb2.GetFlowControlRequest.FromString,
+                    response_serializer=inboxd_dot_v1_dot_admin__pb2.GetFlowControlResponse.SerializeToString,
+            ),
+            'ListFlowControls': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListFlowControls,
+                    request_deserializer=inboxd_dot_v1_dot_admin__pb2.ListFlowControlsRequest.FromString,
+                    response_serializer=inboxd_dot_v1_dot_admin__pb2.ListFlowControlsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -360,6 +415,87 @@ class InboxAdminService:
             '/inboxd.v1.InboxAdminService/Discard',
             inboxd_dot_v1_dot_admin__pb2.DiscardRequest.SerializeToString,
             inboxd_dot_v1_dot_admin__pb2.DiscardResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SetFlowControl(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/inboxd.v1.InboxAdminService/SetFlowControl',
+            inboxd_dot_v1_dot_admin__pb2.SetFlowControlRequest.SerializeToString,
+            inboxd_dot_v1_dot_admin__pb2.SetFlowControlResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetFlowControl(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/inboxd.v1.InboxAdminService/GetFlowControl',
+            inboxd_dot_v1_dot_admin__pb2.GetFlowControlRequest.SerializeToString,
+            inboxd_dot_v1_dot_admin__pb2.GetFlowControlResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListFlowControls(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/inboxd.v1.InboxAdminService/ListFlowControls',
+            inboxd_dot_v1_dot_admin__pb2.ListFlowControlsRequest.SerializeToString,
+            inboxd_dot_v1_dot_admin__pb2.ListFlowControlsResponse.FromString,
             options,
             channel_credentials,
             insecure,
