@@ -171,7 +171,7 @@ def glob_within(pattern: str, grant: str) -> bool:
     Conservative: a False may refuse a pattern that is in fact covered, never
     the other way round.
     """
-    if pattern == grant or grant == "*":
+    if grant in (pattern, "*"):
         return True
     star = grant.find("*")
     if star < 0:
