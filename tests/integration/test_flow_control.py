@@ -156,7 +156,9 @@ async def test_each_change_is_audited_with_who_when_before_and_after(admin: Inbo
     assert all(c.pattern == ns for c in answer.changes)
     when = [c.changed_at.ToDatetime() for c in answer.changes]
     assert when == sorted(when, reverse=True)
-    assert answer.changes[1].changed_at == removed.before.updated_at or when[1] >= when[2]
+    # When: each change's audit row carries the instant the rule it wrote was stamped with.
+    assert answer.changes[3].changed_at == created.after.updated_at
+    assert answer.changes[2].changed_at == changed.after.updated_at
 
 
 async def test_the_most_specific_rule_governs_and_its_figures_count_what_it_governs(
