@@ -271,3 +271,16 @@ async def test_a_loosened_rule_tells_the_other_replicas_to_look_again(migrated_u
     finally:
         await sender.stop()
         await listener.stop()
+
+
+async def test_concurrent_creations_of_one_rule_take_turns_and_both_are_audited(
+    admin: InboxAdminServiceStub, ns: str
+) -> None:
+    answers = await asyncio.gather(
+        *(admin.SetFlowControl(rule_request(ns, weight=w, reason=f"weight {w}")) for w in range(2, 10))
+    )
+    # One created it; each other found the rule the one before it wrote, as its `before`.
+    assert sum(not a.HasField("before") for a in answers) == 1
+    history = (await admin.GetFlowControl(admin_pb2.GetFlowControlRequest(namespace=ns))).changes
+    assert len(history) == 8 and history[-1].before == "none"
+    assert all(newer.before == older.after for newer, older in zip(history, history[1:], strict=False))
