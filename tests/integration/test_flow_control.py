@@ -8,6 +8,7 @@ are removed after each test.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import uuid
 from collections.abc import AsyncIterator
 from datetime import timedelta
@@ -283,4 +284,4 @@ async def test_concurrent_creations_of_one_rule_take_turns_and_both_are_audited(
     assert sum(not a.HasField("before") for a in answers) == 1
     history = (await admin.GetFlowControl(admin_pb2.GetFlowControlRequest(namespace=ns))).changes
     assert len(history) == 8 and history[-1].before == "none"
-    assert all(newer.before == older.after for newer, older in zip(history, history[1:], strict=False))
+    assert all(newer.before == older.after for newer, older in itertools.pairwise(history))
