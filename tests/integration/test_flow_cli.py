@@ -52,7 +52,7 @@ async def test_an_operator_pauses_a_tenant_sees_it_paused_and_resumes_it_with_a_
 
     table = await run_cli("flow", "show", *at)
     [line] = [line for line in table.stdout.splitlines() if line.startswith(f"{ns}/*")]
-    assert "ramping to 100/s" in line and "0/5" in line
+    assert "ramping to 100/s" in line and "0 (5 each)" in line
 
     removed = await run_cli("flow", "remove", f"{ns}/*", "--reason", "done", "--json", *at)
     answer = json.loads(removed.stdout)

@@ -136,8 +136,11 @@ def _remove(client: AdminCalls, args: argparse.Namespace) -> int:
     )
 
 
-def _limit(limit: int, in_flight: int) -> str:
-    return f"{in_flight}/{limit}" if limit else f"{in_flight}/-"
+def _limit(limit: int, in_flight: int, *, each: bool = False) -> str:
+    """In flight against max_in_flight; a pattern's limit binds each namespace, its in flight is their sum."""
+    if not limit:
+        return f"{in_flight}/-"
+    return f"{in_flight} ({limit} each)" if each else f"{in_flight}/{limit}"
 
 
 def _state(rule: admin_pb2.FlowRule) -> str:
@@ -155,7 +158,7 @@ def controls_table(controls: list[admin_pb2.FlowControl]) -> str:
         [
             c.rule.pattern,
             _state(c.rule),
-            _limit(c.rule.max_in_flight, c.in_flight),
+            _limit(c.rule.max_in_flight, c.in_flight, each=is_glob(c.rule.pattern)),
             f"{c.rule.rate:g}/s" if c.rule.rate else "-",
             str(c.rule.burst or "-"),
             str(c.rule.weight),
@@ -182,11 +185,12 @@ def namespace_text(name: str, answer: admin_pb2.GetFlowControlResponse) -> str:
         c = answer.control
         lines.append(f"rule          {c.rule.pattern}: {in_words(_rule(c.rule))}")
         lines.append(f"state         {_state(c.rule)}")
-        lines.append(f"in flight     {_limit(c.rule.max_in_flight, answer.in_flight)}")
+        lines.append(f"in flight     {_limit(c.rule.max_in_flight, answer.in_flight, each=is_glob(name))}")
     lines.append(f"pending       {answer.pending}")
     if answer.HasField("control"):
         c = answer.control
-        lines.append(f"governs       {c.namespaces} namespaces with open events")
+        if is_glob(name):
+            lines.append(f"governs       {c.namespaces} namespaces with open events")
         lines.append(f"throttled     {c.throttled_claims} claims held back by this server process")
         lines.append(f"updated       {out.when(c.rule.updated_at)} by {c.rule.updated_by}")
     if answer.changes:
