@@ -49,7 +49,7 @@ class FlowControls:
 
     def _throttled(self, rule: FlowRule) -> int:
         # Claims this process held back under the rule: the claim path counts them on the Inbox.
-        throttled: Mapping[str, int] = getattr(self.inbox, "flow_throttled", {})
+        throttled: Mapping[str, int] = self.inbox.flow_throttled
         return int(throttled.get(rule.pattern, 0))
 
     async def set_flow_control(self, change: FlowChange, *, caller: Caller) -> RuleChanged:
