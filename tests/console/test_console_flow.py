@@ -14,8 +14,8 @@ from datetime import UTC, datetime, timedelta
 import aiohttp
 from playwright.async_api import Page, expect
 
-from inboxd.console.flow_page import ramp_in_progress, state_words
-from inboxd.domain.flow_rules import FlowRule
+from inboxd.console.flow_page import in_flight_words, ramp_in_progress, rate_words, state_words
+from inboxd.domain.flow_rules import FlowControl, FlowFigures, FlowRule
 from inboxd_client.v1 import admin_pb2, admin_pb2_grpc, inbox_pb2, inbox_pb2_grpc
 from tests.console.rig import Rig, cookie_jar, http_sign_in, page_csrf
 from tests.console.test_console_browser import sign_in
@@ -193,6 +193,16 @@ def test_a_ramp_in_progress_says_how_far_it_has_climbed_and_until_when() -> None
     assert ramp_in_progress(rule, start + timedelta(minutes=4)) == "resuming, 40% of 100/s until 12:03Z"
     assert state_words(rule, start + timedelta(minutes=10)) == "running"
     assert state_words(FlowRule("mailera/*", paused=True), start) == "paused"
+
+
+def test_a_patterns_limit_is_shown_as_holding_for_each_namespace_it_governs() -> None:
+    figures = FlowFigures(namespaces=3, in_flight=7, pending=40)
+    assert (
+        in_flight_words(FlowControl(FlowRule("mailera/*", max_in_flight=5), figures)) == "7 / 5 each, over 3 namespaces"
+    )
+    assert in_flight_words(FlowControl(FlowRule("mailera/acme", max_in_flight=5), figures)) == "7 / 5"
+    assert in_flight_words(FlowControl(FlowRule("mailera/acme"), figures)) == "7 / no limit"
+    assert rate_words(FlowRule("mailera/*", rate=50)) == "50/s, burst one second's worth"
 
 
 async def test_an_operator_pauses_a_rule_in_chromium_and_sees_it_paused(rig: Rig, page: Page) -> None:

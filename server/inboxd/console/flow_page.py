@@ -63,14 +63,16 @@ def in_flight_words(control: FlowControl) -> str:
     if rule.max_in_flight is None:
         return f"{figures.in_flight} / no limit"
     if rule.is_pattern:
-        return f"{figures.in_flight} / {rule.max_in_flight} each of {figures.namespaces} namespaces"
+        governed = f"{figures.namespaces} namespace" + ("" if figures.namespaces == 1 else "s")
+        return f"{figures.in_flight} / {rule.max_in_flight} each, over {governed}"
     return f"{figures.in_flight} / {rule.max_in_flight}"
 
 
 def rate_words(rule: FlowRule) -> str:
+    """The token bucket: "100/s, burst 20"; without a burst of its own, the bucket holds one second's rate."""
     if rule.rate is None:
         return "no limit"
-    burst = f"burst {rule.burst}" if rule.burst is not None else "burst one second's"
+    burst = f"burst {rule.burst}" if rule.burst is not None else "burst one second's worth"
     return f"{_rate(rule.rate)}, {burst}"
 
 
