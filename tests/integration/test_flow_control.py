@@ -8,6 +8,7 @@ are removed after each test.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import uuid
 from collections.abc import AsyncIterator
 from datetime import timedelta
@@ -156,7 +157,9 @@ async def test_each_change_is_audited_with_who_when_before_and_after(admin: Inbo
     assert all(c.pattern == ns for c in answer.changes)
     when = [c.changed_at.ToDatetime() for c in answer.changes]
     assert when == sorted(when, reverse=True)
-    assert answer.changes[1].changed_at == removed.before.updated_at or when[1] >= when[2]
+    # When: each change's audit row carries the instant the rule it wrote was stamped with.
+    assert answer.changes[3].changed_at == created.after.updated_at
+    assert answer.changes[2].changed_at == changed.after.updated_at
 
 
 async def test_the_most_specific_rule_governs_and_its_figures_count_what_it_governs(
@@ -269,3 +272,16 @@ async def test_a_loosened_rule_tells_the_other_replicas_to_look_again(migrated_u
     finally:
         await sender.stop()
         await listener.stop()
+
+
+async def test_concurrent_creations_of_one_rule_take_turns_and_both_are_audited(
+    admin: InboxAdminServiceStub, ns: str
+) -> None:
+    answers = await asyncio.gather(
+        *(admin.SetFlowControl(rule_request(ns, weight=w, reason=f"weight {w}")) for w in range(2, 10))
+    )
+    # One created it; each other found the rule the one before it wrote, as its `before`.
+    assert sum(not a.HasField("before") for a in answers) == 1
+    history = (await admin.GetFlowControl(admin_pb2.GetFlowControlRequest(namespace=ns))).changes
+    assert len(history) == 8 and history[-1].before == "none"
+    assert all(newer.before == older.after for newer, older in itertools.pairwise(history))

@@ -118,6 +118,10 @@ def _figures(row: tuple[Any, ...] | None) -> FlowFigures:
 
 async def rule_figures(conn: Connection, rule: FlowRule) -> FlowFigures:
     """Over the namespaces the rule governs that have open events: how many, their leased and PENDING events."""
+    if not rule.is_pattern:
+        # A namespace's own rule governs it alone (nothing outranks it); a skip scan from its name as a
+        # prefix would walk every namespace it begins ("mailera" -> "mailera/...").
+        return await namespace_figures(conn, rule.pattern)
     like = rule.like_pattern
     params = {"pattern": rule.pattern, "like_pattern": like, "prefix": like_prefix(like)}
     return _figures(await (await conn.execute(QUERIES["flow_rule_figures"], params)).fetchone())

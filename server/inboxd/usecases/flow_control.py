@@ -88,6 +88,10 @@ class FlowControls:
 
         return await self.inbox.db.run(read, custom_plans=True)
 
+    async def all_flow_rules(self) -> list[FlowRule]:
+        """Every rule, most specific first, without figures (the metrics read them with the Stats snapshot)."""
+        return await self.inbox.db.run(store.list_rules)
+
     async def list_flow_controls(self, *, caller: Caller) -> list[FlowControl]:
         """Every rule within the caller's grants, most specific first, with its live figures."""
 
