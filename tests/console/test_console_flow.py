@@ -197,9 +197,8 @@ def test_a_ramp_in_progress_says_how_far_it_has_climbed_and_until_when() -> None
 
 def test_a_patterns_limit_is_shown_as_holding_for_each_namespace_it_governs() -> None:
     figures = FlowFigures(namespaces=3, in_flight=7, pending=40)
-    assert (
-        in_flight_words(FlowControl(FlowRule("mailera/*", max_in_flight=5), figures)) == "7 / 5 each, over 3 namespaces"
-    )
+    pattern = FlowControl(FlowRule("mailera/*", max_in_flight=5), figures)
+    assert in_flight_words(pattern) == "7 / 5 each, over 3 namespaces with open events"
     assert in_flight_words(FlowControl(FlowRule("mailera/acme", max_in_flight=5), figures)) == "7 / 5"
     assert in_flight_words(FlowControl(FlowRule("mailera/acme"), figures)) == "7 / no limit"
     assert rate_words(FlowRule("mailera/*", rate=50)) == "50/s, burst one second's worth"

@@ -63,8 +63,9 @@ def in_flight_words(control: FlowControl) -> str:
     if rule.max_in_flight is None:
         return f"{figures.in_flight} / no limit"
     if rule.is_pattern:
+        # The rule's figures sum the namespaces it governs that have open events; its limit binds each one.
         governed = f"{figures.namespaces} namespace" + ("" if figures.namespaces == 1 else "s")
-        return f"{figures.in_flight} / {rule.max_in_flight} each, over {governed}"
+        return f"{figures.in_flight} / {rule.max_in_flight} each, over {governed} with open events"
     return f"{figures.in_flight} / {rule.max_in_flight}"
 
 
