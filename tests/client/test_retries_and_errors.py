@@ -49,6 +49,9 @@ CALLS: dict[str, tuple[str, tuple[Any, ...], dict[str, Any]]] = {
     "SettleAction": ("settle_action", (admin_pb2.SettleActionRequest(namespace="ns", event_key="k"),), {}),
     "EndClaim": ("end_claim", (admin_pb2.EndClaimRequest(namespace="ns", event_key="k"),), {}),
     "Discard": ("discard", (admin_pb2.DiscardRequest(namespace="ns", event_key="k"),), {}),
+    "SetFlowControl": ("set_flow_control", (admin_pb2.SetFlowControlRequest(pattern="ns", reason="r"),), {}),
+    "GetFlowControl": ("get_flow_control", ("ns",), {}),
+    "ListFlowControls": ("list_flow_controls", (), {}),
 }
 
 Caller = Callable[[str], Any]

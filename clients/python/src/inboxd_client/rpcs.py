@@ -143,6 +143,17 @@ DISCARD = Rpc(
     False,
     "an audited act fenced by the state the operator saw: a repeat after a lost answer is refused as moved on",
 )
+# Flow control (issue 28): a change is an audited act (a repeat after a lost
+# answer writes a second audit row, and restarts a resume's ramp); reads are reads.
+SET_FLOW_CONTROL = Rpc(
+    ADMIN_SERVICE,
+    "SetFlowControl",
+    admin_pb2.SetFlowControlResponse,
+    False,
+    "an audited change: a repeat after a lost answer writes a second audit row and restarts a resume's ramp",
+)
+GET_FLOW_CONTROL = Rpc(ADMIN_SERVICE, "GetFlowControl", admin_pb2.GetFlowControlResponse, True, "a read")
+LIST_FLOW_CONTROLS = Rpc(ADMIN_SERVICE, "ListFlowControls", admin_pb2.ListFlowControlsResponse, True, "a read")
 
 ALL_RPCS: tuple[Rpc[Any], ...] = (
     ACCEPT,
@@ -161,4 +172,7 @@ ALL_RPCS: tuple[Rpc[Any], ...] = (
     SETTLE_ACTION,
     END_CLAIM,
     DISCARD,
+    SET_FLOW_CONTROL,
+    GET_FLOW_CONTROL,
+    LIST_FLOW_CONTROLS,
 )

@@ -217,3 +217,14 @@ class InboxClient:
 
     def discard(self, request: admin_pb2.DiscardRequest, *, timeout: float | None = None) -> admin_pb2.DiscardResponse:
         return self._call(rpcs.DISCARD, request, timeout)
+
+    def set_flow_control(
+        self, request: admin_pb2.SetFlowControlRequest, *, timeout: float | None = None
+    ) -> admin_pb2.SetFlowControlResponse:
+        return self._call(rpcs.SET_FLOW_CONTROL, request, timeout)
+
+    def get_flow_control(self, namespace: str, *, timeout: float | None = None) -> admin_pb2.GetFlowControlResponse:
+        return self._call(rpcs.GET_FLOW_CONTROL, admin_pb2.GetFlowControlRequest(namespace=namespace), timeout)
+
+    def list_flow_controls(self, *, timeout: float | None = None) -> admin_pb2.ListFlowControlsResponse:
+        return self._call(rpcs.LIST_FLOW_CONTROLS, admin_pb2.ListFlowControlsRequest(), timeout)
