@@ -52,6 +52,10 @@ CALLS: dict[str, tuple[str, tuple[Any, ...], dict[str, Any]]] = {
     "SetFlowControl": ("set_flow_control", (admin_pb2.SetFlowControlRequest(pattern="ns", reason="r"),), {}),
     "GetFlowControl": ("get_flow_control", ("ns",), {}),
     "ListFlowControls": ("list_flow_controls", (), {}),
+    "StartBulkOperation": ("start_bulk_operation", (admin_pb2.StartBulkOperationRequest(reason="r"),), {}),
+    "GetBulkOperation": ("get_bulk_operation", ("op",), {}),
+    "ListBulkOperations": ("list_bulk_operations", (), {}),
+    "CancelBulkOperation": ("cancel_bulk_operation", ("op", "r"), {}),
 }
 
 Caller = Callable[[str], Any]
