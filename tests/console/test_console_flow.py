@@ -223,3 +223,16 @@ async def test_an_operator_pauses_a_rule_in_chromium_and_sees_it_paused(rig: Rig
     await page.set_viewport_size({"width": 360, "height": 780})
     await page.goto("/flow")
     assert await page.evaluate("document.documentElement.scrollWidth - window.innerWidth") <= 0
+
+
+async def test_the_overview_says_a_paused_namespace_is_paused_and_links_its_rule(rig: Rig) -> None:
+    ns = f"{rig.shop}/flow-overview"
+    await rig.accept(ns, "evt_waiting")
+    await set_rule(rig, ns, paused=True)
+    async with signed_in(rig, rig.tokens.operator) as (http, _):
+        async with http.get(f"{rig.base}/overview") as answer:
+            page = await answer.text()
+    row = page[page.index(f">{ns}</a>") :]
+    row = row[: row.index("</tr>")]
+    assert f'href="/flow?namespace={ns.replace("/", "%2F")}"' in row, row
+    assert ">paused</a>" in row, row
