@@ -10,6 +10,7 @@ the answers, never from timers; time is the `clock` fixture.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -19,7 +20,7 @@ from inboxd_client.v1 import inbox_pb2
 from inboxd_client.v1.inbox_pb2_grpc import InboxServiceStub
 from tests.conftest import FakeClock
 from tests.integration.helpers import accept_request
-from tests.integration.work_streams import Worker
+from tests.integration.work_streams import EOF, Worker
 
 
 async def accept_many(work: InboxServiceStub, namespace: str, count: int, prefix: str = "e") -> None:
@@ -252,3 +253,61 @@ async def test_a_work_stream_under_a_rate_is_pushed_again_when_its_next_token_is
         await worker.read()
     assert len(worker.events) == 4
     await worker.call.done_writing()
+
+
+async def test_work_streams_together_never_hold_more_than_max_in_flight(
+    work: InboxServiceStub, db: Database, clock: FakeClock, ns: str
+) -> None:
+    """Four streams with credit to spare: at every push, at most 3 events are held across all of them.
+
+    Counted from the streams, at each message: the ledger's instants come
+    from this test's hand-moved clock, which a stream's look reads before it
+    waits for a connection, so a look begun before a completion may be
+    stamped earlier than that completion (the unary test and make bench read
+    the ledger; on the database's clock its claimed_at is the write's moment).
+    """
+    limited = f"{ns}/smtp"
+    await set_rule(db, clock, limited, max_in_flight=3)
+    await accept_many(work, limited, 30)
+    workers = [Worker(work) for _ in range(4)]
+    for worker in workers:
+        await worker.subscribe([limited], credit=5, lease=60)
+    done: set[str] = set()
+    most: list[int] = []
+
+    def held() -> list[tuple[Worker, inbox_pb2.ClaimedEvent]]:
+        return [(w, e) for w in workers for e in w.events if e.event_key not in done]
+
+    pushed = asyncio.Condition()
+    pumps = [asyncio.ensure_future(_pump(worker, pushed, lambda: most.append(len(held())))) for worker in workers]
+    try:
+        for _ in range(12):
+            async with pushed:
+                await asyncio.wait_for(pushed.wait_for(lambda: len(held()) >= 3), 10)
+            holder, event = held()[0]
+            done.add(event.event_key)
+            await holder.send(complete=inbox_pb2.CompleteRequest(**fenced(event)))
+    finally:
+        for pump in pumps:
+            pump.cancel()
+        await asyncio.gather(*pumps, return_exceptions=True)
+        for worker in workers:
+            worker.call.cancel()
+    assert max(most) == 3, most
+
+
+def fenced(event: inbox_pb2.ClaimedEvent) -> dict[str, str]:
+    return {"namespace": event.namespace, "event_key": event.event_key, "claim_token": event.claim_token}
+
+
+async def _pump(worker: Worker, pushed: asyncio.Condition, count: Callable[[], None]) -> None:
+    """Reads one stream for ever, keeping what it was pushed; counts what is held and tells of each message."""
+    while True:
+        answer = await worker.call.read()
+        if answer is EOF:
+            return
+        if answer.WhichOneof("response") == "events":
+            worker.events.extend(answer.events.events)
+            count()
+        async with pushed:
+            pushed.notify_all()

@@ -320,8 +320,15 @@ WITH RECURSIVE ring AS (
               e.lease_expires_at, e.accepted_at, coalesce(e.last_error, ''), due.applied_revision, due.stale,
               e.content_type, due.due_at, due.state_before, e.worker_id
 ), history AS (
+    -- On the database's clock, the ledger's claimed_at is the moment of this
+    -- write (clock_timestamp(), not the transaction's start): after
+    -- inboxd_flow_slots counted the namespace's leases, so that a claim that
+    -- ended before that count never seems to overlap this one in the ledger
+    -- (its ended_at is its own transaction's start, before its commit).
     INSERT INTO inbox_claims (fencing_token, namespace, event_key, claim_token, worker_id, attempt, claimed_at)
-    SELECT fencing_token, namespace, event_key, claim_token, worker_id, attempt, inboxd_now(%(now)s) FROM claimed
+    SELECT fencing_token, namespace, event_key, claim_token, worker_id, attempt,
+           coalesce(%(now)s::timestamptz, clock_timestamp())
+    FROM claimed
 )
 -- One row per claimed event, its action ledger as a JSON array; when none was
 -- claimed, one row of NULLs that still carries the counts (the dead letters
