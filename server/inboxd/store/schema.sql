@@ -248,6 +248,15 @@ $_$;
 
 
 --
+-- Name: inboxd_moment(timestamp with time zone); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.inboxd_moment(p_now timestamp with time zone) RETURNS timestamp with time zone
+    LANGUAGE sql
+    AS $$ SELECT coalesce(p_now, clock_timestamp()) $$;
+
+
+--
 -- Name: inboxd_next_of_key(text, text, text, bigint, timestamp with time zone, boolean); Type: FUNCTION; Schema: public; Owner: -
 --
 

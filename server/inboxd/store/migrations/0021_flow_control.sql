@@ -135,3 +135,11 @@ LANGUAGE sql VOLATILE AS $$
     UPDATE inbox_flow_buckets SET tokens = tokens + p_tokens WHERE namespace = p_namespace AND p_tokens > 0;
     SELECT p_tokens;
 $$;
+
+-- The moment of the call on the database's clock (clock_timestamp(), not the
+-- transaction's start as inboxd_now), or the caller's clock when one is
+-- given: the claims ledger's claimed_at, written after inboxd_flow_slots has
+-- counted, so that the ledger's instants order a claim after every claim
+-- that ended before its count (claims.sql, `history`).
+CREATE FUNCTION inboxd_moment(p_now timestamptz) RETURNS timestamptz
+LANGUAGE sql VOLATILE AS $$ SELECT coalesce(p_now, clock_timestamp()) $$;

@@ -321,13 +321,13 @@ WITH RECURSIVE ring AS (
               e.content_type, due.due_at, due.state_before, e.worker_id
 ), history AS (
     -- On the database's clock, the ledger's claimed_at is the moment of this
-    -- write (clock_timestamp(), not the transaction's start): after
+    -- write (inboxd_moment, migration 0021; not the transaction's start): after
     -- inboxd_flow_slots counted the namespace's leases, so that a claim that
     -- ended before that count never seems to overlap this one in the ledger
     -- (its ended_at is its own transaction's start, before its commit).
     INSERT INTO inbox_claims (fencing_token, namespace, event_key, claim_token, worker_id, attempt, claimed_at)
     SELECT fencing_token, namespace, event_key, claim_token, worker_id, attempt,
-           coalesce(%(now)s::timestamptz, clock_timestamp())
+           inboxd_moment(%(now)s)
     FROM claimed
 )
 -- One row per claimed event, its action ledger as a JSON array; when none was
