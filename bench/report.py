@@ -87,8 +87,9 @@ def targets_section(bench: dict[str, Any], peers: dict[str, Any] | None) -> list
         "## Targets",
         "",
         "Issues 13 and 14, then issue 10's kept targets, then issue 27's (the streams), then issue 29's (raw "
-        "bodies); each ratio is of two figures of the same run, but issue 29's unary Accept before and after, "
-        "which is across two runs (its row names both).",
+        "bodies), then issue 28's (flow control: counts from the claims ledger and EXPLAIN, not timers); each "
+        "ratio is of two figures of the same run, but issue 29's unary Accept before and after, which is across "
+        "two runs (its row names both).",
         "",
         "| issue | figure | wanted | measured | met |",
         "|---|---|---|---|---|",
