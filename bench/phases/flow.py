@@ -137,7 +137,9 @@ async def processes_figures(run: Run) -> None:
     """max_in_flight and rate, each on one namespace, 16 workers over a server of 4 processes."""
     missing = support.lacks(run.support, support.WORKERS)
     if missing is not None:
-        raise RuntimeError(f"no server of {SERVER_PROCESSES} processes: {missing}")
+        for name in (IN_FLIGHT, RATE):
+            run.extra.setdefault(UNMEASURED, {})[name] = f"no server of {SERVER_PROCESSES} processes: {missing}"
+        return
     server = await run.start_server(workers=SERVER_PROCESSES)
     try:
         await _guarded(run, IN_FLIGHT, lambda: in_flight_figure(run, server.target))

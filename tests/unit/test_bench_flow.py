@@ -167,6 +167,8 @@ def test_a_sixth_lease_a_rate_off_by_more_than_ten_percent_and_a_slow_plan_are_m
 
 def test_a_figure_not_measured_says_why_and_shows_no_number() -> None:
     bench = results(0.9)
+    assert all(s.endswith("had no flow phase (run `make bench`)") for _t, s, _v in rows(bench))
+    bench["config"]["flow_noisy"] = 2000
     bench["flow_unmeasured"] = {IN_FLIGHT: "RuntimeError: no server of 4 processes: `--workers` absent"}
     found = rows(bench)
     assert all(v == "not measured" for _t, _s, v in found)
@@ -174,6 +176,10 @@ def test_a_figure_not_measured_says_why_and_shows_no_number() -> None:
     assert in_flight == "not measured: RuntimeError: no server of 4 processes: `--workers` absent"
     (fairness,) = [s for t, s, _v in found if t.label.startswith("a quiet namespace")]
     assert fairness == f"not measured: no `{FAIRNESS}` in this run"
+    # The drain without rules failed, so the one with rules never ran: the row says why the first failed.
+    bench["flow_unmeasured"][DRAIN_NONE] = "RuntimeError: the load generator failed"
+    (drain,) = [s for t, s, _v in rows(bench) if t.label.startswith("Claim 10 -> Complete drain")]
+    assert drain == "not measured: RuntimeError: the load generator failed"
     bench["failed_phases"] = {"flow": "OSError: boom"}
     assert all(s.startswith("not measured: ") for _t, s, _v in rows(bench))
     (fairness,) = [s for t, s, _v in rows(bench) if t.label.startswith("a quiet namespace")]
