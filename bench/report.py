@@ -14,6 +14,7 @@ from bench import report_sections as sections
 from bench.chart import chart
 from bench.figures import Figures, cpu_line, per_unit_line
 from bench.record import percent_of_core
+from bench.report_flow import flow
 from bench.report_streams import streams
 from bench.run import NOISY_PERCENT
 from bench.suites import QUICK_RESULTS, RESULTS, load
@@ -45,6 +46,7 @@ def markdown(bench: dict[str, Any] | None, peers: dict[str, Any] | None, before:
         out += sections.profiles(bench, before)
         out += sections.waiting(bench)
         out += streams(bench)
+        out += flow(bench)
         out += sections.history(bench)
     out += sections.peers(peers)
     out += sections.method(bench, peers)

@@ -117,8 +117,18 @@ def flow_results() -> dict[str, Any]:
             RATE: {"value": 50.4, "in_window": 1512, "window_s": 30.0, "per_second": [48, 52]},
             DRAIN_NONE: figure(7000.0, "rows/s", server_s=6.0),
             DRAIN_RULES: figure(6650.0, "rows/s", server_s=6.0),
-            "flow.claim10.fair": {**figure(7000.0, "rows/s", server_s=0.0), "windows": [7000.0], "order": "ABBA"},
-            "flow.claim10.before": {**figure(7100.0, "rows/s", server_s=0.0), "windows": [7100.0], "order": "ABBA"},
+            "flow.claim10.fair": {
+                **figure(7000.0, "rows/s", server_s=0.0),
+                "windows": [7000.0],
+                "order": "ABBA",
+                "statement": "A",
+            },
+            "flow.claim10.before": {
+                **figure(7100.0, "rows/s", server_s=0.0),
+                "windows": [7100.0],
+                "order": "ABBA",
+                "statement": "B",
+            },
         }
     )
     return bench
@@ -184,3 +194,20 @@ def test_a_figure_not_measured_says_why_and_shows_no_number() -> None:
     assert all(s.startswith("not measured: ") for _t, s, _v in rows(bench))
     (fairness,) = [s for t, s, _v in rows(bench) if t.label.startswith("a quiet namespace")]
     assert fairness == "not measured: phase flow failed: OSError: boom"
+
+
+def test_the_flow_section_shows_what_the_ledger_showed_and_names_what_was_not_measured() -> None:
+    from bench.report_flow import flow
+
+    assert flow(results(0.9)) == []
+    bench = flow_results()
+    bench["figures"][RATE]["rate"] = 50.0
+    bench["figures"][PLAN]["generic"]["plan"] = "-> Limit  (rows=10 loops=1 time=0.1 ms)"
+    bench["figures"][IN_FLIGHT].update(empty_claims=7, seconds_above_limit=0.00025)
+    bench["flow_unmeasured"] = {DRAIN_RULES: "RuntimeError: boom"}
+    page = "\n".join(flow(bench))
+    assert "max_in_flight 5: 10,000 claims of 10,000 events, 7 Claims answered empty" in page
+    assert "above the limit for 0.250 ms in all" in page
+    assert "each second of the window: 48, 52." in page
+    assert "-> Limit  (rows=10 loops=1 time=0.1 ms)" in page
+    assert "`flow.drain.rules` not measured: `RuntimeError: boom`" in page
