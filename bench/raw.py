@@ -27,6 +27,7 @@ from psycopg.rows import TupleRow
 
 from bench.loop import Step
 from bench.workload import EVENT_TYPE, PAYLOAD_BYTES, Keys, cycle
+from inboxd.store.claims import TURN_SLACK
 from inboxd.store.database import GENERIC_PLANS
 from inboxd.store.queries import QUERIES, numbered
 from inboxd.usecases.inbox import CLAIM_ANSWER_BYTES
@@ -101,6 +102,10 @@ def claim_params(namespace: str, batch: int, worker_id: str, wanted: Sequence[st
         "event_types": [],
         "namespace_patterns": [],
         "namespace_prefixes": [],
+        # A Claim of one named namespace walks no prefixes; its turn starts anywhere.
+        "prefixes": [],
+        "after": "",
+        "turn_limit": batch + TURN_SLACK,
         "max_events": batch,
         "lease": timedelta(seconds=30),
         "worker_id": worker_id,

@@ -23,7 +23,7 @@ import pytest
 from inboxd.store.queries import QUERIES, numbered
 from inboxd.usecases.inbox import CLAIM_ANSWER_BYTES
 from tests.integration.helpers import own_database
-from tests.integration.test_claim_plans import explain_prepared, rows_read
+from tests.integration.test_claim_plans import _walk, explain_prepared, rows_read
 
 PLAN_CACHE_MODES = ["force_generic_plan", "force_custom_plan"]
 # Per namespace: enough that reading them is plain in a count of rows.
@@ -100,7 +100,9 @@ async def not_yet_url(migrated_url: str) -> AsyncIterator[str]:
 
 NAMESPACES = ["clock/delayed", "clock/leased"]
 CLAIM = {
-    "namespace_prefixes": [],
+    "prefixes": [],
+    "after": "",
+    "turn_limit": 26,
     "namespace_patterns": [],
     "max_attempts": 10,
     "event_types": [],
@@ -114,7 +116,7 @@ POLL = {"prefixes": [], "patterns": [], "pattern_types": [], "cap": 100, "ignore
 # Each statement with a cut-off, and its parameters but the clock, when nothing is past its cut-off yet.
 CUT_OFFS: dict[str, tuple[str, dict[str, Any]]] = {
     "claim from named namespaces": ("event_claim", {**CLAIM, "namespaces": NAMESPACES}),
-    "claim from every namespace": ("event_claim", {**CLAIM, "namespaces": []}),
+    "claim from every namespace": ("event_claim", {**CLAIM, "namespaces": [], "prefixes": [""]}),
     "wake-up poll": (
         "event_due_kinds",
         {**POLL, "namespaces": NAMESPACES, "event_types": ["", ""], "anywhere_types": [""]},
@@ -145,4 +147,20 @@ async def test_a_statement_with_nothing_past_its_cut_off_reads_no_rows(
     values = {**values, "now": CLOCKS[clock]}
     async with await psycopg.AsyncConnection.connect(not_yet_url, autocommit=True) as conn:
         plan = await explain_prepared(conn, plan_cache_mode, name, tuple(values), values)
-    assert rows_read(plan) == 0, f"{case}: the cut-off is no index condition\n{plan['Plan']}"
+        cur = await conn.execute("SELECT count(DISTINCT namespace) FROM inbox_events")
+        row = await cur.fetchone()
+        assert row is not None
+    walked = namespace_walk_rows(plan)
+    assert rows_read(plan) - walked == 0, f"{case}: the cut-off is no index condition\n{plan['Plan']}"
+    # A Claim over every namespace walks the namespaces that have open events, one index entry each
+    # (and one more to find the walk's end): never their events.
+    assert walked <= row[0] + 2, f"{case}: the walk read more than one entry per namespace\n{plan['Plan']}"
+
+
+def namespace_walk_rows(plan: dict[str, Any]) -> int:
+    """Rows the claim statement's walk of the namespaces read: index-only scans that name no due_at."""
+    total = 0
+    for node in _walk(plan["Plan"]):
+        if node.get("Node Type") == "Index Only Scan" and "due_at" not in node.get("Index Cond", ""):
+            total += int(node.get("Actual Rows", 0) * node.get("Actual Loops", 1))
+    return total

@@ -67,7 +67,7 @@ async def upgraded(database_url: str) -> AsyncIterator[str]:
             await conn.execute("SELECT setval('inbox_fencing_tokens', 10)")
             for statement in (OLD_ROWS, OLD_CLAIMS, OLD_CONFLICT):
                 await conn.execute(statement, {"ns": NS, "p": '{"b": [1,2],   "a": "\\u00e9"}'})
-        assert await migrate(url) == ["0019_raw_payloads.sql", "0020_raw_payloads_online.sql"]
+        assert (await migrate(url))[:2] == ["0019_raw_payloads.sql", "0020_raw_payloads_online.sql"]
         yield url
 
 
@@ -205,5 +205,7 @@ async def test_replicas_starting_together_take_turns_through_the_online_step(dat
             await migrate(url, up_to=19)
             # A row, so the build has a table to read while the other replica waits.
             await conn.execute(OLD_ROWS, {"ns": NS, "p": "{}"})
-        first, second = await asyncio.wait_for(asyncio.gather(migrate(url), migrate(url)), timeout=60)
+        first, second = await asyncio.wait_for(
+            asyncio.gather(migrate(url, up_to=20), migrate(url, up_to=20)), timeout=60
+        )
         assert sorted([first, second]) == [[], ["0020_raw_payloads_online.sql"]]

@@ -13,6 +13,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from inboxd.api.status import status_for
 from inboxd.domain import validation
 from inboxd.domain.errors import InboxError, InvalidArgument, RefusedEvent
+from inboxd.domain.namespace_patterns import grant_to_like, is_glob
 from inboxd.domain.vocabulary import (
     AcceptOutcome,
     AcceptResult,
@@ -182,8 +183,11 @@ def claim_request(request: inbox_pb2.ClaimRequest) -> ClaimRequest:
     wait = duration_from_proto("wait", request.wait) if request.HasField("wait") else timedelta(0)
     if not timedelta(0) <= wait <= MAX_WAIT:
         raise InvalidArgument("wait", f"is {wait.total_seconds():g} s; use 0 s to {MAX_WAIT.total_seconds():g} s")
+    named = [validation.check_identity(f"namespaces[{i}]", ns) for i, ns in enumerate(request.namespaces)]
     return ClaimRequest(
-        namespaces=tuple(validation.check_identity(f"namespaces[{i}]", ns) for i, ns in enumerate(request.namespaces)),
+        # A glob ("mailera/*") takes every namespace it matches (its grant was checked as a name's: auth.py).
+        namespaces=tuple(ns for ns in named if not is_glob(ns)),
+        namespace_patterns=tuple(dict.fromkeys(grant_to_like(ns) for ns in named if is_glob(ns))),
         event_types=tuple(validation.check_identity(f"event_types[{i}]", t) for i, t in enumerate(request.event_types)),
         max_events=max_events,
         lease=lease_from_proto("lease", request.HasField("lease"), request.lease),

@@ -68,7 +68,7 @@ class InboxServicer(AcceptStreaming, WorkStreaming):
                 "completions", f"holds {len(request.completions)} completions; send at most {MAX_BATCH_COMPLETIONS}"
             )
         caller = current_caller()
-        if not claim.namespaces and not caller.all_namespaces:
+        if not claim.namespaces and not claim.namespace_patterns and not caller.all_namespaces:
             claim = replace(claim, namespace_patterns=caller.like_patterns())
         claim = _within_deadline(claim, context)
         with self._waiting_slot(caller.name) if claim.wait else contextlib.nullcontext():

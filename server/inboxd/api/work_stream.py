@@ -133,7 +133,7 @@ def _subscription(request: inbox_pb2.WorkSubscription, caller: Caller) -> ClaimR
         raise within("subscribe", exc) from None
     # A namespace named twice takes one turn.
     claim = replace(claim, namespaces=tuple(dict.fromkeys(claim.namespaces)))
-    if not claim.namespaces and not caller.all_namespaces:
+    if not claim.namespaces and not claim.namespace_patterns and not caller.all_namespaces:
         claim = replace(claim, namespace_patterns=caller.like_patterns())
     return claim
 

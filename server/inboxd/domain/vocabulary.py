@@ -104,8 +104,9 @@ class ClaimRequest:
     lease: timedelta
     wait: timedelta
     worker_id: str
-    # SQL LIKE patterns narrowing a Claim that names no namespace to the
-    # caller's grants; empty: no narrowing.
+    # SQL LIKE patterns: the Claim also takes every namespace one matches (a
+    # glob it named, or, naming none, the caller's grants). With neither
+    # namespaces nor patterns: every namespace.
     namespace_patterns: tuple[str, ...] = ()
 
 
@@ -151,6 +152,20 @@ class ClaimedEvent:
 
 
 @dataclass(frozen=True, slots=True)
+class Turn:
+    """One Claim's turn over its namespaces (DESIGN, Flow control): where the next one starts, what held back."""
+
+    # The last namespace it served (or looked at, serving none): the next turn starts after it.
+    ended_at: str = ""
+    # The walk stopped at its bound before it came round: more namespaces may have due events.
+    cut_short: bool = False
+    # (rule pattern, "rate" or "max_in_flight", namespace) for each namespace a rule held back.
+    throttled: tuple[tuple[str, str, str], ...] = ()
+    # When a rate that held events back has its next token (None: no rate did).
+    next_token_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class ClaimBatch:
     """A Claim's result, with what it found on the way for metrics."""
 
@@ -163,6 +178,8 @@ class ClaimBatch:
     full: bool = False
     # The namespace of each event dead-lettered because its attempts ran out.
     dead_lettered_in: tuple[str, ...] = ()
+    # Where the Claim's turn over the namespaces ended, and what flow control held back.
+    turn: Turn = field(default_factory=Turn)
 
     @property
     def dead_lettered(self) -> int:

@@ -180,6 +180,12 @@ class Metrics(InboxObserver):
             "Events completed IGNORED at claim time: their revision was at or below their ordering key's applied one.",
             registry=r,
         )
+        self.flow_throttled = Counter(
+            "inboxd_flow_throttled_claims_total",
+            "Claims that a flow-control rule held back in a namespace, by the rule and why (rate, max_in_flight).",
+            ["rule", "reason"],
+            registry=r,
+        )
         self.stale_claims = Counter(
             "inboxd_stale_claims_rejected_total",
             "Fenced calls refused ABORTED: their claim was not current.",
@@ -272,6 +278,8 @@ class Metrics(InboxObserver):
         self.lease_expiries.inc(batch.leases_expired)
         self.attempts_exhausted.inc(batch.dead_lettered)
         self.stale_revisions_ignored.inc(batch.ignored_stale)
+        for rule, reason, _namespace in batch.turn.throttled:
+            self.flow_throttled.labels(rule, reason).inc()
 
     def completed(self, fence: Fence, disposition: Disposition) -> None:
         self.completions.labels(disposition.value).inc()

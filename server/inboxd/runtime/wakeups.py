@@ -61,7 +61,7 @@ class WaitFilter:
 
     namespaces: frozenset[str]
     event_types: frozenset[str]
-    # SQL LIKE patterns narrowing a waiter that names no namespace; empty: none.
+    # SQL LIKE patterns: the waiter also wants every namespace one matches (as ClaimRequest's).
     namespace_patterns: tuple[str, ...] = ()
     _patterns: LikeMatcher | None = field(default=None, init=False, compare=False, repr=False)
 
@@ -70,14 +70,17 @@ class WaitFilter:
             object.__setattr__(self, "_patterns", like_matcher(self.namespace_patterns))
 
     def wants(self, namespace: str, event_type: str) -> bool:
-        if self.namespaces and namespace not in self.namespaces:
-            return False
         if self.event_types and event_type not in self.event_types:
             return False
-        return self._patterns is None or self._patterns.matches(namespace)
+        if not self.namespaces and self._patterns is None:
+            return True
+        return namespace in self.namespaces or (self._patterns is not None and self._patterns.matches(namespace))
 
     def keys(self) -> Iterator[_Key]:
-        namespaces: Iterable[str | None] = self.namespaces or (None,)
+        # A waiter by pattern is filed under "any namespace" too: which names match is known only on a wake-up.
+        namespaces: Iterable[str | None] = (
+            (*self.namespaces, None) if self.namespace_patterns else (self.namespaces or (None,))
+        )
         event_types: Iterable[str | None] = self.event_types or (None,)
         return itertools.product(namespaces, event_types)
 
@@ -250,11 +253,9 @@ class WakeBus:
         anywhere: set[str] = set()
         for wait_filter in self._filters:
             kinds = wait_filter.event_types or frozenset({""})
-            if wait_filter.namespaces:
-                in_namespaces.update(itertools.product(wait_filter.namespaces, kinds))
-            elif wait_filter.namespace_patterns:
-                by_patterns.update(itertools.product(wait_filter.namespace_patterns, kinds))
-            else:
+            in_namespaces.update(itertools.product(wait_filter.namespaces, kinds))
+            by_patterns.update(itertools.product(wait_filter.namespace_patterns, kinds))
+            if not wait_filter.namespaces and not wait_filter.namespace_patterns:
                 anywhere.update(kinds)
         return Wanted(frozenset(in_namespaces), frozenset(by_patterns), frozenset(anywhere))
 

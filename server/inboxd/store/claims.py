@@ -7,7 +7,7 @@ row, `_refusal` says why, in the design's order: the event's identity
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -30,6 +30,7 @@ from inboxd.domain.vocabulary import (
     Fence,
     FencingToken,
     Namespace,
+    Turn,
 )
 from inboxd.store import queries
 from inboxd.store.database import Connection
@@ -46,17 +47,26 @@ async def claim_events(
     max_bytes: int,
     now: datetime | None = None,
     ignore_stale: bool = True,
+    after: str = "",
 ) -> ClaimBatch:
-    """Leases up to request.max_events due events whose answer stays within `max_bytes` (the first goes
-    whatever its size); those left out stay due, their attempts not counted."""
+    """Leases up to request.max_events due events, taking the namespaces in turn from after `after`.
+
+    The answer stays within `max_bytes` (the first event goes whatever its
+    size); those left out stay due, their attempts not counted. Flow-control
+    rules bind it in the statement (store/queries/claims.sql).
+    """
+    patterns = request.namespace_patterns
+    every_namespace = not request.namespaces and not patterns
     cur = await queries.execute(
         conn,
         "event_claim",
         {
-            "namespaces": list(request.namespaces),
+            "namespaces": sorted(set(request.namespaces)),
             "event_types": list(request.event_types),
-            "namespace_patterns": list(request.namespace_patterns),
-            "namespace_prefixes": sorted({like_prefix(p) for p in request.namespace_patterns}),
+            "namespace_patterns": list(patterns),
+            "prefixes": [""] if every_namespace else disjoint_prefixes(like_prefix(p) for p in patterns),
+            "after": after,
+            "turn_limit": request.max_events + TURN_SLACK,
             "max_events": request.max_events,
             "lease": request.lease,
             "worker_id": request.worker_id,
@@ -67,16 +77,39 @@ async def claim_events(
         },
     )
     rows = await cur.fetchall()
-    ignored_stale, dead_lettered_in, leases_expired = rows[0][-3:] if rows else (0, (), 0)
-    events = [_claimed_event(row, row[-4] or ()) for row in rows if row[0] is not None]
-    full = len(events) >= request.max_events
+    events = [_claimed_event(row, row[_LEDGER] or ()) for row in rows if row[0] is not None]
+    (ignored_stale, dead_lettered_in, leases_expired, turn_end, turn_cut, throttled_rules, throttled_namespaces,
+     throttled_by, next_token_at, _given_back) = rows[0][_LEDGER + 1:]  # fmt: skip
     return ClaimBatch(
         events,
         leases_expired=int(leases_expired),
         ignored_stale=int(ignored_stale),
-        full=full,
+        full=len(events) >= request.max_events,
         dead_lettered_in=tuple(str(ns) for ns in dead_lettered_in),
+        turn=Turn(
+            ended_at=turn_end or "",
+            cut_short=bool(turn_cut),
+            throttled=tuple(zip(throttled_rules, throttled_by, throttled_namespaces, strict=True)),
+            next_token_at=next_token_at,
+        ),
     )
+
+
+# A turn looks at up to max_events + TURN_SLACK namespaces with open events,
+# so that namespaces whose events are all leased or delayed do not make a
+# Claim come back empty while others further round the ring have some due.
+TURN_SLACK = 16
+# Where the claim statement's action ledger sits in a row: after the claimed event's 20 columns.
+_LEDGER = 20
+
+
+def disjoint_prefixes(prefixes: Iterable[str]) -> list[str]:
+    """The literal prefixes to walk, none inside another: a walk from "a/" covers "a/b/"'s namespaces too."""
+    kept: list[str] = []
+    for prefix in sorted(set(prefixes)):
+        if not kept or not prefix.startswith(kept[-1]):
+            kept.append(prefix)
+    return kept
 
 
 def _claimed_event(row: Sequence[Any], ledger: Sequence[dict[str, Any]]) -> ClaimedEvent:

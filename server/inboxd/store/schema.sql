@@ -8,6 +8,16 @@
 -- file and the migrations disagree.
 
 --
+-- Name: inboxd_flow_tokens; Type: TYPE; Schema: public; Owner: -
+--
+
+CREATE TYPE public.inboxd_flow_tokens AS (
+	taken integer,
+	next_token_at timestamp with time zone
+);
+
+
+--
 -- Name: inboxd_complete(text, text, text, text, text); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -196,21 +206,20 @@ END $$;
 -- Name: inboxd_flow_take_tokens(text, double precision, double precision, integer, timestamp with time zone); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.inboxd_flow_take_tokens(p_namespace text, p_rate double precision, p_burst double precision, p_wanted integer, p_now timestamp with time zone) RETURNS TABLE(taken integer, next_token_at timestamp with time zone)
+CREATE FUNCTION public.inboxd_flow_take_tokens(p_namespace text, p_rate double precision, p_burst double precision, p_wanted integer, p_now timestamp with time zone) RETURNS public.inboxd_flow_tokens
     LANGUAGE plpgsql
     AS $$
 DECLARE
     bucket inbox_flow_buckets;
     available double precision;
+    taken integer;
+    next_token_at timestamptz;
 BEGIN
     INSERT INTO inbox_flow_buckets (namespace, tokens, refilled_at) VALUES (p_namespace, p_burst, p_now)
     ON CONFLICT DO NOTHING;
     SELECT * INTO bucket FROM inbox_flow_buckets AS b WHERE b.namespace = p_namespace FOR UPDATE SKIP LOCKED;
     IF NOT FOUND THEN
-        taken := 0;
-        next_token_at := p_now + interval '10 milliseconds';
-        RETURN NEXT;
-        RETURN;
+        RETURN ROW(0, p_now + interval '10 milliseconds')::inboxd_flow_tokens;
     END IF;
     available := least(p_burst, bucket.tokens
                        + p_rate * greatest(0, extract(epoch FROM p_now - bucket.refilled_at)::double precision));
@@ -220,7 +229,7 @@ BEGIN
     IF taken < p_wanted THEN
         next_token_at := p_now + make_interval(secs => (1 - (available - taken)) / p_rate);
     END IF;
-    RETURN NEXT;
+    RETURN ROW(taken, next_token_at)::inboxd_flow_tokens;
 END $$;
 
 

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import collections
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
-from datetime import datetime
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from inboxd.config.settings import Settings
@@ -34,6 +35,11 @@ FALLBACK_POLL_SECONDS = 1.0
 # leaves out (action ledgers, a carrying Claim's completion results, framing).
 # The rest wait, attempts uncounted: a client's limit never kills one unrun.
 CLAIM_ANSWER_BYTES = 3 * 1024 * 1024
+# Where each filter's last turn over the namespaces ended, for this many filters (the oldest forgotten first).
+TURNS_KEPT = 4096
+# A look whose walk of the namespaces stopped short of the ring's end looks
+# again at once, from where it stopped, up to this many times in a row.
+LOOKS_ON = 8
 
 
 class Claiming(abc.ABC):
@@ -47,6 +53,12 @@ class Claiming(abc.ABC):
     claim_answer_bytes: int
     _background: set[asyncio.Task[object]]
     _poller: DuePoller
+    # Per filter (namespaces, patterns, event types): the namespace after which its next turn starts.
+    _turns: dict[tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]], str]
+    # Claims a flow-control rule held back in this process, by the rule's pattern (FlowControl.throttled_claims).
+    flow_throttled: collections.Counter[str]
+    # Namespaces a Claim of this process found at their max_in_flight: a completion there wakes a waiter.
+    _at_limit: dict[str, None]
 
     @abc.abstractmethod
     async def release_many(self, fences: Sequence[Fence]) -> None:
@@ -92,10 +104,12 @@ class Claiming(abc.ABC):
         self._poller.ensure_running()
         held = None
         batch = ClaimBatch([])
+        looks_on = 0
         try:
             while True:
                 held = waiter.take_wake_up()
-                if held is not None or not self._poller.nothing_due_for(waiter.filter):
+                token_due: float | None = None
+                if held is not None or looks_on or not self._poller.nothing_due_for(waiter.filter):
                     batch = await look(held)
                     if batch.events:
                         if batch.full:
@@ -103,16 +117,24 @@ class Claiming(abc.ABC):
                         return batch
                     self.bus.looked_in_vain(waiter, held)
                     held = None
+                    # The walk stopped short: namespaces further round may have due events.
+                    looks_on = looks_on + 1 if batch.turn.cut_short and looks_on < LOOKS_ON else 0
+                    if looks_on:
+                        continue
+                    token_due = self._seconds_until(batch.turn.next_token_at)
                 else:
                     self._poller.spared += 1
-                if deadline is None:
-                    await waiter.woken.wait()
-                    continue
-                remaining = deadline - loop.time()
-                if remaining <= 0:
-                    return batch
+                # A rate held events back: look again when its next token is due, unless woken first.
+                timeout = token_due
+                if deadline is not None:
+                    remaining = deadline - loop.time()
+                    if remaining <= 0:
+                        return batch
+                    timeout = remaining if timeout is None else min(timeout, remaining)
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(waiter.woken.wait(), remaining)
+                    await asyncio.wait_for(waiter.woken.wait(), timeout)
+                if token_due is not None:
+                    looks_on = 1  # the token's look is not spared by the poller's finding
         finally:
             self.bus.unregister(waiter, [(e.namespace, e.event_type) for e in batch.events], held)
             if not self.bus:
@@ -130,20 +152,30 @@ class Claiming(abc.ABC):
         last = batch.events[-1]
         self.bus.notify(last.namespace, last.event_type, skip=waiter)
 
+    def _seconds_until(self, moment: datetime | None) -> float | None:
+        """How long until `moment` by the Inbox's clock (the wall clock when it has none), at least 1 ms."""
+        if moment is None:
+            return None
+        now = self.clock() or datetime.now(UTC)
+        return max(0.001, (moment - now).total_seconds())
+
     async def _claim_once(self, request: ClaimRequest) -> ClaimBatch:
         now = self.clock()
         max_attempts = self.settings.max_attempts
         ignore_stale = self._ignore_stale()
         budget = self.claim_answer_bytes
+        turn_of = (request.namespaces, request.namespace_patterns, request.event_types)
+        after = self._turns.get(turn_of, "")
         # One statement on an autocommit connection: one round trip, no BEGIN/COMMIT.
         task = asyncio.ensure_future(
             self.db.run(
                 lambda conn: claims.claim_events(
-                    conn, request, max_attempts=max_attempts, max_bytes=budget, now=now, ignore_stale=ignore_stale
+                    conn, request, max_attempts=max_attempts, max_bytes=budget, now=now, ignore_stale=ignore_stale,
+                    after=after,
                 ),
                 transaction=False,
             )
-        )
+        )  # fmt: skip
         try:
             # Shielded: a caller who goes away mid-claim must not leave events
             # claimed by nobody until their leases expire.
@@ -151,10 +183,32 @@ class Claiming(abc.ABC):
         except asyncio.CancelledError:
             task.add_done_callback(self._release_orphaned_claim)
             raise
+        self._turn_ended(turn_of, batch)
         # Each round, not just the Claim's last one: a waiting Claim's empty
         # rounds may still have taken over expired leases or dead-lettered events.
         self.observer.claimed(request.worker_id, batch)
         return batch
+
+    def _turn_ended(self, turn_of: tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]], batch: ClaimBatch) -> None:
+        """Remembers where the filter's next turn starts, and counts what flow control held back."""
+        self._turns.pop(turn_of, None)
+        if len(self._turns) >= TURNS_KEPT:
+            del self._turns[next(iter(self._turns))]
+        self._turns[turn_of] = batch.turn.ended_at
+        for rule, reason, namespace in batch.turn.throttled:
+            self.flow_throttled[rule] += 1
+            if reason == "max_in_flight":
+                self._at_limit.pop(namespace, None)
+                self._at_limit[namespace] = None
+                if len(self._at_limit) > TURNS_KEPT:
+                    del self._at_limit[next(iter(self._at_limit))]
+
+    def slots_freed(self, namespaces: Iterable[str]) -> None:
+        """Events of these namespaces left PROCESSING: a Claim held back by max_in_flight may take one now."""
+        for namespace in namespaces:
+            if namespace in self._at_limit:
+                del self._at_limit[namespace]
+                self.bus.notify(namespace, "", 1)
 
     def _release_orphaned_claim(self, task: asyncio.Future[ClaimBatch]) -> None:
         if task.cancelled() or task.exception() is not None or not task.result().events:

@@ -14,6 +14,7 @@ claiming.py, a base of the Inbox.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -101,6 +102,9 @@ class Inbox(Claiming):
         self._accepts: Coalescer[NewEvent, AcceptResult] = Coalescer(self._accept_group)
         self._completions: Coalescer[Completion, InboxError | None] = Coalescer(self._complete_group)
         self._poller = DuePoller(self.db, self.bus, self.clock, lambda: self.fallback_poll_seconds, self._ignore_stale)
+        self._turns = {}
+        self._at_limit = {}
+        self.flow_throttled = collections.Counter()
         # Whom a transition wakes beyond its own events' kinds: see runtime/claimable.py.
         self._later = DueWakeUps(self.wake_claimers)
         self._freed = FreedKeys(self.db, self.wake_claimers, self.clock, self._ignore_stale)
@@ -212,6 +216,8 @@ class Inbox(Claiming):
             for i, result in zip(held, again, strict=True):
                 results[i] = result
         self._freed.completed(completions, results)
+        if self._at_limit:
+            self.slots_freed({c.fence.namespace for c, r in zip(completions, results, strict=True) if r is None})
         return results
 
     async def _complete_group(self, completions: list[Completion]) -> list[InboxError | None]:

@@ -11,11 +11,9 @@ the claims it pushed and still holds.
   (`Claiming._claim_when_due`): a waiter on the WakeBus, spared its looks by
   the DuePoller's one look per filter. A stream waits only while it has
   credit, so one without credit never takes a wake-up another could use.
-- Fairness across an explicit list of namespaces: each look tries one
-  namespace in turn, then (if it had nothing due) all of them, oldest due
-  first. One namespace's backlog thus delays another's events by at most one
-  turn of the list. A subscription by pattern or to every namespace claims
-  oldest due first, as a Claim does.
+- Fairness across namespaces is the claim statement's, as for a Claim
+  (DESIGN, Flow control): each look takes the subscribed namespaces in turn,
+  by name, pattern or all, and obeys the flow-control rules.
 - The stream is the heartbeat: one statement per period renews every lease
   it holds (`store.streams.renew_held`); an idle stream issues none, and
   runs no timer either (its heartbeat task begins with its first push and
@@ -97,7 +95,6 @@ class WorkSession:
         self._stopped_pushing = False
         # (namespace, event_key) -> the claim token this stream pushed and still holds.
         self.held: dict[tuple[str, str], ClaimToken] = {}
-        self._turn = 0
         # Runs while the stream holds events (see the module's docstring); never again once stopped.
         self._heart: asyncio.Task[None] | None = None
         self._heart_stopped = False
@@ -158,21 +155,8 @@ class WorkSession:
         return batch.events
 
     async def _look(self, woken: WakeUp | None) -> ClaimBatch:
-        """One look within the credit: the namespace whose turn it is (or the one just woken for), then all."""
-        sub = self.subscription
-        request = replace(sub, max_events=min(self.credit, MOST_PER_PUSH))
-        names = sub.namespaces
-        if len(names) < 2:
-            return await self._inbox._claim_once(request)
-        if woken is not None and woken.namespace in names:
-            first = names.index(woken.namespace)
-        else:
-            first = self._turn % len(names)
-        self._turn = first + 1
-        batch = await self._inbox._claim_once(replace(request, namespaces=(names[first],)))
-        if batch.events:
-            return batch
-        return await self._inbox._claim_once(request)
+        """One look within the credit; the claim statement takes the subscribed namespaces in turn."""
+        return await self._inbox._claim_once(replace(self.subscription, max_events=min(self.credit, MOST_PER_PUSH)))
 
     def settled(self, fence: Fence) -> None:
         """A call on the stream ended this claim (or found it not current): the stream no longer holds it."""

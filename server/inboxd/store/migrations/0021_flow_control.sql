@@ -93,26 +93,29 @@ END $$;
 
 -- Takes up to p_wanted tokens from a namespace's bucket, refilled to now at
 -- p_rate up to p_burst; answers how many it took and, when it took fewer
--- than wanted, when the next whole token is due. The bucket row is locked to
+-- than wanted, when the next whole token is due. One composite value, not a
+-- set: the claim statement calls it inside a CASE, so that a namespace
+-- without a rate never runs it. The bucket row is locked to
 -- the end of the claiming transaction (a Claim that finds it locked takes
 -- none, as above), so a Claim that hands out fewer gives the rest back
 -- (inboxd_flow_give_back) before anyone else reads the bucket.
+CREATE TYPE inboxd_flow_tokens AS (taken integer, next_token_at timestamptz);
+
 CREATE FUNCTION inboxd_flow_take_tokens(
     p_namespace text, p_rate double precision, p_burst double precision, p_wanted integer, p_now timestamptz
-) RETURNS TABLE (taken integer, next_token_at timestamptz)
+) RETURNS inboxd_flow_tokens
 LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
     bucket inbox_flow_buckets;
     available double precision;
+    taken integer;
+    next_token_at timestamptz;
 BEGIN
     INSERT INTO inbox_flow_buckets (namespace, tokens, refilled_at) VALUES (p_namespace, p_burst, p_now)
     ON CONFLICT DO NOTHING;
     SELECT * INTO bucket FROM inbox_flow_buckets AS b WHERE b.namespace = p_namespace FOR UPDATE SKIP LOCKED;
     IF NOT FOUND THEN
-        taken := 0;
-        next_token_at := p_now + interval '10 milliseconds';
-        RETURN NEXT;
-        RETURN;
+        RETURN ROW(0, p_now + interval '10 milliseconds')::inboxd_flow_tokens;
     END IF;
     available := least(p_burst, bucket.tokens
                        + p_rate * greatest(0, extract(epoch FROM p_now - bucket.refilled_at)::double precision));
@@ -122,7 +125,7 @@ BEGIN
     IF taken < p_wanted THEN
         next_token_at := p_now + make_interval(secs => (1 - (available - taken)) / p_rate);
     END IF;
-    RETURN NEXT;
+    RETURN ROW(taken, next_token_at)::inboxd_flow_tokens;
 END $$;
 
 -- Tokens a Claim took and did not use (fewer events were due, or skipped as

@@ -52,32 +52,135 @@
 -- counts its payload, metadata and last_error as sent, and 4 KiB for the
 -- rest of its ClaimedEvent (six identity fields of at most 512 bytes, tokens,
 -- timestamps, framing). A Claim of one event measures nothing.
-WITH RECURSIVE open_namespaces AS (
-    -- From each pattern's literal prefix, the namespaces with open rows, one
-    -- index descent each, up to the first that no longer has the prefix
-    -- (byte order, so those with a prefix are contiguous).
-    SELECT p.prefix, (SELECT e.namespace FROM inbox_events AS e
-                      WHERE e.due_at IS NOT NULL AND e.namespace COLLATE "C" >= p.prefix
-                      ORDER BY e.namespace COLLATE "C"
-                      LIMIT 1) AS namespace
-    FROM unnest(%(namespace_prefixes)s::text[]) AS p(prefix)
-    WHERE cardinality(%(namespaces)s::text[]) = 0
+WITH RECURSIVE ring AS (
+    -- Per prefix, the namespaces with open rows in byte order, starting after
+    -- the cursor (%(after)s, where this process's last turn for the same
+    -- filter ended) and wrapping round to the prefix's first namespace, up to
+    -- the cursor: one index descent a step, at most turn_limit steps. The
+    -- first of the UNION ALL that passes its filter is taken (LIMIT 1), so
+    -- the wrap is looked for only at the end of the range.
+    SELECT p.prefix, first.wrapped, 1 AS depth, first.namespace
+    FROM unnest(%(prefixes)s::text[]) AS p(prefix) CROSS JOIN LATERAL (
+        SELECT s.namespace, s.wrapped FROM (
+            (SELECT e.namespace, false AS wrapped FROM inbox_events AS e
+             WHERE e.due_at IS NOT NULL AND e.namespace COLLATE "C" >= p.prefix
+               AND e.namespace COLLATE "C" > %(after)s
+             ORDER BY e.namespace COLLATE "C" LIMIT 1)
+            UNION ALL
+            (SELECT e.namespace, true FROM inbox_events AS e
+             WHERE e.due_at IS NOT NULL AND e.namespace COLLATE "C" >= p.prefix
+             ORDER BY e.namespace COLLATE "C" LIMIT 1)
+        ) AS s
+        WHERE starts_with(s.namespace, p.prefix) AND (NOT s.wrapped OR s.namespace COLLATE "C" <= %(after)s)
+        LIMIT 1
+    ) AS first
     UNION ALL
-    SELECT o.prefix, (SELECT e.namespace FROM inbox_events AS e
-                      WHERE e.due_at IS NOT NULL AND e.namespace COLLATE "C" > o.namespace
-                      ORDER BY e.namespace COLLATE "C"
-                      LIMIT 1)
-    FROM open_namespaces AS o
-    WHERE starts_with(o.namespace, o.prefix)
-), wanted AS (
-    SELECT n.namespace FROM unnest(%(namespaces)s::text[]) AS n(namespace)
-    WHERE cardinality(%(namespace_patterns)s::text[]) = 0 OR n.namespace LIKE ANY(%(namespace_patterns)s::text[])
-    UNION
-    SELECT o.namespace FROM open_namespaces AS o
-    WHERE o.namespace LIKE ANY(%(namespace_patterns)s::text[])
+    SELECT r.prefix, step.wrapped, r.depth + 1, step.namespace
+    FROM ring AS r CROSS JOIN LATERAL (
+        SELECT s.namespace, s.wrapped FROM (
+            (SELECT e.namespace, r.wrapped AS wrapped FROM inbox_events AS e
+             WHERE e.due_at IS NOT NULL AND e.namespace COLLATE "C" > r.namespace
+             ORDER BY e.namespace COLLATE "C" LIMIT 1)
+            UNION ALL
+            (SELECT e.namespace, true FROM inbox_events AS e
+             WHERE NOT r.wrapped AND e.due_at IS NOT NULL AND e.namespace COLLATE "C" >= r.prefix
+             ORDER BY e.namespace COLLATE "C" LIMIT 1)
+        ) AS s
+        WHERE starts_with(s.namespace, r.prefix) AND (NOT s.wrapped OR s.namespace COLLATE "C" <= %(after)s)
+        LIMIT 1
+    ) AS step
+    WHERE r.depth < %(turn_limit)s
+), examined AS (
+    -- The namespaces this Claim may take from, in ring order: the named ones
+    -- (after the cursor first) and those the walks found that the patterns keep.
+    SELECT x.namespace, row_number() OVER (ORDER BY x.wrapped, x.namespace COLLATE "C") AS position
+    FROM (
+        SELECT n.namespace, n.namespace COLLATE "C" <= %(after)s AS wrapped
+        FROM unnest(%(namespaces)s::text[]) AS n(namespace)
+        UNION
+        SELECT r.namespace, r.wrapped FROM ring AS r
+        WHERE cardinality(%(namespace_patterns)s::text[]) = 0 OR r.namespace LIKE ANY(%(namespace_patterns)s::text[])
+    ) AS x
+), contenders AS MATERIALIZED (
+    -- The examined namespaces that have a due event for this Claim and are
+    -- not paused, each with the flow-control rule that governs it
+    -- (inboxd_flow_rule, migration 0021), and whether it has room: one at its
+    -- max_in_flight, or whose bucket is empty (judged in this snapshot;
+    -- `shares` and `paced` decide under their locks), takes no place in the
+    -- turn, so it cannot crowd out one with room. A Claim of one named
+    -- namespace skips the probe: its look below reads the same rows.
+    SELECT x.namespace, x.position, rule.pattern AS rule_pattern, coalesce(rule.weight, 1) AS weight,
+           rule.max_in_flight,
+           pace.rate,
+           -- The bucket holds a second's worth unless a burst is set; while a
+           -- resume ramps up, never more than a second's worth of the rate so far.
+           CASE WHEN pace.ramping THEN least(coalesce(rule.burst, 2147483647), greatest(1, ceil(pace.rate)))
+                ELSE coalesce(rule.burst, greatest(1, ceil(pace.rate))) END AS burst,
+           (rule.max_in_flight IS NULL
+            OR (SELECT count(*) FROM (SELECT FROM inbox_events AS e
+                                      WHERE e.namespace COLLATE "C" = x.namespace AND e.state = 'processing'
+                                      LIMIT rule.max_in_flight) AS held) < rule.max_in_flight) AS below_limit,
+           coalesce(bucket.tokens >= 1, true) AS has_tokens,
+           CASE WHEN bucket.tokens < 1
+                THEN inboxd_now(%(now)s) + make_interval(secs => (1 - bucket.tokens) / pace.rate) END AS token_due_at
+    FROM examined AS x
+    LEFT JOIN LATERAL inboxd_flow_rule(x.namespace) AS rule ON true
+    -- A resume's ramp: from 1%% of ramp_rate at resumed_at to all of it at its end.
+    CROSS JOIN LATERAL (
+        SELECT ramp.ramping,
+               CASE WHEN ramp.ramping
+                    THEN rule.ramp_rate * greatest(0.01, extract(epoch FROM inboxd_now(%(now)s) - rule.resumed_at)
+                                                         / extract(epoch FROM rule.ramp))
+                    ELSE rule.rate END AS rate
+        FROM (SELECT coalesce(inboxd_now(%(now)s) < rule.resumed_at + rule.ramp, false) AS ramping) AS ramp
+    ) AS pace
+    -- The tokens a rate's bucket holds now (none read without a rate; a namespace without a bucket yet has its burst).
+    LEFT JOIN LATERAL (
+        SELECT b.tokens + pace.rate * greatest(0, extract(epoch FROM inboxd_now(%(now)s) - b.refilled_at)::double precision)
+                   AS tokens
+        FROM inbox_flow_buckets AS b
+        WHERE pace.rate IS NOT NULL AND b.namespace = x.namespace
+    ) AS bucket ON true
+    WHERE NOT coalesce(rule.paused, false)
+      AND (cardinality(%(namespaces)s::text[]) = 1 AND cardinality(%(prefixes)s::text[]) = 0
+           -- The oldest due event, not EXISTS: ordered as inbox_events_namespace_due
+           -- is, so that no plan answers it by a sequential scan that stops at a
+           -- first match it guesses is near.
+           OR (SELECT e.due_at FROM inbox_events AS e
+               WHERE e.namespace COLLATE "C" = x.namespace AND e.due_at <= inboxd_now(%(now)s)
+                 AND (cardinality(%(event_types)s::text[]) = 0 OR e.event_type = ANY(%(event_types)s::text[]))
+               ORDER BY e.due_at LIMIT 1) IS NOT NULL)
+), turn AS MATERIALIZED (
+    -- This turn: up to max_events of them with room, in ring order.
+    SELECT c.* FROM contenders AS c WHERE c.below_limit AND c.has_tokens ORDER BY c.position LIMIT %(max_events)s
+), shares AS MATERIALIZED (
+    -- Each namespace's share of the turn, by weight; then what max_in_flight
+    -- leaves of it (inboxd_flow_slots: a fresh count under the namespace's
+    -- lock), only where a limit is set.
+    SELECT t.*, share.events AS share,
+           CASE WHEN t.max_in_flight IS NULL THEN share.events
+                ELSE least(share.events, inboxd_flow_slots(t.namespace, t.max_in_flight)) END AS allowed
+    FROM turn AS t
+    CROSS JOIN LATERAL (SELECT ceil(%(max_events)s * t.weight::numeric
+                                    / (SELECT sum(w.weight) FROM turn AS w))::integer AS events) AS share
+), paced AS MATERIALIZED (
+    -- And what a rate leaves: tokens taken from the namespace's bucket (in a
+    -- CASE, so that a namespace without a rate never calls the function;
+    -- materialized, so that it runs once however its fields are read).
+    SELECT s.*, CASE WHEN s.rate IS NOT NULL AND s.allowed > 0
+                     THEN inboxd_flow_take_tokens(s.namespace, s.rate, s.burst, s.allowed, inboxd_now(%(now)s))
+                END AS bucket
+    FROM shares AS s
+), flow AS MATERIALIZED (
+    SELECT p.*, coalesce((p.bucket).taken, p.allowed) AS cap, (p.bucket).next_token_at
+    FROM paced AS p
 ), due AS (
-    SELECT candidates.* FROM (
-        SELECT d.* FROM wanted CROSS JOIN LATERAL (
+    -- The turn's events: each namespace's oldest due ones up to its cap,
+    -- taken in turn (one round of the weights, then the next), oldest first
+    -- within a round.
+    SELECT ranked.* FROM (
+        SELECT d.*, f.position, f.weight, row_number() OVER (PARTITION BY d.namespace ORDER BY d.due_at) AS rank
+        FROM flow AS f CROSS JOIN LATERAL (
             SELECT e.namespace, e.event_key, e.state AS state_before, e.fencing_token AS old_fencing_token,
                    e.attempt >= %(max_attempts)s AS exhausted, e.due_at, e.ordering_key, e.revision, e.replayed,
                    CASE WHEN %(max_events)s > 1
@@ -86,39 +189,20 @@ WITH RECURSIVE open_namespaces AS (
                              + octet_length(coalesce(e.last_error, '')) + 4096
                         ELSE 0 END AS answer_bytes
             FROM inbox_events AS e
-            WHERE e.namespace COLLATE "C" = wanted.namespace
+            WHERE e.namespace COLLATE "C" = f.namespace
               AND e.due_at <= inboxd_now(%(now)s)
               AND (cardinality(%(event_types)s::text[]) = 0 OR e.event_type = ANY(%(event_types)s::text[]))
               AND (e.ordering_key = '' OR inboxd_next_of_key(e.namespace, e.ordering_key, e.event_key, e.revision,
                                                              e.accepted_at, %(ignore_stale)s AND NOT e.replayed))
             ORDER BY e.due_at
-            LIMIT %(max_events)s
+            LIMIT f.cap
             FOR UPDATE OF e SKIP LOCKED
         ) AS d
-        UNION ALL
-        SELECT anywhere.* FROM (
-            SELECT e.namespace, e.event_key, e.state, e.fencing_token, e.attempt >= %(max_attempts)s, e.due_at,
-                   e.ordering_key, e.revision, e.replayed,
-                   CASE WHEN %(max_events)s > 1
-                        THEN coalesce(octet_length(e.raw_payload), octet_length(e.payload::text))
-                             + octet_length(e.metadata::text)
-                             + octet_length(coalesce(e.last_error, '')) + 4096
-                        ELSE 0 END
-            FROM inbox_events AS e
-            WHERE cardinality(%(namespaces)s::text[]) = 0 AND cardinality(%(namespace_patterns)s::text[]) = 0
-              AND e.state IN ('pending', 'processing')
-              AND e.due_at <= inboxd_now(%(now)s)
-              AND (cardinality(%(event_types)s::text[]) = 0 OR e.event_type = ANY(%(event_types)s::text[]))
-              AND (e.ordering_key = '' OR inboxd_next_of_key(e.namespace, e.ordering_key, e.event_key, e.revision,
-                                                             e.accepted_at, %(ignore_stale)s AND NOT e.replayed))
-            ORDER BY e.due_at
-            LIMIT %(max_events)s
-            FOR UPDATE OF e SKIP LOCKED
-        ) AS anywhere
-    ) AS candidates
-    -- With several namespaces each may lock up to max_events; the ones not
-    -- kept here are unlocked when the statement ends.
-    ORDER BY candidates.due_at
+        WHERE f.cap > 0
+    ) AS ranked
+    -- Each namespace may lock up to its cap; the ones not kept here are
+    -- unlocked when the statement ends.
+    ORDER BY ceil(ranked.rank::numeric / ranked.weight), ranked.position, ranked.due_at
     LIMIT %(max_events)s
 ), picked AS (
     -- One row of parallel arrays. Under a generic plan `due` is estimated at
@@ -241,12 +325,47 @@ WITH RECURSIVE open_namespaces AS (
 )
 -- One row per claimed event, its action ledger as a JSON array; when none was
 -- claimed, one row of NULLs that still carries the counts (the dead letters
--- as the namespace of each, for the console's per-namespace trends).
-SELECT claimed.*, ledger.actions, counts.ignored_stale, counts.dead_lettered_in, counts.leases_expired
+-- as the namespace of each, for the console's per-namespace trends) and the
+-- turn: where the next one starts (`turn_end`, the last namespace this one
+-- served, or looked at when it served none), whether the walks stopped short
+-- of the ring's end (`turn_cut`), the rules that held events back and why,
+-- and when a rate's next token is due. Tokens taken and not used go back to
+-- their buckets here (inboxd_flow_give_back), after `claimed` has run.
+SELECT claimed.*, ledger.actions, counts.ignored_stale, counts.dead_lettered_in, counts.leases_expired,
+       counts.turn_end, counts.turn_cut, counts.throttled_rules, counts.throttled_namespaces, counts.throttled_by, counts.next_token_at,
+       counts.tokens_given_back
 FROM (SELECT (SELECT count(*) FILTER (WHERE finished.ignored) FROM finished) AS ignored_stale,
              (SELECT coalesce(array_agg(finished.namespace) FILTER (WHERE NOT finished.ignored), '{}')
               FROM finished) AS dead_lettered_in,
-             (SELECT count(*) FROM ended_claims) AS leases_expired) AS counts
+             (SELECT count(*) FROM ended_claims) AS leases_expired,
+             coalesce((SELECT f.namespace FROM flow AS f
+                       WHERE EXISTS (SELECT FROM claimed AS c WHERE c.namespace = f.namespace)
+                       ORDER BY f.position DESC LIMIT 1),
+                      (SELECT x.namespace FROM examined AS x ORDER BY x.position DESC LIMIT 1)) AS turn_end,
+             EXISTS (SELECT FROM ring AS r WHERE r.depth >= %(turn_limit)s) AS turn_cut,
+             throttled.rules AS throttled_rules, throttled.namespaces AS throttled_namespaces,
+             throttled.reasons AS throttled_by,
+             least((SELECT min(f.next_token_at) FROM flow AS f),
+                   (SELECT min(c.token_due_at) FROM contenders AS c)) AS next_token_at,
+             (SELECT coalesce(sum(inboxd_flow_give_back(f.namespace, f.cap - used.events)), 0)
+              FROM flow AS f
+              CROSS JOIN LATERAL (SELECT count(*)::integer AS events FROM claimed AS c
+                                  WHERE c.namespace = f.namespace) AS used
+              WHERE f.rate IS NOT NULL AND f.cap > used.events) AS tokens_given_back
+      FROM (
+          -- What flow control held back: namespaces left out of the turn for want of room, and
+          -- those in it that got less than their share under their locks.
+          SELECT coalesce(array_agg(held.rule_pattern ORDER BY held.position), '{}') AS rules,
+                 coalesce(array_agg(held.namespace ORDER BY held.position), '{}') AS namespaces,
+                 coalesce(array_agg(held.reason ORDER BY held.position), '{}') AS reasons
+          FROM (SELECT c.rule_pattern, c.namespace, c.position,
+                       CASE WHEN NOT c.below_limit THEN 'max_in_flight' ELSE 'rate' END AS reason
+                FROM contenders AS c WHERE NOT (c.below_limit AND c.has_tokens)
+                UNION ALL
+                SELECT f.rule_pattern, f.namespace, f.position,
+                       CASE WHEN f.allowed < f.share THEN 'max_in_flight' ELSE 'rate' END
+                FROM flow AS f WHERE f.cap < f.share) AS held
+      ) AS throttled) AS counts
 LEFT JOIN claimed ON true
 LEFT JOIN LATERAL (
     SELECT jsonb_agg(jsonb_build_object(

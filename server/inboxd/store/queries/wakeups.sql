@@ -66,7 +66,11 @@ WITH RECURSIVE open_namespaces AS (
         LIMIT %(cap)s
     ) AS a
 )
-SELECT namespace, event_type, count(*) FROM found GROUP BY namespace, event_type
+-- A paused namespace's due events are claimable by no one (flow control):
+-- counting them woke its waiters to look in vain, every interval.
+SELECT kinds.namespace, kinds.event_type, kinds.count
+FROM (SELECT found.namespace, found.event_type, count(*) FROM found GROUP BY found.namespace, found.event_type) AS kinds
+WHERE NOT EXISTS (SELECT FROM inboxd_flow_rule(kinds.namespace) AS rule WHERE rule.paused)
 
 -- name: event_next_of_keys
 -- Whom finished keyed events wake (completed or dead-lettered, they freed
