@@ -102,8 +102,9 @@ def claim_params(namespace: str, batch: int, worker_id: str, wanted: Sequence[st
         "event_types": [],
         "namespace_patterns": [],
         "namespace_prefixes": [],
-        # A Claim of one named namespace walks no prefixes; its turn starts anywhere.
-        "prefixes": [],
+        # A Claim of one named namespace walks no prefixes; one over every namespace walks the prefix ""
+        # (as store/claims.py passes them). Its turn starts anywhere.
+        "prefixes": [] if namespace else [""],
         "after": "",
         "turn_limit": batch + TURN_SLACK,
         "max_events": batch,

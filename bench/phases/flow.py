@@ -120,6 +120,10 @@ async def plan_figure(run: Run) -> None:
     await explain_claim(run.url, "", BATCH, "generic")
     generic = await explain_claim(run.url, "", BATCH, "generic")
     custom = await explain_claim(run.url, "", BATCH, "custom")
+    for plan in (generic, custom):
+        if plan["rows_out"] < BATCH:
+            # A Claim that hands out less than it could is not the Claim the figure is about.
+            raise RuntimeError(f"the explained Claim ({plan['mode']}) handed out {plan['rows_out']}, not {BATCH}")
     run.figures[PLAN] = {
         "value": generic["execution_ms"],
         "unit": "ms",

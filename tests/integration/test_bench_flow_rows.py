@@ -72,3 +72,14 @@ async def test_the_plan_figures_backlog_is_spread_over_its_namespaces(url: str) 
             " WHERE namespace LIKE 'bench/flow-many/%%' AND due_at <= now() GROUP BY namespace) AS n"
         )
         assert await cur.fetchone() == (50, EVENTS_PER_NAMESPACE, EVENTS_PER_NAMESPACE)
+
+
+async def test_the_explained_claim_over_every_namespace_hands_out_what_it_asks_for(url: str) -> None:
+    from bench.plans import explain_claim
+
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+        params = {"n": 40, "total": 40 * EVENTS_PER_NAMESPACE, "prefix": "e-", "event_type": EVENT_TYPE}
+        await conn.execute(PREFILL_MANY, {**params, "payload": PAYLOAD_BYTES})
+    # Rolled back: the namespaces' events are still due after it.
+    generic = await explain_claim(url, "", 10, "generic")
+    assert generic["rows_out"] == 10 and generic["rows_read"] > 0
