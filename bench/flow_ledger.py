@@ -134,15 +134,21 @@ def max_overlap(intervals: Iterable[Interval]) -> int:
     return most
 
 
+def stretches_above(intervals: Iterable[Interval], limit: int) -> list[float]:
+    """The length in seconds of each unbroken stretch during which more than `limit` were held at once."""
+    held, found, since = 0, [], 0.0
+    for at, step in _edges(intervals):
+        if held <= limit < held + step:
+            since = at
+        elif held + step <= limit < held:
+            found.append(at - since)
+        held += step
+    return found
+
+
 def time_above(intervals: Iterable[Interval], limit: int) -> float:
     """Seconds during which more than `limit` intervals were held at once (infinite if it never ends)."""
-    held, total, since = 0, 0.0, 0.0
-    for at, step in _edges(intervals):
-        if held > limit:
-            total += at - since
-        held += step
-        since = at
-    return total
+    return sum(stretches_above(intervals, limit))
 
 
 def count_in_window(times: Iterable[float], start: float, seconds: float) -> int:

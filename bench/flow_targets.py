@@ -93,6 +93,9 @@ def _in_flight(fig: dict[str, Any]) -> Measured:
     # Ledger times are transaction starts: an excess a fraction of a millisecond long is that skew.
     lasting = f"{above:.2f} s" if above >= 1 else f"{above * 1000:.3f} ms"
     over = f", above {fig['max_in_flight']} for {lasting} in all" if above else ""
+    if above and "stretches_above_limit" in fig:
+        longest = float(fig["longest_above_limit_s"]) * 1000
+        over += f" over {fig['stretches_above_limit']:,} stretches, the longest {longest:.3f} ms"
     return Measured(v, f"{v:.0f} leases ({fig['claims']:,} claims; {ended}{over})")
 
 

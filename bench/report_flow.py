@@ -43,7 +43,8 @@ def flow(bench: dict[str, Any]) -> list[str]:
         out.append(
             f"max_in_flight {f['max_in_flight']}: {f['claims']:,} claims of {f['events']:,} events, "
             f"{f['empty_claims']:,} Claims answered empty, {f['seconds']:.1f} s; above the limit for "
-            f"{f['seconds_above_limit'] * 1000:.3f} ms in all."
+            f"{f['seconds_above_limit'] * 1000:.3f} ms in all, in {f.get('stretches_above_limit', '?')} stretches, "
+            f"the longest {f.get('longest_above_limit_s', 0.0) * 1000:.3f} ms."
         )
         out.append("")
     if RATE in figs:

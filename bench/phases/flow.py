@@ -173,6 +173,7 @@ async def in_flight_figure(run: Run, target: str) -> None:
     rows = await ledger.ledger(run.url, [LIMITED])
     intervals = [(at, end) for _ns, at, end in rows]
     most = ledger.max_overlap(intervals)
+    stretches = ledger.stretches_above(intervals, MAX_IN_FLIGHT)
     run.figures[IN_FLIGHT] = {
         "value": float(most),
         "unit": "leases",
@@ -184,6 +185,8 @@ async def in_flight_figure(run: Run, target: str) -> None:
         "seconds": round(seconds, 3),
         "timed_out": tally.completed < events,
         "seconds_above_limit": round(ledger.time_above(intervals, MAX_IN_FLIGHT), 6),
+        "stretches_above_limit": len(stretches),
+        "longest_above_limit_s": round(max(stretches, default=0.0), 6),
         "workers": FLOW_WORKERS,
         "server_processes": SERVER_PROCESSES,
     }

@@ -32,6 +32,9 @@ def test_time_above_sums_the_seconds_during_which_more_than_the_limit_were_held(
     assert ledger.time_above(intervals, 2) == pytest.approx(1.0)
     assert ledger.time_above(intervals, 4) == 0.0
     assert ledger.time_above([(0.0, None), (1.0, None)], 1) == float("inf")
+    assert ledger.stretches_above(intervals, 2) == [1.0]
+    # Two stretches: 2 held from 1.0 to 2.0, and from 3.0 to 3.5.
+    assert ledger.stretches_above([(0.0, 2.0), (1.0, 4.0), (3.0, 3.5)], 1) == [1.0, 0.5]
 
 
 def test_the_rate_counts_the_window_from_its_start_up_to_but_not_including_its_end() -> None:
@@ -162,14 +165,17 @@ def test_issue_28s_rows_are_on_the_targets_table_each_met_when_its_figure_meets_
 def test_a_sixth_lease_a_rate_off_by_more_than_ten_percent_and_a_slow_plan_are_missed() -> None:
     bench = flow_results()
     figs = bench["figures"]
-    figs[IN_FLIGHT].update(value=6.0, seconds_above_limit=0.0042)
+    figs[IN_FLIGHT].update(value=6.0, seconds_above_limit=0.0042, stretches_above_limit=3, longest_above_limit_s=0.002)
     figs[RATE]["value"] = 55.6
     figs[PLAN]["generic"].update(execution_ms=2.5, rows_read=30_000)
     figs[FAIRNESS]["value"] = 2000.0
     met = {t.label.split(":")[-1].strip()[:20]: (s, v) for t, s, v in rows(bench)}
     assert [v for _s, v in met.values()].count("**no**") == 5
     (in_flight,) = [s for t, s, _v in rows(bench) if t.label.startswith("max_in_flight")]
-    assert in_flight == "6 leases (10,000 claims; 10,000 drained in 12.5 s, above 5 for 4.200 ms in all)"
+    assert (
+        in_flight == "6 leases (10,000 claims; 10,000 drained in 12.5 s, above 5 for 4.200 ms in all over 3 stretches, "
+        "the longest 2.000 ms)"
+    )
     figs[RATE]["value"] = 45.0
     (rate,) = [v for t, _s, v in rows(bench) if t.label.startswith("rate")]
     assert rate == "yes"
