@@ -49,6 +49,13 @@ CALLS: dict[str, tuple[str, tuple[Any, ...], dict[str, Any]]] = {
     "SettleAction": ("settle_action", (admin_pb2.SettleActionRequest(namespace="ns", event_key="k"),), {}),
     "EndClaim": ("end_claim", (admin_pb2.EndClaimRequest(namespace="ns", event_key="k"),), {}),
     "Discard": ("discard", (admin_pb2.DiscardRequest(namespace="ns", event_key="k"),), {}),
+    "SetFlowControl": ("set_flow_control", (admin_pb2.SetFlowControlRequest(pattern="ns", reason="r"),), {}),
+    "GetFlowControl": ("get_flow_control", ("ns",), {}),
+    "ListFlowControls": ("list_flow_controls", (), {}),
+    "StartBulkOperation": ("start_bulk_operation", (admin_pb2.StartBulkOperationRequest(reason="r"),), {}),
+    "GetBulkOperation": ("get_bulk_operation", ("op",), {}),
+    "ListBulkOperations": ("list_bulk_operations", (), {}),
+    "CancelBulkOperation": ("cancel_bulk_operation", ("op", "r"), {}),
 }
 
 Caller = Callable[[str], Any]

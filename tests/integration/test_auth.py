@@ -125,12 +125,18 @@ RPCS: dict[str, tuple[str, Call]] = {
         admin_pb2.DiscardRequest(
             namespace=ns, event_key="guess", expected_state=types_pb2.EVENT_STATE_PENDING, reason="test"),
         metadata=md)),
+    # Removing a rule that does not exist: NOT_FOUND once through, and no rule left behind in the shared database.
+    "SetFlowControl": ("admin", lambda c, ns, md: admin_pb2_grpc.InboxAdminServiceStub(c).SetFlowControl(
+        admin_pb2.SetFlowControlRequest(pattern=ns, remove=True, reason="test"), metadata=md)),
+    "GetFlowControl": ("admin", lambda c, ns, md: admin_pb2_grpc.InboxAdminServiceStub(c).GetFlowControl(
+        admin_pb2.GetFlowControlRequest(namespace=ns), metadata=md)),
 }  # fmt: skip
 
 
 NOT_FOUND = grpc.StatusCode.NOT_FOUND
 CORRECT_TOKEN_ANSWER = {
-    **{rpc: grpc.StatusCode.OK for rpc in ("Accept", "AcceptBatch", "Claim", "ListEvents", "Stats")},
+    **{rpc: grpc.StatusCode.OK for rpc in ("Accept", "AcceptBatch", "Claim", "ListEvents", "Stats", "GetFlowControl")},
+    "SetFlowControl": NOT_FOUND,
     **{rpc: NOT_FOUND for rpc in ("RenewLease", "Complete", "Fail", "Release", "RecordActionOutcome")},
     **{rpc: NOT_FOUND for rpc in ("GetEvent", "Replay", "SettleAction", "EndClaim", "Discard")},
 }

@@ -233,3 +233,38 @@ async def test_a_fresh_migrate_leaves_every_table_analyzed(fresh_url: str) -> No
     assert len(reltuples) == 5
     # -1 means "never analyzed": the planner would guess 10 pages' worth of rows.
     assert all(value >= 0 for value in reltuples.values()), reltuples
+
+
+TENANTS = 10_000
+
+
+@pytest.fixture(scope="module")
+async def tenants_url(migrated_url: str) -> AsyncIterator[str]:
+    """A fresh database: TENANTS namespaces with three due events each (issue 28's ten thousand tenants)."""
+    async with own_database(migrated_url, prefix="inboxd_plans") as url:
+        async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+            await conn.execute(
+                "INSERT INTO inbox_events (namespace, event_key, event_type, payload, accepted_at, available_at,"
+                " due_at, updated_at) SELECT format('tenant/%%s', t), 'k' || i, 'test.event', '{}', now(), now(),"
+                " now() - interval '1 hour' + (t * 3 + i) * interval '1 ms', now()"
+                " FROM generate_series(1, %s) AS t, generate_series(1, 3) AS i",
+                (TENANTS,),
+            )
+            await conn.execute("ANALYZE inbox_events")
+        yield url
+
+
+@pytest.mark.parametrize("plan_cache_mode", ["force_generic_plan", "force_custom_plan"])
+@pytest.mark.parametrize(
+    "shape",
+    [{"prefixes": [""]}, {"namespace_patterns": ["tenant/%"], "prefixes": ["tenant/"]}],
+    ids=["every namespace", "a pattern"],
+)
+async def test_a_fair_claim_over_ten_thousand_tenants_reads_a_bounded_number_of_rows(
+    tenants_url: str, plan_cache_mode: str, shape: dict[str, Any]
+) -> None:
+    """One turn walks max_events + TURN_SLACK namespaces and takes one event from each of ten: never all 10,000."""
+    async with await psycopg.AsyncConnection.connect(tenants_url, autocommit=True) as conn:
+        plan = await explain_claim(conn, plan_cache_mode, max_events=10, after="tenant/5000", **shape)
+    assert rows_read(plan) < BOUND, json.dumps(plan["Plan"], indent=1)[:4000]
+    assert buffers_read(plan) < 10 * BOUND, json.dumps(plan["Plan"], indent=1)[:4000]

@@ -17,6 +17,7 @@ from inboxd_client.v1 import admin_pb2, admin_pb2_grpc, inbox_pb2, inbox_pb2_grp
 from tests.conftest import CLOCKED_SETTINGS, FakeClock
 from tests.integration.helpers import accept_request, expect_status, seconds
 from tests.integration.test_claims import claim_one, fenced
+from tests.integration.test_flow_control import remove_rules
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
@@ -183,3 +184,34 @@ async def test_a_request_line_or_header_over_64_kib_is_refused_by_its_status_and
     assert raw.startswith(b"HTTP/1.1 " + refusal + b"\r\n")
     status, _ = await http_get(metered.ops.metrics_port, "/metrics")
     assert status == "HTTP/1.1 200 OK"
+
+
+async def test_flow_gauges_count_paused_namespaces_and_each_rules_in_flight_against_its_limit(
+    metered: RunningServer, channel: grpc.aio.Channel, db: Database, ns: str
+) -> None:
+    work = inbox_pb2_grpc.InboxServiceStub(channel)
+    admin = admin_pb2_grpc.InboxAdminServiceStub(channel)
+    for namespace, key in ((f"{ns}/a", "1"), (f"{ns}/a", "2"), (f"{ns}/b", "1")):
+        await work.Accept(accept_request(namespace, key))
+    await claim_one(work, f"{ns}/a")
+    assert metered.ops is not None
+    await metered.ops.refresh_stats()
+    before = await scrape(metered)
+    rule = f"{ns}/*"
+    try:
+        await admin.SetFlowControl(
+            admin_pb2.SetFlowControlRequest(pattern=rule, max_in_flight=4, paused=True, reason="downstream down")
+        )
+        await metered.ops.refresh_stats()
+        samples = await scrape(metered)
+        paused = value(samples, "inboxd_flow_paused_namespaces") - value(before, "inboxd_flow_paused_namespaces")
+        assert paused == 2
+        assert value(samples, "inboxd_flow_in_flight", rule=rule) == 1
+        assert value(samples, "inboxd_flow_max_in_flight", rule=rule) == 4
+        await admin.SetFlowControl(admin_pb2.SetFlowControlRequest(pattern=rule, remove=True, reason="back"))
+        await metered.ops.refresh_stats()
+        after = await scrape(metered)
+        assert ("inboxd_flow_in_flight", frozenset({("rule", rule)})) not in after
+        assert value(after, "inboxd_flow_paused_namespaces") == value(before, "inboxd_flow_paused_namespaces")
+    finally:
+        await remove_rules(db, ns)

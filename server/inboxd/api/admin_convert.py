@@ -233,6 +233,8 @@ def stats_to_proto(stats: NamespaceStats) -> admin_pb2.NamespaceStats:
         unresolved_actions=stats.unresolved_actions,
         blocked_ordering_keys=stats.blocked_ordering_keys,
         connected_workers=stats.connected_workers,
+        paused=stats.paused,
+        flow_rule=stats.flow_rule,
     )
     if stats.oldest_claimable_age is not None:
         out.oldest_claimable_age.CopyFrom(duration_to_proto(stats.oldest_claimable_age))

@@ -7,6 +7,7 @@ from typing import Any
 import grpc
 
 from inboxd.api import admin_convert as convert
+from inboxd.api import flow_convert as flow
 from inboxd.api import operator_actions_convert as acts
 from inboxd.api.identity import current_caller, current_caller_name
 from inboxd.domain.operator_views import ListNarrowing
@@ -68,3 +69,20 @@ class AdminServicer:
     async def Discard(self, request: admin_pb2.DiscardRequest, context: Context) -> admin_pb2.DiscardResponse:
         record = await self.operators.discard(acts.discarding(request), actor=current_caller_name())
         return admin_pb2.DiscardResponse(event=convert.event_to_proto(record))
+
+    async def SetFlowControl(
+        self, request: admin_pb2.SetFlowControlRequest, context: Context
+    ) -> admin_pb2.SetFlowControlResponse:
+        changed = await self.operators.set_flow_control(flow.flow_change(request), caller=current_caller())
+        return flow.set_response(changed)
+
+    async def GetFlowControl(
+        self, request: admin_pb2.GetFlowControlRequest, context: Context
+    ) -> admin_pb2.GetFlowControlResponse:
+        return flow.get_response(await self.operators.get_flow_control(request.namespace, caller=current_caller()))
+
+    async def ListFlowControls(
+        self, request: admin_pb2.ListFlowControlsRequest, context: Context
+    ) -> admin_pb2.ListFlowControlsResponse:
+        controls = await self.operators.list_flow_controls(caller=current_caller())
+        return admin_pb2.ListFlowControlsResponse(controls=[flow.control_to_proto(c) for c in controls])

@@ -63,6 +63,11 @@ RULES: dict[str, tuple[Scope, NamespacesOf]] = {
     # Empty: every namespace the caller may see (admin.proto); the servicer narrows to its grants.
     _ADMIN + "ListEvents": (Scope.ADMIN, lambda request: _one(request) if request.namespace else []),
     _ADMIN + "Stats": (Scope.ADMIN, _optional),
+    # A rule's pattern lies within the caller's grants as a glob (glob_within_any), not as one namespace:
+    # usecases/flow_control.py checks it, and narrows the listing to the rules within the grants.
+    _ADMIN + "SetFlowControl": (Scope.ADMIN, _none),
+    _ADMIN + "GetFlowControl": (Scope.ADMIN, _none),
+    _ADMIN + "ListFlowControls": (Scope.ADMIN, _none),
 }
 
 

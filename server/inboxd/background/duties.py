@@ -104,7 +104,13 @@ class InstanceDuties:
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.stats = StatsRefresh(lambda: self.operators.stats(None), self.metrics.stats)
+        self.stats = StatsRefresh(self._read_health, self.metrics.stats)
+
+    async def _read_health(self) -> Sequence[NamespaceStats]:
+        """The Stats snapshot for the health gauges; the flow gauges take theirs from it and the rules."""
+        snapshot = await self.operators.stats(None)
+        self.metrics.flow.update(snapshot, await self.operators.all_flow_rules())
+        return snapshot
 
     def _loops(self) -> list[Coroutine[Any, Any, None]]:
         """The background loops that must run once per instance, not once per server process."""

@@ -19,34 +19,19 @@ from aiohttp import web
 from inboxd.config.settings import ConfigError, Settings
 from inboxd.config.tokens import Scope, TokenRegistry
 from inboxd.console import security
+from inboxd.console.flow_forms import FlowForms
 from inboxd.console.hosts import AllowedHosts
-from inboxd.console.html import html_response, redirect
+from inboxd.console.html import error_status, html_response, redirect
 from inboxd.console.operator_forms import OperatorForms
 from inboxd.console.pages import error_page
 from inboxd.console.sessions import Clock, Session, Sessions
 from inboxd.console.signin import SignIn
 from inboxd.console.views import Views
-from inboxd.domain.errors import (
-    InboxError,
-    InvalidArgument,
-    NotFound,
-    PermissionDenied,
-    TransitionNotAllowed,
-    Unauthenticated,
-    Unavailable,
-)
+from inboxd.domain.errors import InboxError, NotFound, PermissionDenied, Unauthenticated
 from inboxd.usecases.admin import Operators
 
 log = logging.getLogger(__name__)
 
-_STATUS = {
-    InvalidArgument: 400,
-    Unauthenticated: 401,
-    PermissionDenied: 403,
-    NotFound: 404,
-    TransitionNotAllowed: 409,
-    Unavailable: 503,
-}
 _HEADERS = {
     "Content-Security-Policy": (
         "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
@@ -95,6 +80,7 @@ class Console:
         self.signin_cookie = security.cookie_name(security.SIGNIN_COOKIE, secure=https)
         self.views = Views(operators, self)
         self.acts = OperatorForms(operators, self)
+        self.flow = FlowForms(operators, self)
         self.signin = SignIn(self)
         self.port: int | None = None
         self.hosts: AllowedHosts | None = None
@@ -123,6 +109,11 @@ class Console:
         app.router.add_post("/settle", self.acts.settle)
         app.router.add_post("/end-claim", self.acts.end_claim)
         app.router.add_post("/discard", self.acts.discard)
+        app.router.add_get("/flow", self.flow.page)
+        app.router.add_post("/flow/pause", self.flow.pause)
+        app.router.add_post("/flow/resume", self.flow.resume)
+        app.router.add_post("/flow/set", self.flow.set_rule)
+        app.router.add_post("/flow/remove", self.flow.remove)
         app.router.add_get("/static/{name}", self._static_file)
         return app
 
@@ -197,7 +188,7 @@ class Console:
             else:
                 response = html_response(error_page(401, f"{exc}: sign in again"), 401)
         except InboxError as exc:
-            status = next((_STATUS[k] for k in type(exc).__mro__ if k in _STATUS), 500)
+            status = error_status(exc)
             response = html_response(error_page(status, str(exc), **self._signed_in_frame(request)), status)
         return _secured(response)
 

@@ -197,7 +197,8 @@ def _replay_form(record: EventRecord, csrf: str) -> str:
     )
 
 
-def _notice(notice: Notice | None) -> str:
+def notice_html(notice: Notice | None) -> str:
+    """What an act did (a status), or why it was refused (an alert); nothing without a notice."""
     if notice is None:
         return ""
     if notice.refused:
@@ -206,6 +207,6 @@ def _notice(notice: Notice | None) -> str:
 
 
 def event_page(record: EventRecord, *, show_payload: bool, who: str, csrf: str, notice: Notice | None = None) -> str:
-    body = _notice(notice) + _facts(record) + _replay_form(record, csrf) + act_forms(record, csrf)
+    body = notice_html(notice) + _facts(record) + _replay_form(record, csrf) + act_forms(record, csrf)
     body += _payload_section(record, show_payload) + _ledgers(record, show_payload, csrf)
     return page(f"Event {record.summary.event_key}", body, who=who, csrf=csrf, active="/events")

@@ -14,6 +14,15 @@ from urllib.parse import urlencode
 
 from aiohttp import web
 
+from inboxd.domain.errors import (
+    InboxError,
+    InvalidArgument,
+    NotFound,
+    PermissionDenied,
+    TransitionNotAllowed,
+    Unauthenticated,
+    Unavailable,
+)
 from inboxd.domain.vocabulary import EventState
 
 STATE_LABELS = {
@@ -22,6 +31,21 @@ STATE_LABELS = {
     EventState.COMPLETED: "COMPLETED",
     EventState.DEAD_LETTERED: "DEAD_LETTERED",
 }
+
+
+_STATUS = {
+    InvalidArgument: 400,
+    Unauthenticated: 401,
+    PermissionDenied: 403,
+    NotFound: 404,
+    TransitionNotAllowed: 409,
+    Unavailable: 503,
+}
+
+
+def error_status(exc: InboxError) -> int:
+    """The HTTP status a page answers with for a refusal; 500 for a fault that is no refusal."""
+    return next((_STATUS[k] for k in type(exc).__mro__ if k in _STATUS), 500)
 
 
 def h(value: object) -> str:
@@ -66,7 +90,13 @@ def csrf_input(token: str) -> str:
     return f'<input type="hidden" name="csrf" value="{h(token)}">'
 
 
-_NAV = (("/overview", "Overview"), ("/trends", "Trends"), ("/events", "Events"), ("/dead-letters", "Dead letters"))
+_NAV = (
+    ("/overview", "Overview"),
+    ("/trends", "Trends"),
+    ("/events", "Events"),
+    ("/dead-letters", "Dead letters"),
+    ("/flow", "Flow control"),
+)
 
 
 def page(title: str, body: str, *, who: str | None = None, csrf: str | None = None, active: str = "") -> str:

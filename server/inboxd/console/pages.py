@@ -121,6 +121,15 @@ def unresolved_page(namespace: str, found: Sequence[tuple[str, ActionRecord]], *
     return page("Unresolved actions", intro + shown, who=who, csrf=csrf, active="/overview")
 
 
+def _oldest_claimable(s: NamespaceStats) -> str:
+    """The age, and, when a flow-control rule pauses the namespace, that it is paused: why the age grows."""
+    age = h(format_age(s.oldest_claimable_age))
+    if not s.paused:
+        return age
+    rule = h(url("/flow", {"namespace": s.namespace}))
+    return f'{age} <a class="alert" href="{rule}" title="paused by flow-control rule {h(s.flow_rule)}">paused</a>'
+
+
 def overview_fragment(stats: Sequence[NamespaceStats]) -> str:
     rows = []
     for s in stats:
@@ -139,7 +148,7 @@ def overview_fragment(stats: Sequence[NamespaceStats]) -> str:
                 processing,
                 str(s.completed),
                 dead,
-                format_age(s.oldest_claimable_age),
+                _oldest_claimable(s),
                 _unresolved_link(s),
                 str(s.blocked_ordering_keys),
                 format_age(s.oldest_blocked_age),

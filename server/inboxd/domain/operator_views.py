@@ -174,6 +174,10 @@ class NamespaceStats:
     # Distinct workers with a live Work stream covering the namespace, in any
     # server process or replica (domain/presence.py: as fresh as its period).
     connected_workers: int = 0
+    # The flow-control rule that governs the namespace ("": none) and whether
+    # it pauses it (domain/flow_rules.py).
+    paused: bool = False
+    flow_rule: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,6 +41,7 @@ from inboxd.domain.vocabulary import (
     Fence,
     NewEvent,
 )
+from inboxd.observability.flow_gauges import FlowGauges
 from inboxd.observability.transition_observer import InboxObserver
 
 # Up to a minute: a long-polling Claim may wait 60 s by design.
@@ -314,6 +315,9 @@ class InstanceMetrics(InboxObserver):
         )
         self.stats = StatsGauges(max_namespaces)
         registry.register(self.stats)
+        # Refreshed with the Stats gauges, from the same snapshot (background/duties.py).
+        self.flow = FlowGauges()
+        registry.register(self.flow)
 
     def retention_ran(self, counts: RetentionCounts) -> None:
         self.rows_deleted.inc(counts.rows_deleted)

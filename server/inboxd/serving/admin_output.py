@@ -60,6 +60,7 @@ def stats_table(response: admin_pb2.StatsResponse) -> str:
             str(s.processing),
             str(s.completed),
             str(s.dead_lettered),
+            _flow(s),
             format_age(_duration(s.oldest_claimable_age, s.HasField("oldest_claimable_age"))),
             str(s.unresolved_actions),
             str(s.blocked_ordering_keys),
@@ -69,10 +70,17 @@ def stats_table(response: admin_pb2.StatsResponse) -> str:
         for s in response.namespaces
     ]
     headers = [
-        "NAMESPACE", "PENDING", "PROCESSING", "COMPLETED", "DEAD", "OLDEST CLAIMABLE", "UNRESOLVED ACTIONS",
+        "NAMESPACE", "PENDING", "PROCESSING", "COMPLETED", "DEAD", "FLOW", "OLDEST CLAIMABLE", "UNRESOLVED ACTIONS",
         "BLOCKED KEYS", "OLDEST BLOCKED", "WORKERS",
     ]  # fmt: skip
     return table(headers, rows)
+
+
+def _flow(s: admin_pb2.NamespaceStats) -> str:
+    """The flow-control rule governing the namespace, beside its oldest age: a paused one says why it grows."""
+    if s.paused:
+        return f"PAUSED ({s.flow_rule})"
+    return s.flow_rule or "-"
 
 
 def events_table(events: Sequence[admin_pb2.EventSummary]) -> str:

@@ -157,7 +157,7 @@ async def list_events(
 async def namespace_stats(
     conn: Connection, *, namespace: str | None, action_stale_after: timedelta, now: datetime | None = None
 ) -> list[NamespaceStats]:
-    """Counts per state, oldest claimable age, unresolved actions and connected workers, per namespace with events."""
+    """Counts per state, oldest claimable age, unresolved actions, connected workers and the governing flow rule."""
     await conn.execute(QUERIES["stats_on_one_core"])
     cur = await conn.execute(QUERIES["namespace_stats"], {"namespace": namespace, "now": now})
     rows = await cur.fetchall()
@@ -182,6 +182,8 @@ async def namespace_stats(
             blocked_ordering_keys=blocked[ns][0] if ns in blocked else 0,
             oldest_blocked_age=blocked[ns][1] if ns in blocked else None,
             connected_workers=workers.get(ns, 0),
+            paused=paused,
+            flow_rule=flow_rule,
         )
-        for ns, pending, processing, completed, dead, age in rows
+        for ns, pending, processing, completed, dead, age, paused, flow_rule in rows
     ]

@@ -49,6 +49,8 @@ class ReplicaSignals:
         self._on_signal = on_signal
         self._replica = uuid.uuid4().hex
         self._pending: Counter[tuple[str, str]] = Counter()
+        # Set by publish_look_again: the next signal says "look again, everyone" instead of counts.
+        self._look_again = False
         self._has_pending = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         # Whether other replicas listen, and when that was last looked up.
@@ -84,14 +86,20 @@ class ReplicaSignals:
         if self._pending:
             self._has_pending.set()
 
+    def publish_look_again(self) -> None:
+        """Tells the other replicas that anything may be claimable now (a flow-control rule loosened, say)."""
+        self._look_again = True
+        self._has_pending.set()
+
     async def _send(self) -> None:
         conn: psycopg.AsyncConnection[tuple[object, ...]] | None = None
         while True:
             await self._has_pending.wait()
             self._has_pending.clear()
             batch, self._pending = self._pending, Counter()
+            look_again, self._look_again = self._look_again, False
             payload = json.dumps({"r": self._replica, "e": [[ns, t, n] for (ns, t), n in batch.items()]})
-            if len(payload.encode()) > _MAX_PAYLOAD:
+            if look_again or len(payload.encode()) > _MAX_PAYLOAD:
                 payload = json.dumps({"r": self._replica, "all": True})
             try:
                 if conn is None or conn.closed:

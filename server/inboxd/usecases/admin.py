@@ -1,7 +1,7 @@
 """The operators' use cases: inspect events, list them, replay them, read the inbox's health.
 
 Their other acts (settle an action, end a claim, discard an event) stand in
-operator_actions.py, a base of Operators.
+operator_actions.py, and flow control's rules in flow_control.py: bases of Operators.
 
 Like `inbox.py`, it takes validated domain values and writes no SQL. It
 shares the Inbox's database, clock and settings, and wakes the Inbox's
@@ -21,6 +21,7 @@ from inboxd.domain.vocabulary import ActionRecord, EventState
 from inboxd.observability.transition_observer import InboxObserver
 from inboxd.store import actions, inspection, replays, trends
 from inboxd.store.database import Connection
+from inboxd.usecases.flow_control import FlowControls
 from inboxd.usecases.inbox import Inbox
 from inboxd.usecases.operator_actions import OperatorActs
 
@@ -28,7 +29,7 @@ ALL_STATES = tuple(EventState)
 
 
 @dataclass
-class Operators(OperatorActs):
+class Operators(OperatorActs, FlowControls):
     inbox: Inbox
     observer: InboxObserver = field(default_factory=InboxObserver)
 

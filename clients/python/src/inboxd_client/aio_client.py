@@ -297,3 +297,43 @@ class AsyncInboxClient:
     ) -> admin_pb2.DiscardResponse:
         """Completes a PENDING or DEAD_LETTERED event as IGNORED; never retried (see `rpcs.DISCARD`)."""
         return await self._call(rpcs.DISCARD, request, timeout)
+
+    async def set_flow_control(
+        self, request: admin_pb2.SetFlowControlRequest, *, timeout: float | None = None
+    ) -> admin_pb2.SetFlowControlResponse:
+        """Creates, changes or removes a flow-control rule; never retried (see `rpcs.SET_FLOW_CONTROL`)."""
+        return await self._call(rpcs.SET_FLOW_CONTROL, request, timeout)
+
+    async def get_flow_control(
+        self, namespace: str, *, timeout: float | None = None
+    ) -> admin_pb2.GetFlowControlResponse:
+        """The rule that governs `namespace`, with live figures and its recent changes."""
+        return await self._call(rpcs.GET_FLOW_CONTROL, admin_pb2.GetFlowControlRequest(namespace=namespace), timeout)
+
+    async def list_flow_controls(self, *, timeout: float | None = None) -> admin_pb2.ListFlowControlsResponse:
+        """Every flow-control rule within the caller's grants, with live figures."""
+        return await self._call(rpcs.LIST_FLOW_CONTROLS, admin_pb2.ListFlowControlsRequest(), timeout)
+
+    async def start_bulk_operation(
+        self, request: admin_pb2.StartBulkOperationRequest, *, timeout: float | None = None
+    ) -> admin_pb2.StartBulkOperationResponse:
+        """Starts a bulk replay or ignore; never retried (see `rpcs.START_BULK_OPERATION`)."""
+        return await self._call(rpcs.START_BULK_OPERATION, request, timeout)
+
+    async def get_bulk_operation(
+        self, operation_id: str, *, timeout: float | None = None
+    ) -> admin_pb2.GetBulkOperationResponse:
+        request = admin_pb2.GetBulkOperationRequest(id=operation_id)
+        return await self._call(rpcs.GET_BULK_OPERATION, request, timeout)
+
+    async def list_bulk_operations(
+        self, page_token: str = "", *, page_size: int = 0, timeout: float | None = None
+    ) -> admin_pb2.ListBulkOperationsResponse:
+        request = admin_pb2.ListBulkOperationsRequest(page_size=page_size, page_token=page_token)
+        return await self._call(rpcs.LIST_BULK_OPERATIONS, request, timeout)
+
+    async def cancel_bulk_operation(
+        self, operation_id: str, reason: str, *, timeout: float | None = None
+    ) -> admin_pb2.CancelBulkOperationResponse:
+        request = admin_pb2.CancelBulkOperationRequest(id=operation_id, reason=reason)
+        return await self._call(rpcs.CANCEL_BULK_OPERATION, request, timeout)

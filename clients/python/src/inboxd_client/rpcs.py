@@ -143,6 +143,36 @@ DISCARD = Rpc(
     False,
     "an audited act fenced by the state the operator saw: a repeat after a lost answer is refused as moved on",
 )
+# Flow control (issue 28): a change is an audited act (a repeat after a lost
+# answer writes a second audit row, and restarts a resume's ramp); reads are reads.
+SET_FLOW_CONTROL = Rpc(
+    ADMIN_SERVICE,
+    "SetFlowControl",
+    admin_pb2.SetFlowControlResponse,
+    False,
+    "an audited change: a repeat after a lost answer writes a second audit row and restarts a resume's ramp",
+)
+GET_FLOW_CONTROL = Rpc(ADMIN_SERVICE, "GetFlowControl", admin_pb2.GetFlowControlResponse, True, "a read")
+LIST_FLOW_CONTROLS = Rpc(ADMIN_SERVICE, "ListFlowControls", admin_pb2.ListFlowControlsResponse, True, "a read")
+# Bulk operations (issue 30): a Start repeated after a lost answer starts a
+# second operation (which then finds the events moved on and skips them);
+# Cancel answers the operation as it stands when it has ended already.
+START_BULK_OPERATION = Rpc(
+    ADMIN_SERVICE,
+    "StartBulkOperation",
+    admin_pb2.StartBulkOperationResponse,
+    False,
+    "starts an operation: a repeat after a lost answer starts a second one",
+)
+GET_BULK_OPERATION = Rpc(ADMIN_SERVICE, "GetBulkOperation", admin_pb2.GetBulkOperationResponse, True, "a read")
+LIST_BULK_OPERATIONS = Rpc(ADMIN_SERVICE, "ListBulkOperations", admin_pb2.ListBulkOperationsResponse, True, "a read")
+CANCEL_BULK_OPERATION = Rpc(
+    ADMIN_SERVICE,
+    "CancelBulkOperation",
+    admin_pb2.CancelBulkOperationResponse,
+    True,
+    "a cancel of an operation that has ended already answers it as it stands",
+)
 
 ALL_RPCS: tuple[Rpc[Any], ...] = (
     ACCEPT,
@@ -161,4 +191,11 @@ ALL_RPCS: tuple[Rpc[Any], ...] = (
     SETTLE_ACTION,
     END_CLAIM,
     DISCARD,
+    SET_FLOW_CONTROL,
+    GET_FLOW_CONTROL,
+    LIST_FLOW_CONTROLS,
+    START_BULK_OPERATION,
+    GET_BULK_OPERATION,
+    LIST_BULK_OPERATIONS,
+    CANCEL_BULK_OPERATION,
 )

@@ -217,3 +217,36 @@ class InboxClient:
 
     def discard(self, request: admin_pb2.DiscardRequest, *, timeout: float | None = None) -> admin_pb2.DiscardResponse:
         return self._call(rpcs.DISCARD, request, timeout)
+
+    def set_flow_control(
+        self, request: admin_pb2.SetFlowControlRequest, *, timeout: float | None = None
+    ) -> admin_pb2.SetFlowControlResponse:
+        return self._call(rpcs.SET_FLOW_CONTROL, request, timeout)
+
+    def get_flow_control(self, namespace: str, *, timeout: float | None = None) -> admin_pb2.GetFlowControlResponse:
+        return self._call(rpcs.GET_FLOW_CONTROL, admin_pb2.GetFlowControlRequest(namespace=namespace), timeout)
+
+    def list_flow_controls(self, *, timeout: float | None = None) -> admin_pb2.ListFlowControlsResponse:
+        return self._call(rpcs.LIST_FLOW_CONTROLS, admin_pb2.ListFlowControlsRequest(), timeout)
+
+    def start_bulk_operation(
+        self, request: admin_pb2.StartBulkOperationRequest, *, timeout: float | None = None
+    ) -> admin_pb2.StartBulkOperationResponse:
+        return self._call(rpcs.START_BULK_OPERATION, request, timeout)
+
+    def get_bulk_operation(
+        self, operation_id: str, *, timeout: float | None = None
+    ) -> admin_pb2.GetBulkOperationResponse:
+        return self._call(rpcs.GET_BULK_OPERATION, admin_pb2.GetBulkOperationRequest(id=operation_id), timeout)
+
+    def list_bulk_operations(
+        self, page_token: str = "", *, page_size: int = 0, timeout: float | None = None
+    ) -> admin_pb2.ListBulkOperationsResponse:
+        request = admin_pb2.ListBulkOperationsRequest(page_size=page_size, page_token=page_token)
+        return self._call(rpcs.LIST_BULK_OPERATIONS, request, timeout)
+
+    def cancel_bulk_operation(
+        self, operation_id: str, reason: str, *, timeout: float | None = None
+    ) -> admin_pb2.CancelBulkOperationResponse:
+        request = admin_pb2.CancelBulkOperationRequest(id=operation_id, reason=reason)
+        return self._call(rpcs.CANCEL_BULK_OPERATION, request, timeout)

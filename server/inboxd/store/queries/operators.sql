@@ -61,20 +61,27 @@ SELECT set_config('max_parallel_workers_per_gather', '0', true)
 -- ahead) are not waiting on workers, so they do not count; nor is an event
 -- waiting behind another of its ordering key (it shows in the blocked keys):
 -- a keyed event counts only when it is its key's next (inboxd_next_of_key, as
--- the claim statement judges it).
-SELECT e.namespace,
-       count(*) FILTER (WHERE e.state = 'pending'),
-       count(*) FILTER (WHERE e.state = 'processing'),
-       count(*) FILTER (WHERE e.state = 'completed'),
-       count(*) FILTER (WHERE e.state = 'dead_lettered'),
-       inboxd_now(%(now)s) - min(e.available_at) FILTER (
-           WHERE e.state = 'pending' AND e.available_at <= inboxd_now(%(now)s)
-             AND (e.ordering_key = '' OR inboxd_next_of_key(e.namespace, e.ordering_key, e.event_key, e.revision,
-                                                            e.accepted_at, false)))
-FROM inbox_events AS e
-WHERE (%(namespace)s::text IS NULL OR e.namespace = %(namespace)s::text)
-GROUP BY e.namespace
-ORDER BY e.namespace
+-- the claim statement judges it). And the flow-control rule that governs the
+-- namespace (inboxd_flow_rule, as the claim statement finds it) and whether
+-- it pauses it: an operator paged about a paused namespace's age sees why.
+SELECT s.namespace, s.pending, s.processing, s.completed, s.dead_lettered, s.oldest_age,
+       coalesce(r.paused, false), coalesce(r.pattern, '')
+FROM (
+    SELECT e.namespace,
+           count(*) FILTER (WHERE e.state = 'pending'),
+           count(*) FILTER (WHERE e.state = 'processing'),
+           count(*) FILTER (WHERE e.state = 'completed'),
+           count(*) FILTER (WHERE e.state = 'dead_lettered'),
+           inboxd_now(%(now)s) - min(e.available_at) FILTER (
+               WHERE e.state = 'pending' AND e.available_at <= inboxd_now(%(now)s)
+                 AND (e.ordering_key = '' OR inboxd_next_of_key(e.namespace, e.ordering_key, e.event_key, e.revision,
+                                                                e.accepted_at, false)))
+    FROM inbox_events AS e
+    WHERE (%(namespace)s::text IS NULL OR e.namespace = %(namespace)s::text)
+    GROUP BY e.namespace
+) AS s(namespace, pending, processing, completed, dead_lettered, oldest_age)
+LEFT JOIN LATERAL inboxd_flow_rule(s.namespace) AS r ON true
+ORDER BY s.namespace
 
 -- name: action_list_for_events
 -- The action ledgers of the given events (GetEvent reads one).

@@ -18,10 +18,32 @@ class OperatorActionKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     OPERATOR_ACTION_KIND_SETTLE_ACTION: _ClassVar[OperatorActionKind]
     OPERATOR_ACTION_KIND_END_CLAIM: _ClassVar[OperatorActionKind]
     OPERATOR_ACTION_KIND_DISCARD: _ClassVar[OperatorActionKind]
+
+class BulkAction(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    BULK_ACTION_UNSPECIFIED: _ClassVar[BulkAction]
+    BULK_ACTION_REPLAY: _ClassVar[BulkAction]
+    BULK_ACTION_IGNORE: _ClassVar[BulkAction]
+
+class BulkOperationState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    BULK_OPERATION_STATE_UNSPECIFIED: _ClassVar[BulkOperationState]
+    BULK_OPERATION_STATE_RUNNING: _ClassVar[BulkOperationState]
+    BULK_OPERATION_STATE_DONE: _ClassVar[BulkOperationState]
+    BULK_OPERATION_STATE_CANCELLED: _ClassVar[BulkOperationState]
+    BULK_OPERATION_STATE_FAILED: _ClassVar[BulkOperationState]
 OPERATOR_ACTION_KIND_UNSPECIFIED: OperatorActionKind
 OPERATOR_ACTION_KIND_SETTLE_ACTION: OperatorActionKind
 OPERATOR_ACTION_KIND_END_CLAIM: OperatorActionKind
 OPERATOR_ACTION_KIND_DISCARD: OperatorActionKind
+BULK_ACTION_UNSPECIFIED: BulkAction
+BULK_ACTION_REPLAY: BulkAction
+BULK_ACTION_IGNORE: BulkAction
+BULK_OPERATION_STATE_UNSPECIFIED: BulkOperationState
+BULK_OPERATION_STATE_RUNNING: BulkOperationState
+BULK_OPERATION_STATE_DONE: BulkOperationState
+BULK_OPERATION_STATE_CANCELLED: BulkOperationState
+BULK_OPERATION_STATE_FAILED: BulkOperationState
 
 class GetEventRequest(_message.Message):
     __slots__ = ("namespace", "event_key", "conflicts_page_size", "conflicts_page_token", "include_conflict_payloads")
@@ -480,3 +502,121 @@ class ListFlowControlsResponse(_message.Message):
     CONTROLS_FIELD_NUMBER: _ClassVar[int]
     controls: _containers.RepeatedCompositeFieldContainer[FlowControl]
     def __init__(self, controls: _Optional[_Iterable[_Union[FlowControl, _Mapping]]] = ...) -> None: ...
+
+class BulkFilter(_message.Message):
+    __slots__ = ("namespace_pattern", "event_types", "states", "accepted_from", "accepted_until", "error_contains", "ordering_key")
+    NAMESPACE_PATTERN_FIELD_NUMBER: _ClassVar[int]
+    EVENT_TYPES_FIELD_NUMBER: _ClassVar[int]
+    STATES_FIELD_NUMBER: _ClassVar[int]
+    ACCEPTED_FROM_FIELD_NUMBER: _ClassVar[int]
+    ACCEPTED_UNTIL_FIELD_NUMBER: _ClassVar[int]
+    ERROR_CONTAINS_FIELD_NUMBER: _ClassVar[int]
+    ORDERING_KEY_FIELD_NUMBER: _ClassVar[int]
+    namespace_pattern: str
+    event_types: _containers.RepeatedScalarFieldContainer[str]
+    states: _containers.RepeatedScalarFieldContainer[_types_pb2.EventState]
+    accepted_from: _timestamp_pb2.Timestamp
+    accepted_until: _timestamp_pb2.Timestamp
+    error_contains: str
+    ordering_key: str
+    def __init__(self, namespace_pattern: _Optional[str] = ..., event_types: _Optional[_Iterable[str]] = ..., states: _Optional[_Iterable[_Union[_types_pb2.EventState, str]]] = ..., accepted_from: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., accepted_until: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., error_contains: _Optional[str] = ..., ordering_key: _Optional[str] = ...) -> None: ...
+
+class BulkOperation(_message.Message):
+    __slots__ = ("id", "filter", "action", "reason", "rate", "dry_run", "state", "matched", "done", "skipped", "actor", "started_at", "finished_at", "cancelled_by", "error", "measured_rate")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    FILTER_FIELD_NUMBER: _ClassVar[int]
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    RATE_FIELD_NUMBER: _ClassVar[int]
+    DRY_RUN_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    MATCHED_FIELD_NUMBER: _ClassVar[int]
+    DONE_FIELD_NUMBER: _ClassVar[int]
+    SKIPPED_FIELD_NUMBER: _ClassVar[int]
+    ACTOR_FIELD_NUMBER: _ClassVar[int]
+    STARTED_AT_FIELD_NUMBER: _ClassVar[int]
+    FINISHED_AT_FIELD_NUMBER: _ClassVar[int]
+    CANCELLED_BY_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    MEASURED_RATE_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    filter: BulkFilter
+    action: BulkAction
+    reason: str
+    rate: float
+    dry_run: bool
+    state: BulkOperationState
+    matched: int
+    done: int
+    skipped: int
+    actor: str
+    started_at: _timestamp_pb2.Timestamp
+    finished_at: _timestamp_pb2.Timestamp
+    cancelled_by: str
+    error: str
+    measured_rate: float
+    def __init__(self, id: _Optional[str] = ..., filter: _Optional[_Union[BulkFilter, _Mapping]] = ..., action: _Optional[_Union[BulkAction, str]] = ..., reason: _Optional[str] = ..., rate: _Optional[float] = ..., dry_run: _Optional[bool] = ..., state: _Optional[_Union[BulkOperationState, str]] = ..., matched: _Optional[int] = ..., done: _Optional[int] = ..., skipped: _Optional[int] = ..., actor: _Optional[str] = ..., started_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., finished_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., cancelled_by: _Optional[str] = ..., error: _Optional[str] = ..., measured_rate: _Optional[float] = ...) -> None: ...
+
+class StartBulkOperationRequest(_message.Message):
+    __slots__ = ("filter", "action", "reason", "rate", "dry_run")
+    FILTER_FIELD_NUMBER: _ClassVar[int]
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    RATE_FIELD_NUMBER: _ClassVar[int]
+    DRY_RUN_FIELD_NUMBER: _ClassVar[int]
+    filter: BulkFilter
+    action: BulkAction
+    reason: str
+    rate: float
+    dry_run: bool
+    def __init__(self, filter: _Optional[_Union[BulkFilter, _Mapping]] = ..., action: _Optional[_Union[BulkAction, str]] = ..., reason: _Optional[str] = ..., rate: _Optional[float] = ..., dry_run: _Optional[bool] = ...) -> None: ...
+
+class StartBulkOperationResponse(_message.Message):
+    __slots__ = ("operation", "first_matches")
+    OPERATION_FIELD_NUMBER: _ClassVar[int]
+    FIRST_MATCHES_FIELD_NUMBER: _ClassVar[int]
+    operation: BulkOperation
+    first_matches: _containers.RepeatedCompositeFieldContainer[EventSummary]
+    def __init__(self, operation: _Optional[_Union[BulkOperation, _Mapping]] = ..., first_matches: _Optional[_Iterable[_Union[EventSummary, _Mapping]]] = ...) -> None: ...
+
+class GetBulkOperationRequest(_message.Message):
+    __slots__ = ("id",)
+    ID_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    def __init__(self, id: _Optional[str] = ...) -> None: ...
+
+class GetBulkOperationResponse(_message.Message):
+    __slots__ = ("operation",)
+    OPERATION_FIELD_NUMBER: _ClassVar[int]
+    operation: BulkOperation
+    def __init__(self, operation: _Optional[_Union[BulkOperation, _Mapping]] = ...) -> None: ...
+
+class ListBulkOperationsRequest(_message.Message):
+    __slots__ = ("page_size", "page_token")
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    page_size: int
+    page_token: str
+    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListBulkOperationsResponse(_message.Message):
+    __slots__ = ("operations", "next_page_token")
+    OPERATIONS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    operations: _containers.RepeatedCompositeFieldContainer[BulkOperation]
+    next_page_token: str
+    def __init__(self, operations: _Optional[_Iterable[_Union[BulkOperation, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class CancelBulkOperationRequest(_message.Message):
+    __slots__ = ("id", "reason")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    reason: str
+    def __init__(self, id: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class CancelBulkOperationResponse(_message.Message):
+    __slots__ = ("operation",)
+    OPERATION_FIELD_NUMBER: _ClassVar[int]
+    operation: BulkOperation
+    def __init__(self, operation: _Optional[_Union[BulkOperation, _Mapping]] = ...) -> None: ...

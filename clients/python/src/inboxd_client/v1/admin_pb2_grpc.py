@@ -85,6 +85,26 @@ class InboxAdminServiceStub:
                 request_serializer=inboxd_dot_v1_dot_admin__pb2.ListFlowControlsRequest.SerializeToString,
                 response_deserializer=inboxd_dot_v1_dot_admin__pb2.ListFlowControlsResponse.FromString,
                 _registered_method=True)
+        self.StartBulkOperation = channel.unary_unary(
+                '/inboxd.v1.InboxAdminService/StartBulkOperation',
+                request_serializer=inboxd_dot_v1_dot_admin__pb2.StartBulkOperationRequest.SerializeToString,
+                response_deserializer=inboxd_dot_v1_dot_admin__pb2.StartBulkOperationResponse.FromString,
+                _registered_method=True)
+        self.GetBulkOperation = channel.unary_unary(
+                '/inboxd.v1.InboxAdminService/GetBulkOperation',
+                request_serializer=inboxd_dot_v1_dot_admin__pb2.GetBulkOperationRequest.SerializeToString,
+                response_deserializer=inboxd_dot_v1_dot_admin__pb2.GetBulkOperationResponse.FromString,
+                _registered_method=True)
+        self.ListBulkOperations = channel.unary_unary(
+                '/inboxd.v1.InboxAdminService/ListBulkOperations',
+                request_serializer=inboxd_dot_v1_dot_admin__pb2.ListBulkOperationsRequest.SerializeToString,
+                response_deserializer=inboxd_dot_v1_dot_admin__pb2.ListBulkOperationsResponse.FromString,
+                _registered_method=True)
+        self.CancelBulkOperation = channel.unary_unary(
+                '/inboxd.v1.InboxAdminService/CancelBulkOperation',
+                request_serializer=inboxd_dot_v1_dot_admin__pb2.CancelBulkOperationRequest.SerializeToString,
+                response_deserializer=inboxd_dot_v1_dot_admin__pb2.CancelBulkOperationResponse.FromString,
+                _registered_method=True)
 
 
 class InboxAdminServiceServicer:
@@ -171,6 +191,39 @@ class InboxAdminServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def StartBulkOperation(self, request, context):
+        """Starts replaying, or ignoring, every event a filter matches (DESIGN, Bulk
+        operations), in the background, in chunks of one transaction each, on
+        one replica at a time; answers the operation with how many events match
+        now (and, for a dry run, changes nothing and stops there). Audited as one
+        act, and each event it changes gets the audit row a single Replay or
+        Discard writes, naming the operation.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetBulkOperation(self, request, context):
+        """One operation: its state, counts and rate.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListBulkOperations(self, request, context):
+        """Operations within the caller's grants, newest first, paged.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CancelBulkOperation(self, request, context):
+        """Stops a RUNNING operation between two chunks; its counts are then exact.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_InboxAdminServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -223,6 +276,26 @@ def add_InboxAdminServiceServicer_to_server(servicer, server):
                     servicer.ListFlowControls,
                     request_deserializer=inboxd_dot_v1_dot_admin__pb2.ListFlowControlsRequest.FromString,
                     response_serializer=inboxd_dot_v1_dot_admin__pb2.ListFlowControlsResponse.SerializeToString,
+            ),
+            'StartBulkOperation': grpc.unary_unary_rpc_method_handler(
+                    servicer.StartBulkOperation,
+                    request_deserializer=inboxd_dot_v1_dot_admin__pb2.StartBulkOperationRequest.FromString,
+                    response_serializer=inboxd_dot_v1_dot_admin__pb2.StartBulkOperationResponse.SerializeToString,
+            ),
+            'GetBulkOperation': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetBulkOperation,
+                    request_deserializer=inboxd_dot_v1_dot_admin__pb2.GetBulkOperationRequest.FromString,
+                    response_serializer=inboxd_dot_v1_dot_admin__pb2.GetBulkOperationResponse.SerializeToString,
+            ),
+            'ListBulkOperations': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListBulkOperations,
+                    request_deserializer=inboxd_dot_v1_dot_admin__pb2.ListBulkOperationsRequest.FromString,
+                    response_serializer=inboxd_dot_v1_dot_admin__pb2.ListBulkOperationsResponse.SerializeToString,
+            ),
+            'CancelBulkOperation': grpc.unary_unary_rpc_method_handler(
+                    servicer.CancelBulkOperation,
+                    request_deserializer=inboxd_dot_v1_dot_admin__pb2.CancelBulkOperationRequest.FromString,
+                    response_serializer=inboxd_dot_v1_dot_admin__pb2.CancelBulkOperationResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -496,6 +569,114 @@ class InboxAdminService:
             '/inboxd.v1.InboxAdminService/ListFlowControls',
             inboxd_dot_v1_dot_admin__pb2.ListFlowControlsRequest.SerializeToString,
             inboxd_dot_v1_dot_admin__pb2.ListFlowControlsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def StartBulkOperation(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/inboxd.v1.InboxAdminService/StartBulkOperation',
+            inboxd_dot_v1_dot_admin__pb2.StartBulkOperationRequest.SerializeToString,
+            inboxd_dot_v1_dot_admin__pb2.StartBulkOperationResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetBulkOperation(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/inboxd.v1.InboxAdminService/GetBulkOperation',
+            inboxd_dot_v1_dot_admin__pb2.GetBulkOperationRequest.SerializeToString,
+            inboxd_dot_v1_dot_admin__pb2.GetBulkOperationResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListBulkOperations(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/inboxd.v1.InboxAdminService/ListBulkOperations',
+            inboxd_dot_v1_dot_admin__pb2.ListBulkOperationsRequest.SerializeToString,
+            inboxd_dot_v1_dot_admin__pb2.ListBulkOperationsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CancelBulkOperation(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/inboxd.v1.InboxAdminService/CancelBulkOperation',
+            inboxd_dot_v1_dot_admin__pb2.CancelBulkOperationRequest.SerializeToString,
+            inboxd_dot_v1_dot_admin__pb2.CancelBulkOperationResponse.FromString,
             options,
             channel_credentials,
             insecure,
