@@ -1,4 +1,4 @@
-"""inboxd's benchmark harness (issues 10, 13, 14 and 27): what inboxd costs over raw PostgreSQL, and beside its peers.
+"""inboxd's benchmark harness (issues 10, 13, 14, 27-29): what inboxd costs over raw PostgreSQL, and beside its peers.
 
 Never part of the test suite or CI: it takes minutes, wants a quiet machine
 and installs its own extras (`pip install -e '.[bench]'`: py-spy, uvloop,
@@ -33,7 +33,7 @@ What a run does:
 Modules: `config` (sizes), `run` (a run: cluster, server, probe, figures),
 `suites` and `peer_suite` (the order of the phases), `phases/` (accept,
 streams, claim, work, profiling, startup, idle, idle_streams, scaling,
-history), `node_load` and `loadgen/` (the Node generator; `streams.mjs`
+flow, history), `node_load` and `loadgen/` (the Node generator; `streams.mjs`
 its AcceptStream and Work workloads), `grpc_load` (grpc.aio callers:
 wake-up, long-polls, the peers' Python side), `work_streams` (Work streams
 from this process: the probes, wake-up, recovery), `peer_work` (the drain
@@ -41,6 +41,10 @@ through Work), `raw` (the raw baseline), `plans`
 (EXPLAIN of the claim, generic and custom), `profiles` (py-spy), `support`,
 `cluster`, `server`, `cpu`, `loop`, `workload`, `history`, `longpolls`,
 `peers` and `peer_enqueue`, `record` (a stored figure), `figures`,
-`targets` and `stream_targets` (what is compared with what), `report`,
+`flow_ledger` (issue 28's counts from the claims ledger, the rules it
+sets), `flow_workers` (grpc.aio workers that keep claiming under a rule),
+`flow_baseline` (fair claiming beside the claim statement at 37c09d5),
+`targets`, `stream_targets`, `raw_body_targets` and `flow_targets` (what
+is compared with what), `report`,
 `report_sections`, `report_streams` and `chart` (the page).
 """

@@ -33,6 +33,15 @@ class Config:
     # py-spy: seconds recorded per profiled workload, samples per second.
     profile_seconds: float = 10.0
     profile_rate: int = 200
+    # Issue 28 (flow control): the noisy namespace's backlog ahead of a quiet one's 10; namespaces
+    # holding backlog under the every-namespace plan; events under max_in_flight; the rate's window
+    # (seconds); rules set on other namespaces during the drain; A B B A rounds of fair ÷ before.
+    flow_noisy: int = 2000
+    flow_namespaces: int = 10_000
+    flow_in_flight_events: int = 10_000
+    flow_rate_seconds: float = 30.0
+    flow_other_rules: int = 20
+    flow_rounds: int = 1
     peer_jobs: int = 20_000
     # An unmeasured drain of this many jobs per system before the measured rounds.
     peer_priming_jobs: int = 2000
@@ -68,6 +77,8 @@ class Config:
             stream_wake_rounds=50,
             profile_seconds=1.0,
             profile_rate=100,
+            flow_in_flight_events=1_000,
+            flow_rate_seconds=4.0,
             peer_jobs=1_000,
             peer_priming_jobs=300,
             peer_rounds=1,

@@ -56,6 +56,8 @@ async def explain_claim(url: str, namespace: str, max_events: int, mode: str) ->
         "mode": mode,
         "query": name,
         "execution_ms": round(float(doc["Execution Time"]), 3),
+        # The statement's answer: one row per event claimed (one row of NULLs when none was).
+        "rows_out": int(plan.get("Actual Rows", 0)),
         "planning_ms": round(float(doc.get("Planning Time", 0.0)), 3),
         "rows_read": rows_read(plan),
         "buffers": int(plan.get("Shared Hit Blocks", 0)) + int(plan.get("Shared Read Blocks", 0)),

@@ -18,7 +18,7 @@ payload).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from datetime import timedelta
 from typing import Any, LiteralString
 
@@ -91,16 +91,20 @@ def claim_query() -> tuple[str, LiteralString]:
     raise RuntimeError(f"none of {CLAIM_QUERY_NAMES} among inboxd's named queries: teach bench/raw.py the new name")
 
 
-def claim_params(namespace: str, batch: int, worker_id: str) -> dict[str, Any]:
-    """Values for every placeholder of the claim query, by name; an unknown one is an error that names it."""
+def claim_params(namespace: str, batch: int, worker_id: str, wanted: Sequence[str] | None = None) -> dict[str, Any]:
+    """Values for every placeholder of the claim query (or of one that takes `wanted`), by name.
+
+    An empty `namespace` is a Claim over every namespace. An unknown placeholder is an error that names it.
+    """
     known: dict[str, Any] = {
-        "namespaces": [namespace],
+        "namespaces": [namespace] if namespace else [],
         "namespace": namespace,
         "event_types": [],
         "namespace_patterns": [],
         "namespace_prefixes": [],
-        # A Claim of one named namespace walks no prefixes; its turn starts anywhere.
-        "prefixes": [],
+        # A Claim of one named namespace walks no prefixes; one over every namespace walks the prefix ""
+        # (as store/claims.py passes them). Its turn starts anywhere.
+        "prefixes": [] if namespace else [""],
         "after": "",
         "turn_limit": batch + TURN_SLACK,
         "max_events": batch,
@@ -112,7 +116,8 @@ def claim_params(namespace: str, batch: int, worker_id: str) -> dict[str, Any]:
         # The byte budget of one answer, as the server's Claim path passes it.
         "max_bytes": CLAIM_ANSWER_BYTES,
     }
-    _text, wanted = numbered(claim_query()[0])
+    if wanted is None:
+        _text, wanted = numbered(claim_query()[0])
     unknown = [name for name in wanted if name not in known]
     if unknown:
         raise RuntimeError(f"inboxd's claim query takes {unknown}, which bench/raw.py does not know how to fill")

@@ -13,6 +13,7 @@ from bench import support
 from bench.config import Config
 from bench.phases.accept import accept_phase
 from bench.phases.claim import claim_phase
+from bench.phases.flow import flow_phase
 from bench.phases.history import history_phase
 from bench.phases.idle import backlog_phase, long_poll_phase, wakeup_phase
 from bench.phases.idle_streams import idle_streams_phase
@@ -103,6 +104,7 @@ async def run_bench(config: Config) -> dict[str, Any]:
             ("longpolls", long_poll_phase),
             ("idle-streams", idle_streams_phase),
             ("workers", workers_phase),
+            ("flow", flow_phase),
             ("history", history_phase),
         ],
     )
