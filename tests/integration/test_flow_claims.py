@@ -311,3 +311,20 @@ async def _pump(worker: Worker, pushed: asyncio.Condition, count: Callable[[], N
             count()
         async with pushed:
             pushed.notify_all()
+
+
+async def test_a_claim_walks_on_past_namespaces_with_nothing_due_to_one_far_round_the_ring(
+    work: InboxServiceStub, ns: str
+) -> None:
+    """Forty namespaces whose events are all leased come first in the ring; the one with a due event is last.
+
+    A turn walks max_events + 16 namespaces: the Claim looks on from where
+    its walk stopped instead of answering nothing (wait 0) or sleeping (wait).
+    """
+    for i in range(40):
+        await accept_many(work, f"{ns}/a{i:02d}", 1)
+    assert len(await claim(work, [f"{ns}/*"], max_events=40)) == 40
+    await accept_many(work, f"{ns}/z", 1)
+    # Another filter (the same namespaces): its first turn starts at the ring's start, not after a39.
+    events = await claim(work, [f"{ns}/*", f"{ns}/a*"], max_events=1)
+    assert [e.namespace for e in events] == [f"{ns}/z"]

@@ -78,7 +78,13 @@ class Claiming(abc.ABC):
         deadline): being registered, it hears of anything that arrives.
         """
         if not request.wait:
-            return await self._claim_once(request)
+            batch = await self._claim_once(request)
+            # A walk stopped short of the ring's end: look on from where it stopped before answering nothing.
+            for _ in range(LOOKS_ON):
+                if batch.events or not batch.turn.cut_short:
+                    break
+                batch = await self._claim_once(request)
+            return batch
         deadline = asyncio.get_running_loop().time() + request.wait.total_seconds()
         return await self._claim_when_due(
             request.namespaces, request.event_types, request.namespace_patterns,
