@@ -41,6 +41,7 @@ from inboxd.domain.vocabulary import (
     Fence,
     NewEvent,
 )
+from inboxd.observability.build_info import BuildInfo
 from inboxd.observability.transition_observer import InboxObserver
 
 # Up to a minute: a long-polling Claim may wait 60 s by design.
@@ -293,7 +294,7 @@ class Metrics(InboxObserver):
 
 
 class InstanceMetrics(InboxObserver):
-    """Retention's counters and the health gauges: reported once per inboxd instance, by whoever runs them."""
+    """Retention's counters, the health gauges and the build info: reported once per inboxd instance."""
 
     def __init__(self, registry: CollectorRegistry, max_namespaces: int = 100) -> None:
         self.rows_deleted = Counter(
@@ -306,6 +307,7 @@ class InstanceMetrics(InboxObserver):
         )
         self.stats = StatsGauges(max_namespaces)
         registry.register(self.stats)
+        registry.register(BuildInfo())
 
     def retention_ran(self, counts: RetentionCounts) -> None:
         self.rows_deleted.inc(counts.rows_deleted)

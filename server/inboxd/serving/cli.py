@@ -12,6 +12,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+import inboxd
 from inboxd.config.settings import (
     RETENTION_FLOOR,
     ConfigError,
@@ -84,6 +85,7 @@ def _add_setting_flags(parser: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="inboxd", description="A durable inbox for webhook events.")
+    parser.add_argument("--version", action="version", version=f"inboxd {inboxd.__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="run the gRPC service")
     _add_setting_flags(serve)
@@ -194,6 +196,7 @@ async def _serve(settings: Settings) -> None:
     refusal = serving_refusal(settings)
     if refusal is not None:
         raise SystemExit(f"inboxd: {refusal}")
+    log.info("inboxd %s starting", inboxd.__version__)
     warn_about_forced_settings(settings)
     # Before anything opens a descriptor; --workers children inherit it.
     before, after = raise_descriptor_limit()

@@ -12,12 +12,14 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
+import inboxd_edge
 from inboxd_edge.config import ConfigError, load_config
 from inboxd_edge.serve import start_edge
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="inboxd-edge", description="HTTP edge receiver for inboxd.")
+    parser.add_argument("--version", action="version", version=f"inboxd-edge {inboxd_edge.__version__}")
     parser.add_argument(
         "--config",
         default=os.environ.get("INBOXD_EDGE_CONFIG"),
