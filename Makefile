@@ -33,6 +33,11 @@ clients/node/node_modules/.installed: clients/node/package.json clients/node/pac
 run: $(VENV)/.installed ## run inboxd on an embedded PostgreSQL (data in .inboxd/); needs only .venv, not Node
 	$(VENV)/bin/inboxd serve
 
+# The page is generated; tests/unit/test_config_reference.py fails when it is stale.
+.PHONY: config-doc
+config-doc: $(VENV)/.installed ## regenerate docs/configuration.md from the table of settings (server/inboxd/config/settings.py)
+	$(PY) -m inboxd.serving.config_reference > docs/configuration.md
+
 # The schema file is a reader's copy; the migrations are the source of truth (tests/integration/test_schema_parity.py).
 schema: $(VENV)/.installed ## regenerate server/inboxd/store/schema.sql from the migrations, on a throwaway PostgreSQL
 	$(PY) -m tests.integration.test_schema_parity
