@@ -73,11 +73,19 @@ _SWITCH_FLAGS = {
 MIGRATE_WAIT_SECONDS = 60.0
 
 
-def _add_setting_flags(parser: argparse.ArgumentParser) -> None:
+# What `inboxd migrate` reads: where the database is, nothing of serving.
+_MIGRATE_FLAGS = ("--database-url", "--data-dir")
+
+
+def _add_setting_flags(parser: argparse.ArgumentParser, only: Sequence[str] | None = None) -> None:
     env = env_names()
     for flag, field_name in _SETTING_FLAGS.items():
+        if only is not None and flag not in only:
+            continue
         parser.add_argument(flag, dest=field_name, default=None, help=f"same as {env[field_name]}")
     for flag, field_name in _SWITCH_FLAGS.items():
+        if only is not None and flag not in only:
+            continue
         parser.add_argument(
             flag, dest=field_name, action="store_const", const="1", default=None, help=f"same as {env[field_name]}=1"
         )
@@ -90,7 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve = commands.add_parser("serve", help="run the gRPC service")
     _add_setting_flags(serve)
     mig = commands.add_parser("migrate", help="apply database migrations and exit")
-    _add_setting_flags(mig)
+    _add_setting_flags(mig, only=_MIGRATE_FLAGS)
     token = commands.add_parser("token", help="manage bearer tokens")
     token_commands = token.add_subparsers(dest="token_command", required=True)
     create = token_commands.add_parser("create", help="print a new token once, and its tokens-file entry")
