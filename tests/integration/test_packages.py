@@ -11,6 +11,7 @@ from the wheels alone: the editable installs' hooks are not loaded there.
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -52,12 +53,24 @@ class Installed:
         return done.stdout
 
 
+def _not_the_package(folder: str, names: list[str]) -> set[str]:
+    """What a package's build needs none of: the other packages' folders, caches, earlier builds."""
+    skip = {"build", "dist", "node_modules", "__pycache__", ".venv", ".git", ".inboxd"}
+    if Path(folder) == ROOT:
+        skip |= set(names) - {"pyproject.toml", "README.md", "LICENSE", "NOTICE", "server"}
+    return {name for name in names if name in skip or name.endswith(".egg-info")}
+
+
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
     dist = tmp_path_factory.mktemp("dist")
-    for folder in PYTHON_PACKAGES.values():
+    for name, folder in PYTHON_PACKAGES.items():
+        # Built from a copy: setuptools keeps build/ and *.egg-info beside the sources, and a stale build/lib
+        # would slip modules deleted since into the wheel.
+        source = tmp_path_factory.mktemp(name) / "src"
+        shutil.copytree(folder, source, ignore=_not_the_package)
         subprocess.run(
-            [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(dist), str(folder)],
+            [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(dist), str(source)],
             capture_output=True,
             check=True,
             timeout=120,
