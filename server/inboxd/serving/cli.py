@@ -129,6 +129,7 @@ class _Database:
         self.embedded = EmbeddedPostgres(data_dir=_embedded_dir(self.settings), socket_only=True, app_role="inboxd")
         url = self.embedded.start()
         log.info("embedded PostgreSQL in %s, on its Unix socket there alone (no TCP port)", self.embedded.data_dir)
+        log.info("to look inside: %s", self.embedded.psql_command())
         return url
 
     def stop(self) -> None:
