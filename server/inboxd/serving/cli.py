@@ -33,6 +33,7 @@ from inboxd.serving.connections import install_out_of_descriptors_log, raise_des
 from inboxd.serving.embedded_pg import EmbeddedPostgres, EmbeddedPostgresError, private_parent, runs_as_postgres_user
 from inboxd.serving.server import freeze_start_up_objects, start_server
 from inboxd.serving.supervisor import Supervisor
+from inboxd.serving.tls_reload import ServerCertificates
 from inboxd.store.database import Database
 from inboxd.store.migrate import migrate
 
@@ -243,8 +244,7 @@ async def _serve_in_this_process(
         running = await start_server(settings, db, registry=registry)
         freeze_start_up_objects()
         host = settings.listen.rpartition(":")[0]
-        if registry is not None:
-            _reload_on_sighup(registry)
+        _reload_on_sighup(registry, running.certificates)
         # One line on stdout, for scripts and tests that wait for readiness.
         print(f"inboxd serving on {host}:{running.port}", flush=True)
         await stop.wait()
@@ -254,13 +254,18 @@ async def _serve_in_this_process(
         await db.close()
 
 
-def _reload_on_sighup(registry: TokenRegistry) -> None:
+def _reload_on_sighup(registry: TokenRegistry | None, certificates: ServerCertificates | None) -> None:
+    """SIGHUP reads the tokens file and the TLS certificate again, each kept as it was if the new one is bad."""
+
     def reload() -> None:
-        try:
-            count = registry.reload()
-            log.info("tokens file %s reloaded: %d tokens", registry.path, count)
-        except TokensFileError as exc:
-            log.error("tokens file not reloaded, the previous tokens stay in force: %s", exc)
+        if registry is not None:
+            try:
+                count = registry.reload()
+                log.info("tokens file %s reloaded: %d tokens", registry.path, count)
+            except TokensFileError as exc:
+                log.error("tokens file not reloaded, the previous tokens stay in force: %s", exc)
+        if certificates is not None:
+            certificates.reload_logged(log)
 
     asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, reload)
 

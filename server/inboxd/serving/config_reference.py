@@ -27,7 +27,7 @@ MEANINGS: dict[str, tuple[str, str]] = {
     "INBOXD_CONSOLE_HTTPS": ("", "browsers reach the console over https through a proxy that ends TLS: its cookies become `Secure` and `__Host-`"),
     "INBOXD_TOKENS_FILE": ("unset: open, loopback only", "bearer tokens (hashes), scopes and namespaces; re-read on SIGHUP"),
     "INBOXD_TRUSTED_NETWORK": ("", "serve tokens without TLS beyond loopback, for a TLS-terminating proxy in front (a warning at every start); refused otherwise"),
-    "INBOXD_TLS_CERT": ("", "the server's certificate chain (PEM); with `INBOXD_TLS_KEY`, serve TLS"),
+    "INBOXD_TLS_CERT": ("", "the server's certificate chain (PEM); with `INBOXD_TLS_KEY`, serve TLS. Both are read again on SIGHUP (new connections get the renewed pair; a pair that does not match is refused and the old one stays)"),
     "INBOXD_TLS_KEY": ("", "the certificate's private key (PEM)"),
     "INBOXD_TLS_CLIENT_CA": ("", "require client certificates signed by this CA (mTLS)"),
     "INBOXD_MAX_PAYLOAD_BYTES": ("", "largest payload accepted (at most `64MiB`)"),

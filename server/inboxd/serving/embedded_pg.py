@@ -111,9 +111,7 @@ class EmbeddedPostgres:
     def psql_command(self) -> str:
         """A psql command line that opens the database as the conninfo's role, for the start-up log."""
         user = self.app_role or "postgres"
-        return (
-            f'psql "host={self.host} port={self.port} user={user} dbname={self.database} passfile={self.passfile}"'
-        )
+        return f'psql "host={self.host} port={self.port} user={user} dbname={self.database} passfile={self.passfile}"'
 
     def url(self, database: str, user: str = "postgres") -> str:
         """A URL for `database` on this cluster; it names the password file, not the secret."""

@@ -27,6 +27,7 @@ from inboxd.console import start_console
 from inboxd.domain.errors import Unavailable
 from inboxd.domain.validation import MAX_METADATA_BYTES
 from inboxd.serving.connections import connection_options, install_out_of_descriptors_log
+from inboxd.serving.tls_reload import ServerCertificates
 from inboxd.store.database import Database
 from inboxd.store.notifications import ReplicaSignals
 from inboxd.store.settings_check import warn_if_not_durable
@@ -124,6 +125,8 @@ class RunningServer:
     health_names: tuple[str, ...] = ("", *SERVICE_NAMES)
     # The web console's bound port (INBOXD_CONSOLE_LISTEN may say :0); None without it.
     console_port: int | None = None
+    # The TLS certificate, read again on SIGHUP (serving.tls_reload); None without TLS.
+    certificates: ServerCertificates | None = None
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
     _closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
 
@@ -181,15 +184,15 @@ async def start_server(
     health_servicer = VersionedHealth()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection((*SERVICE_NAMES, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
-    credentials = server_credentials(settings)
-    if credentials is None:
+    certificates = server_certificates(settings)
+    if certificates is None:
         port = server.add_insecure_port(settings.listen)
     else:
-        port = server.add_secure_port(settings.listen, credentials)
+        port = server.add_secure_port(settings.listen, certificates.credentials())
     if port == 0:
         raise RuntimeError(f"could not listen on {settings.listen}")
     await server.start()
-    running = RunningServer(server, port, inbox, health_servicer, ops=ops)
+    running = RunningServer(server, port, inbox, health_servicer, ops=ops, certificates=certificates)
     if worker_index is not None:
         running.health_names += (worker_health_name(worker_index),)
     running._closers.append(inbox.signals.stop)
@@ -220,19 +223,14 @@ def freeze_start_up_objects() -> None:
     gc.freeze()
 
 
-def server_credentials(settings: Settings) -> grpc.ServerCredentials | None:
-    """TLS from INBOXD_TLS_CERT/_KEY; with INBOXD_TLS_CLIENT_CA, clients must present a certificate it signed."""
+def server_certificates(settings: Settings) -> ServerCertificates | None:
+    """TLS from INBOXD_TLS_CERT/_KEY, read again on reload(); with INBOXD_TLS_CLIENT_CA, mutual TLS. None: no TLS.
+
+    Raises ConfigError for a file it cannot read or a certificate and key that are not a pair.
+    """
     if settings.tls_cert is None or settings.tls_key is None:
         return None
-    try:
-        cert = settings.tls_cert.read_bytes()
-        key = settings.tls_key.read_bytes()
-        client_ca = settings.tls_client_ca.read_bytes() if settings.tls_client_ca else None
-    except OSError as exc:
-        raise ConfigError(f"cannot read a TLS file: {exc.filename}: {exc.strerror}") from None
-    return grpc.ssl_server_credentials(
-        [(key, cert)], root_certificates=client_ca, require_client_auth=client_ca is not None
-    )
+    return ServerCertificates(settings.tls_cert, settings.tls_key, settings.tls_client_ca)
 
 
 async def _report_health(running: RunningServer, db: Database) -> None:
