@@ -140,7 +140,11 @@ def test_the_installed_server_answers_the_installed_clients_accept(
 
 
 def test_npm_pack_makes_the_node_package_with_its_protos_and_licence(tmp_path: Path) -> None:
-    node = ROOT / "clients/node"
+    # Packed from a copy laid out as the repository is (protos/ two folders up): the pack's own copy of
+    # protos/ never appears under clients/node, where the Node tests running beside this one load it from.
+    node = tmp_path / "repo/clients/node"
+    shutil.copytree(ROOT / "clients/node", node, ignore=shutil.ignore_patterns("node_modules", "*.tgz"))
+    shutil.copytree(ROOT / "protos", tmp_path / "repo/protos")
     done = subprocess.run(
         ["npm", "pack", "--json", "--pack-destination", str(tmp_path)],
         cwd=node, capture_output=True, text=True, check=True, timeout=120,
@@ -150,4 +154,4 @@ def test_npm_pack_makes_the_node_package_with_its_protos_and_licence(tmp_path: P
         files = set(tarball.getnames())
     assert {"package/LICENSE", "package/NOTICE", "package/package.json", "package/src/index.js"} <= files
     assert {f"package/protos/inboxd/v1/{name}.proto" for name in ("inbox", "admin", "types")} <= files
-    assert not (node / "protos").exists(), "postpack leaves no copy of protos/ in the working tree"
+    assert not (node / "protos").exists(), "postpack leaves no copy of protos/ in the package's folder"
