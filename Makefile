@@ -4,7 +4,7 @@ PY      := $(VENV)/bin/python
 PYTHON  ?= python3
 
 .DEFAULT_GOAL := help
-.PHONY: help setup run schema test check model pytest reliability-async lint typecheck layers buf-lint buf-breaking proto proto-check bench bench-peers clean
+.PHONY: help setup run schema test check model deploy-check pytest reliability-async lint typecheck layers buf-lint buf-breaking proto proto-check bench bench-peers clean
 
 help: ## list the chores
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -33,17 +33,27 @@ clients/node/node_modules/.installed: clients/node/package.json clients/node/pac
 run: $(VENV)/.installed ## run inboxd on an embedded PostgreSQL (data in .inboxd/); needs only .venv, not Node
 	$(VENV)/bin/inboxd serve
 
+# The page is generated; tests/unit/test_config_reference.py fails when it is stale.
+.PHONY: config-doc
+config-doc: $(VENV)/.installed ## regenerate docs/configuration.md from the table of settings (server/inboxd/config/settings.py)
+	$(PY) -m inboxd.serving.config_reference > docs/configuration.md
+
 # The schema file is a reader's copy; the migrations are the source of truth (tests/integration/test_schema_parity.py).
 schema: $(VENV)/.installed ## regenerate server/inboxd/store/schema.sql from the migrations, on a throwaway PostgreSQL
 	$(PY) -m tests.integration.test_schema_parity
 
-test: setup ## the whole test command: stub drift, lint, types, layers, buf lint, the SPIN models, then pytest
+test: setup ## the whole test command: stub drift, lint, types, layers, buf lint, the SPIN models, deploy/, then pytest
 	$(MAKE) --no-print-directory check
 	$(MAKE) --no-print-directory model
+	$(MAKE) --no-print-directory deploy-check
 	$(MAKE) --no-print-directory pytest
 
 # The static checks need .venv, and node_modules for buf: never Chromium nor the Node client's packages.
 check: proto-check lint typecheck layers buf-lint ## static checks only (.venv, and node_modules for buf)
+
+# systemd-analyze (Debian's systemd) and promtool (Debian's prometheus): installed as root when missing.
+deploy-check: ## check deploy/ with each file's own tool: systemd-analyze verify and security, promtool check and test rules
+	scripts/check-deploy.sh
 
 model: ## check the protocol models in model/ with SPIN: honest models pass, every bug switch is caught (installs spin as root)
 	scripts/ensure-spin.sh

@@ -111,11 +111,15 @@ def test_secrets_come_from_the_environment_when_the_file_names_them(tmp_path: Pa
     assert load_config(path, {"STD_SECRET": STD_SECRET}).routes[0].name == "std"
 
 
-def test_the_example_routes_file_loads() -> None:
-    example = Path(__file__).resolve().parents[2] / "clients" / "edge" / "examples" / "routes.toml"
+EXAMPLE = Path(__file__).resolve().parents[2] / "clients" / "edge" / "examples" / "routes.toml"
+
+
+def _example_environ() -> dict[str, str]:
+    """A secret of its own for every variable the example names (routes that share one are refused)."""
     names = [
         "STRIPE_WEBHOOK_SECRET",
         "STRIPE_WEBHOOK_SECRET_PREVIOUS",
+        "STRIPE_CONNECT_WEBHOOK_SECRET",
         "MAILERA_RECEIVED_WEBHOOK_SECRET",
         "MAILERA_JUNK_WEBHOOK_SECRET",
         "HIDEMY_WEBHOOK_SECRET",
@@ -126,13 +130,30 @@ def test_the_example_routes_file_loads() -> None:
         "SHOPIFY_API_SECRET",
         "ACME_WEBHOOK_SECRET",
     ]
-    # Every secret its own: routes that share one are refused.
     environ = {name: "whsec_" + base64.b64encode(name.encode()).decode() for name in names}
     environ |= {f"BILLING_ACCT_{i}_SECRET": "whsec_" + base64.b64encode(f"acct {i}".encode()).decode() for i in (1, 2)}
-    config = load_config(example, environ)
+    return environ
+
+
+def _example_route(name: str) -> Route:
+    return next(r for r in load_config(EXAMPLE, _example_environ()).routes if r.name == name)
+
+
+def test_the_examples_stripe_route_takes_an_ordinary_event_and_the_connect_route_names_the_account() -> None:
+    # An ordinary endpoint's event has no "account" member: the route must not need one.
+    ordinary = {"id": "evt_1", "type": "payment_intent.succeeded", "object": "event", "data": {"object": {}}}
+    event = resolve(_example_route("stripe"), Request(ordinary, {}, {}))
+    assert (event.namespace, event.event_key) == ("stripe/main", "evt_1")
+    connect = resolve(_example_route("stripe-connect"), Request({**ordinary, "account": "acct_9"}, {}, {}))
+    assert connect.namespace == "stripe/acct_9"
+
+
+def test_the_example_routes_file_loads() -> None:
+    config = load_config(EXAMPLE, _example_environ())
     assert [r.name for r in config.routes] == [
         "billing",
         "stripe",
+        "stripe-connect",
         "mailera-received",
         "mailera-junk",
         "hidemy",

@@ -11,7 +11,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TypeVar
@@ -63,11 +63,12 @@ def embedded_env(data_dir: Path, **extra: str) -> dict[str, str]:
 
 @dataclass
 class Serve:
-    """`python -m inboxd serve` with exactly the environment given, its stderr kept in `log_path`."""
+    """`inboxd serve` (by `command`) with exactly the environment given, its stderr kept in `log_path`."""
 
     env: Mapping[str, str]
     log_path: Path
     cwd: Path = field(default_factory=lambda: Path("/"))
+    command: Sequence[str] = (sys.executable, "-m", "inboxd")
     proc: subprocess.Popen[str] | None = None
     host: str = ""
     port: int = 0
@@ -77,7 +78,7 @@ class Serve:
         """Starts the process and waits (bounded) for its readiness line on stdout."""
         self._log = self.log_path.open("a", encoding="utf-8")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "inboxd", "serve"],
+            [*self.command, "serve"],
             env=dict(self.env),
             cwd=self.cwd,
             stdout=subprocess.PIPE,

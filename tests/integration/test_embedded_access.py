@@ -8,8 +8,10 @@ inboxd connects there as a plain role that owns its database.
 
 from __future__ import annotations
 
+import shlex
 import socket
 import stat
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -105,5 +107,24 @@ async def test_a_cluster_of_an_older_inboxd_is_moved_off_tcp_and_its_objects_han
     again.start()
     try:
         await _migrated_and_writable(again.conninfo)
+    finally:
+        again.stop()
+
+
+def test_the_served_cluster_keeps_its_port_across_starts_and_the_logged_psql_command_opens_it(
+    folder: Path,
+) -> None:
+    first = served(folder)
+    first.start()
+    command = first.psql_command()
+    first.stop()
+    again = served(folder)
+    again.start()
+    try:
+        assert again.port == first.port
+        assert again.psql_command() == command
+        psql = [str(again.bin_dir / "psql"), *shlex.split(command)[1:], "-Atc", "SELECT current_user"]
+        done = subprocess.run(psql, capture_output=True, text=True, timeout=30, check=False)
+        assert (done.returncode, done.stdout.strip()) == (0, "inboxd"), done.stderr
     finally:
         again.stop()

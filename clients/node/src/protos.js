@@ -1,20 +1,22 @@
-// Loads inboxd's contract from the repository's protos/ at run time, so the
-// package carries no generated code that could drift from protos/.
+// Loads inboxd's contract from protos/ at run time, so the package carries no
+// generated code that could drift from protos/.
 
+import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import grpc from '@grpc/grpc-js';
 import protoLoader from '@grpc/proto-loader';
 
-/** Where protos/ sits when this package lives at clients/node of the inboxd repository. */
-export const DEFAULT_PROTOS_DIR = path.resolve(
-  path.dirname(fileURLToPath(import.meta.url)),
-  '..',
-  '..',
-  '..',
-  'protos',
-);
+const PACKAGE_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+
+/**
+ * protos/ as `npm pack` bundles it inside the package, else where it sits when this
+ * package lives at clients/node of the inboxd repository (the working tree has no copy).
+ */
+export const DEFAULT_PROTOS_DIR = fs.existsSync(path.join(PACKAGE_DIR, 'protos', 'inboxd'))
+  ? path.join(PACKAGE_DIR, 'protos')
+  : path.resolve(PACKAGE_DIR, '..', '..', 'protos');
 
 const LOADER_OPTIONS = {
   // int64 values (fencing tokens, revisions, seconds) as decimal strings: a

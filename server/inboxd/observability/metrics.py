@@ -41,6 +41,7 @@ from inboxd.domain.vocabulary import (
     Fence,
     NewEvent,
 )
+from inboxd.observability.build_info import BuildInfo
 from inboxd.observability.flow_gauges import FlowGauges
 from inboxd.observability.transition_observer import InboxObserver
 
@@ -302,7 +303,7 @@ class Metrics(InboxObserver):
 
 
 class InstanceMetrics(InboxObserver):
-    """Retention's counters and the health gauges: reported once per inboxd instance, by whoever runs them."""
+    """Retention's counters, the health gauges and the build info: reported once per inboxd instance."""
 
     def __init__(self, registry: CollectorRegistry, max_namespaces: int = 100) -> None:
         self.rows_deleted = Counter(
@@ -318,6 +319,7 @@ class InstanceMetrics(InboxObserver):
         # Refreshed with the Stats gauges, from the same snapshot (background/duties.py).
         self.flow = FlowGauges()
         registry.register(self.flow)
+        registry.register(BuildInfo())
 
     def retention_ran(self, counts: RetentionCounts) -> None:
         self.rows_deleted.inc(counts.rows_deleted)

@@ -12,6 +12,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+import inboxd
 from inboxd.config.settings import (
     RETENTION_FLOOR,
     ConfigError,
@@ -32,6 +33,7 @@ from inboxd.serving.connections import install_out_of_descriptors_log, raise_des
 from inboxd.serving.embedded_pg import EmbeddedPostgres, EmbeddedPostgresError, private_parent, runs_as_postgres_user
 from inboxd.serving.server import freeze_start_up_objects, start_server
 from inboxd.serving.supervisor import Supervisor
+from inboxd.serving.tls_reload import ServerCertificates
 from inboxd.store.database import Database
 from inboxd.store.migrate import migrate
 
@@ -72,11 +74,19 @@ _SWITCH_FLAGS = {
 MIGRATE_WAIT_SECONDS = 60.0
 
 
-def _add_setting_flags(parser: argparse.ArgumentParser) -> None:
+# What `inboxd migrate` reads: where the database is, nothing of serving.
+_MIGRATE_FLAGS = ("--database-url", "--data-dir")
+
+
+def _add_setting_flags(parser: argparse.ArgumentParser, only: Sequence[str] | None = None) -> None:
     env = env_names()
     for flag, field_name in _SETTING_FLAGS.items():
+        if only is not None and flag not in only:
+            continue
         parser.add_argument(flag, dest=field_name, default=None, help=f"same as {env[field_name]}")
     for flag, field_name in _SWITCH_FLAGS.items():
+        if only is not None and flag not in only:
+            continue
         parser.add_argument(
             flag, dest=field_name, action="store_const", const="1", default=None, help=f"same as {env[field_name]}=1"
         )
@@ -84,11 +94,12 @@ def _add_setting_flags(parser: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="inboxd", description="A durable inbox for webhook events.")
+    parser.add_argument("--version", action="version", version=f"inboxd {inboxd.__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="run the gRPC service")
     _add_setting_flags(serve)
     mig = commands.add_parser("migrate", help="apply database migrations and exit")
-    _add_setting_flags(mig)
+    _add_setting_flags(mig, only=_MIGRATE_FLAGS)
     token = commands.add_parser("token", help="manage bearer tokens")
     token_commands = token.add_subparsers(dest="token_command", required=True)
     create = token_commands.add_parser("create", help="print a new token once, and its tokens-file entry")
@@ -119,6 +130,7 @@ class _Database:
         self.embedded = EmbeddedPostgres(data_dir=_embedded_dir(self.settings), socket_only=True, app_role="inboxd")
         url = self.embedded.start()
         log.info("embedded PostgreSQL in %s, on its Unix socket there alone (no TCP port)", self.embedded.data_dir)
+        log.info("to look inside: %s", self.embedded.psql_command())
         return url
 
     def stop(self) -> None:
@@ -194,6 +206,7 @@ async def _serve(settings: Settings) -> None:
     refusal = serving_refusal(settings)
     if refusal is not None:
         raise SystemExit(f"inboxd: {refusal}")
+    log.info("inboxd %s starting", inboxd.__version__)
     warn_about_forced_settings(settings)
     # Before anything opens a descriptor; --workers children inherit it.
     before, after = raise_descriptor_limit()
@@ -231,8 +244,7 @@ async def _serve_in_this_process(
         running = await start_server(settings, db, registry=registry)
         freeze_start_up_objects()
         host = settings.listen.rpartition(":")[0]
-        if registry is not None:
-            _reload_on_sighup(registry)
+        _reload_on_sighup(registry, running.certificates)
         # One line on stdout, for scripts and tests that wait for readiness.
         print(f"inboxd serving on {host}:{running.port}", flush=True)
         await stop.wait()
@@ -242,13 +254,18 @@ async def _serve_in_this_process(
         await db.close()
 
 
-def _reload_on_sighup(registry: TokenRegistry) -> None:
+def _reload_on_sighup(registry: TokenRegistry | None, certificates: ServerCertificates | None) -> None:
+    """SIGHUP reads the tokens file and the TLS certificate again, each kept as it was if the new one is bad."""
+
     def reload() -> None:
-        try:
-            count = registry.reload()
-            log.info("tokens file %s reloaded: %d tokens", registry.path, count)
-        except TokensFileError as exc:
-            log.error("tokens file not reloaded, the previous tokens stay in force: %s", exc)
+        if registry is not None:
+            try:
+                count = registry.reload()
+                log.info("tokens file %s reloaded: %d tokens", registry.path, count)
+            except TokensFileError as exc:
+                log.error("tokens file not reloaded, the previous tokens stay in force: %s", exc)
+        if certificates is not None:
+            certificates.reload_logged(log)
 
     asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, reload)
 

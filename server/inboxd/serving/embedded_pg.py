@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 import os
 import pwd
+import re
 import secrets
 import socket
 import subprocess
@@ -106,6 +107,11 @@ class EmbeddedPostgres:
     def host(self) -> str:
         """Where the cluster listens: 127.0.0.1, or the folder of its Unix socket."""
         return str(self.data_dir) if self.socket_only else "127.0.0.1"
+
+    def psql_command(self) -> str:
+        """A psql command line that opens the database as the conninfo's role, for the start-up log."""
+        user = self.app_role or "postgres"
+        return f'psql "host={self.host} port={self.port} user={user} dbname={self.database} passfile={self.passfile}"'
 
     def url(self, database: str, user: str = "postgres") -> str:
         """A URL for `database` on this cluster; it names the password file, not the secret."""
@@ -293,6 +299,11 @@ class EmbeddedPostgres:
         ]
         if not self.durable:
             settings += ["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"]
+        if self.socket_only and not self.port:
+            # Its socket is in its own folder, where no other server can hold the port: keep the last start's,
+            # so the psql command logged at start stays the same from one start to the next.
+            self.port = self._last_port() or 0
+        keep_port = keep_port or (self.socket_only and bool(self.port))
         last_error: EmbeddedPostgresError | None = None
         for _ in range(1 if keep_port else 5):
             if not keep_port or not self.port:
@@ -319,6 +330,14 @@ class EmbeddedPostgres:
                 last_error = exc
         assert last_error is not None
         raise last_error
+
+    def _last_port(self) -> int | None:
+        """The port of the cluster's last start, from the command line PostgreSQL keeps in postmaster.opts."""
+        try:
+            match = re.search(r'"-p" "(\d+)"', (self.data_dir / "postmaster.opts").read_text())
+        except OSError:
+            return None
+        return int(match.group(1)) if match else None
 
     def _listen_settings(self) -> list[str]:
         if not self.socket_only:

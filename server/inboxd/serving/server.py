@@ -14,6 +14,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+import inboxd
 from inboxd.api.admin_servicer import AdminServicer
 from inboxd.api.admission import receive_limits
 from inboxd.api.handlers import generic_handler
@@ -26,6 +27,7 @@ from inboxd.console import start_console
 from inboxd.domain.errors import Unavailable
 from inboxd.domain.validation import MAX_METADATA_BYTES
 from inboxd.serving.connections import connection_options, install_out_of_descriptors_log
+from inboxd.serving.tls_reload import ServerCertificates
 from inboxd.store.database import Database
 from inboxd.store.notifications import ReplicaSignals
 from inboxd.store.settings_check import warn_if_not_durable
@@ -38,6 +40,8 @@ INBOX_SERVICE = inbox_pb2.DESCRIPTOR.services_by_name["InboxService"]
 ADMIN_SERVICE = admin_pb2.DESCRIPTOR.services_by_name["InboxAdminService"]
 SERVICE_NAMES = (INBOX_SERVICE.full_name, ADMIN_SERVICE.full_name)
 HEALTH_PROBE_INTERVAL = 5.0
+# The trailer every health Check answers with: a probe (`grpcurl -v`, `buf curl -v`) learns which inboxd runs.
+VERSION_TRAILER = "inboxd-version"
 
 
 # The most one message may be: an AcceptBatch's events share it, and a bigger
@@ -94,6 +98,17 @@ def server_options(settings: Settings, *, reuse_port: bool = False) -> list[tupl
     ]
 
 
+class VersionedHealth(health.aio.HealthServicer):  # type: ignore[misc,name-defined]  # untyped upstream
+    """gRPC health checking whose Check answers name the running version in their trailers.
+
+    On health alone: it costs the RPCs that carry the work nothing.
+    """
+
+    async def Check(self, request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
+        context.set_trailing_metadata(((VERSION_TRAILER, inboxd.__version__),))
+        return await super().Check(request, context)
+
+
 @dataclass
 class RunningServer:
     """A started server; `port` is the one actually bound (listen may say :0)."""
@@ -110,6 +125,8 @@ class RunningServer:
     health_names: tuple[str, ...] = ("", *SERVICE_NAMES)
     # The web console's bound port (INBOXD_CONSOLE_LISTEN may say :0); None without it.
     console_port: int | None = None
+    # The TLS certificate, read again on SIGHUP (serving.tls_reload); None without TLS.
+    certificates: ServerCertificates | None = None
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
     _closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
 
@@ -164,18 +181,18 @@ async def start_server(
             generic_handler(ADMIN_SERVICE, AdminServicer(ops.operators), observe, registry, limits),
         )
     )
-    health_servicer = health.aio.HealthServicer()  # type: ignore[attr-defined]
+    health_servicer = VersionedHealth()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection((*SERVICE_NAMES, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
-    credentials = server_credentials(settings)
-    if credentials is None:
+    certificates = server_certificates(settings)
+    if certificates is None:
         port = server.add_insecure_port(settings.listen)
     else:
-        port = server.add_secure_port(settings.listen, credentials)
+        port = server.add_secure_port(settings.listen, certificates.credentials())
     if port == 0:
         raise RuntimeError(f"could not listen on {settings.listen}")
     await server.start()
-    running = RunningServer(server, port, inbox, health_servicer, ops=ops)
+    running = RunningServer(server, port, inbox, health_servicer, ops=ops, certificates=certificates)
     if worker_index is not None:
         running.health_names += (worker_health_name(worker_index),)
     running._closers.append(inbox.signals.stop)
@@ -206,19 +223,14 @@ def freeze_start_up_objects() -> None:
     gc.freeze()
 
 
-def server_credentials(settings: Settings) -> grpc.ServerCredentials | None:
-    """TLS from INBOXD_TLS_CERT/_KEY; with INBOXD_TLS_CLIENT_CA, clients must present a certificate it signed."""
+def server_certificates(settings: Settings) -> ServerCertificates | None:
+    """TLS from INBOXD_TLS_CERT/_KEY, read again on reload(); with INBOXD_TLS_CLIENT_CA, mutual TLS. None: no TLS.
+
+    Raises ConfigError for a file it cannot read or a certificate and key that are not a pair.
+    """
     if settings.tls_cert is None or settings.tls_key is None:
         return None
-    try:
-        cert = settings.tls_cert.read_bytes()
-        key = settings.tls_key.read_bytes()
-        client_ca = settings.tls_client_ca.read_bytes() if settings.tls_client_ca else None
-    except OSError as exc:
-        raise ConfigError(f"cannot read a TLS file: {exc.filename}: {exc.strerror}") from None
-    return grpc.ssl_server_credentials(
-        [(key, cert)], root_certificates=client_ca, require_client_auth=client_ca is not None
-    )
+    return ServerCertificates(settings.tls_cert, settings.tls_key, settings.tls_client_ca)
 
 
 async def _report_health(running: RunningServer, db: Database) -> None:

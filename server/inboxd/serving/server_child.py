@@ -23,6 +23,7 @@ from inboxd.config.tokens import TokenRegistry, TokensFileError
 from inboxd.observability.logs import configure_logging
 from inboxd.serving import event_loop
 from inboxd.serving.server import freeze_start_up_objects, start_server
+from inboxd.serving.tls_reload import ServerCertificates
 from inboxd.store.database import Database
 
 log = logging.getLogger("inboxd")
@@ -57,15 +58,18 @@ async def _stdin_reader() -> asyncio.StreamReader:
     return reader
 
 
-def _reload_on_sighup(registry: TokenRegistry | None, index: int) -> None:
+def _reload_on_sighup(registry: TokenRegistry | None, index: int, certificates: list[ServerCertificates]) -> None:
+    """From the start, so an early SIGHUP never kills the process; `certificates` is filled once serving."""
+
     def reload() -> None:
-        if registry is None:
-            return
-        try:
-            count = registry.reload()
-            log.info("server process %d: tokens file %s reloaded: %d tokens", index, registry.path, count)
-        except TokensFileError as exc:
-            log.error("server process %d: tokens file not reloaded, the previous tokens stay: %s", index, exc)
+        if registry is not None:
+            try:
+                count = registry.reload()
+                log.info("server process %d: tokens file %s reloaded: %d tokens", index, registry.path, count)
+            except TokensFileError as exc:
+                log.error("server process %d: tokens file not reloaded, the previous tokens stay: %s", index, exc)
+        for certificate in certificates:
+            certificate.reload_logged(log, f"server process {index}: ")
 
     asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, reload)
 
@@ -79,11 +83,14 @@ async def serve_child() -> None:
     spec = ChildSpec.decode(await stdin.readline())
     settings = spec.settings
     registry = TokenRegistry(settings.tokens_file) if settings.tokens_file else None
-    _reload_on_sighup(registry, spec.index)
+    certificates: list[ServerCertificates] = []
+    _reload_on_sighup(registry, spec.index, certificates)
     db = Database(spec.database_url, max_size=settings.pool_size)
     await db.open()
     try:
         running = await start_server(settings, db, registry=registry, worker_index=spec.index)
+        if running.certificates is not None:
+            certificates.append(running.certificates)
         freeze_start_up_objects()
         print(READY, flush=True)
         parent_gone = asyncio.create_task(stdin.read())  # returns at EOF: the parent closed our stdin

@@ -37,7 +37,7 @@ from inboxd.config.settings import ConfigError, Settings
 from inboxd.config.tokens import TokenRegistry, TokensFileError
 from inboxd.console import Console, start_console
 from inboxd.observability.metrics import multiprocess_registry
-from inboxd.serving.server import server_credentials
+from inboxd.serving.server import server_certificates
 from inboxd.serving.server_child import READY, ChildSpec
 from inboxd.store.database import Database
 from inboxd.store.notifications import ReplicaSignals
@@ -174,7 +174,7 @@ class Supervisor:
     async def run(self) -> None:
         """Serves until `stop` is set, then drains every child; prints the readiness line once all serve."""
         settings = self.settings
-        server_credentials(settings)  # an unreadable TLS file stops start-up here, not in N children
+        server_certificates(settings)  # an unreadable TLS file stops start-up here, not in N children
         reserved = reserve_port(settings.listen)
         port = int(reserved.getsockname()[1])
         host = settings.listen.rpartition(":")[0]

@@ -7,3 +7,5 @@ the provider), `app` (the HTTP handler tying them together).
 `config` and `presets` describe routes as data, so a new provider is configuration,
 not code.
 """
+
+__version__ = "0.1.0"

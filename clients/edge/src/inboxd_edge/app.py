@@ -56,7 +56,9 @@ def build_app(config: EdgeConfig, forwarder: Forwarder, *, clock: Clock = time.t
 def _handler(route: Route, forwarder: Forwarder, clock: Clock) -> Handler:
     async def handle(request: web.Request) -> web.Response:
         reply = await receive(route, forwarder, clock, request)
-        log.info(
+        # A 500 is the edge's or inboxd's own fault (a refused token, say), which no provider retry fixes: an error.
+        log.log(
+            logging.ERROR if reply.answer.status == 500 else logging.INFO,
             "%s",
             log_line(
                 route=route.name,

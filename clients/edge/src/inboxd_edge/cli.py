@@ -12,12 +12,14 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
+import inboxd_edge
 from inboxd_edge.config import ConfigError, load_config
 from inboxd_edge.serve import start_edge
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="inboxd-edge", description="HTTP edge receiver for inboxd.")
+    parser.add_argument("--version", action="version", version=f"inboxd-edge {inboxd_edge.__version__}")
     parser.add_argument(
         "--config",
         default=os.environ.get("INBOXD_EDGE_CONFIG"),
@@ -26,7 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--listen",
         default=os.environ.get("INBOXD_EDGE_LISTEN"),
-        help="host:port to listen on (env INBOXD_EDGE_LISTEN; default from the file, else 127.0.0.1:8080)",
+        help="host:port to listen on (env INBOXD_EDGE_LISTEN; default from the file, else 127.0.0.1:8081)",
     )
     parser.add_argument(
         "--inboxd",
@@ -40,7 +42,15 @@ async def _serve(args: argparse.Namespace) -> None:
     config = load_config(Path(args.config), os.environ)
     if args.inboxd:
         config = replace(config, inboxd=replace(config.inboxd, target=args.inboxd))
-    edge = await start_edge(config, listen=args.listen)
+    where = args.listen or config.listen
+    try:
+        edge = await start_edge(config, listen=args.listen)
+    except OSError as exc:
+        # One line, not a traceback: the usual cause is another program on the port (the console's, say).
+        raise ConfigError(
+            f"cannot listen on {where}: {exc.strerror or exc}; choose another address with --listen,"
+            " INBOXD_EDGE_LISTEN or [edge] listen"
+        ) from None
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -35,6 +35,8 @@ from inboxd_edge.sources import Source
 from inboxd_edge.twilio_signature import TwilioVerifier, check_public_url
 
 DEFAULT_TOLERANCE_SECONDS = 300.0
+# Not 8080: the README's console example listens there, and both on one machine is the first thing one tries.
+DEFAULT_LISTEN = "127.0.0.1:8081"
 # inboxd's own default payload limit (INBOXD_MAX_PAYLOAD_BYTES).
 DEFAULT_MAX_BODY_BYTES = 1024 * 1024
 # Never copied into metadata: they authenticate, they do not describe the event.
@@ -143,7 +145,7 @@ def config_from_data(data: Mapping[str, Any], environ: Mapping[str, str]) -> Edg
     except ValueError as exc:
         raise ConfigError(str(exc)) from exc
     return EdgeConfig(
-        listen=str(edge.get("listen", "127.0.0.1:8080")),
+        listen=str(edge.get("listen", DEFAULT_LISTEN)),
         inboxd=inboxd,
         routes=routes,
     )

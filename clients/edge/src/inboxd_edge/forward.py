@@ -36,6 +36,14 @@ _RETRYABLE = {
     grpc.StatusCode.CANCELLED,
 }
 
+# inboxd refused the edge's own token (unknown, or without the accept scope or the namespace): words of their
+# own, apart from the 401 "unauthenticated" a provider's bad signature gets, since the fix is the edge's
+# configuration, not the provider's request.
+_REFUSED_EDGE = {
+    grpc.StatusCode.UNAUTHENTICATED: "edge_unauthenticated",
+    grpc.StatusCode.PERMISSION_DENIED: "edge_permission_denied",
+}
+
 AcceptCall = grpc.aio.UnaryUnaryMultiCallable[inbox_pb2.AcceptRequest, inbox_pb2.AcceptResponse]
 
 
@@ -56,7 +64,7 @@ def answer_for_error(code: grpc.StatusCode) -> Answer:
         return Answer(400, "rejected")
     # UNAUTHENTICATED, PERMISSION_DENIED, INTERNAL...: the edge or inboxd is misconfigured.
     # 500 keeps the provider retrying until an operator fixes it.
-    return Answer(500, code.name.lower())
+    return Answer(500, _REFUSED_EDGE.get(code, code.name.lower()))
 
 
 class Forwarder:

@@ -43,6 +43,7 @@ from inboxd_client.aio_client import AsyncInboxClient
 from inboxd_client.claim_backoff import ClaimPacer
 from inboxd_client.claim_loop import ClaimLoop
 from inboxd_client.completions import DEFAULT_MAX_ITEMS, DEFAULT_WINDOW, CompletionBatcher
+from inboxd_client.default_logging import log_by_default
 from inboxd_client.draining import RELEASE_TIMEOUT, drain, install_stop_signals
 from inboxd_client.errors import Unimplemented
 from inboxd_client.fenced_calls import CallRoute
@@ -173,6 +174,13 @@ class Worker:
         """
         loop = asyncio.get_running_loop()
         self._loop = loop
+        log_by_default()
+        log.info(
+            "worker %s started: namespaces %s, up to %d events at a time",
+            self.worker_id,
+            ", ".join(self.namespaces),
+            self.concurrency,
+        )
         if self._stop_requested:
             self._begin_stop()
         installed = install_stop_signals(loop, self._on_signal) if handle_signals else []
@@ -190,6 +198,16 @@ class Worker:
             finally:
                 for sig in installed:
                     loop.remove_signal_handler(sig)
+                done = self.stats
+                log.info(
+                    "worker %s stopped: %d claimed, %d completed, %d failed, %d dead-lettered, %d released",
+                    self.worker_id,
+                    done.claimed,
+                    done.completed + done.ignored,
+                    done.failed,
+                    done.dead_lettered,
+                    done.released,
+                )
 
     async def _drain(self) -> None:
         """Lets running handlers finish until the grace period ends, then releases the rest."""

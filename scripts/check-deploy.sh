@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# `make deploy-check`: each deployment file under deploy/ checked by its own tool.
+# (deploy/grafana/inboxd.json and the metric names the rules read are checked against
+# a running server's /metrics by tests/integration/test_deploy_metrics.py.)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/ensure-deploy-tools.sh
+scripts/check-systemd-units.sh deploy/systemd/inboxd.service deploy/systemd/inboxd-edge.service
+promtool check rules deploy/prometheus/alerts.yml
+promtool test rules deploy/prometheus/alerts_test.yml

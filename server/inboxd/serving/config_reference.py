@@ -1,0 +1,122 @@
+"""docs/configuration.md, generated from the table of settings (config.settings) and a meaning for each.
+
+`make config-doc` writes it; tests/unit/test_config_reference.py fails when the
+page and the table disagree, or when a setting has no meaning written here.
+"""
+
+from __future__ import annotations
+
+import enum
+import sys
+from dataclasses import fields
+from datetime import timedelta
+
+from inboxd.config.settings import Settings, env_names, shown_duration
+from inboxd.serving.cli import _SETTING_FLAGS, _SWITCH_FLAGS
+
+# Variable -> (the default in words, or "" to show the field's own default; what it means).
+MEANINGS: dict[str, tuple[str, str]] = {
+    "DATABASE_URL": ("unset: embedded PostgreSQL", "PostgreSQL to use. Multi-host with `target_session_attrs=read-write` for HA ([operations](operations.md#the-multi-host-url))"),
+    "INBOXD_DATA_DIR": ("", "where the embedded PostgreSQL keeps its data"),
+    "INBOXD_LISTEN": ("", "gRPC address (`:0` picks a free port)"),
+    "INBOXD_METRICS_LISTEN": ("unset: off", "Prometheus `/metrics` address; beyond loopback refused unless `INBOXD_METRICS_BEYOND_LOOPBACK` (it has no authentication and its labels name namespaces)"),
+    "INBOXD_METRICS_BEYOND_LOOPBACK": ("", "serve `/metrics` beyond loopback, when only your scrapers can reach it (a warning at every start)"),
+    "INBOXD_METRICS_MAX_NAMESPACES": ("", 'namespaces with a label of their own in the gauges; the rest are summed under `namespace="other"`'),
+    "INBOXD_CONSOLE_LISTEN": ("unset: off", "the operators' web console (beyond loopback: tokens file and TLS, or `INBOXD_TRUSTED_NETWORK`)"),
+    "INBOXD_CONSOLE_HOSTS": ("", "host names the console answers besides `localhost`, `127.0.0.1`, `[::1]` and its listen address (comma-separated, each with or without a port); any other `Host` gets 421"),
+    "INBOXD_CONSOLE_HTTPS": ("", "browsers reach the console over https through a proxy that ends TLS: its cookies become `Secure` and `__Host-`"),
+    "INBOXD_TOKENS_FILE": ("unset: open, loopback only", "bearer tokens (hashes), scopes and namespaces; re-read on SIGHUP"),
+    "INBOXD_TRUSTED_NETWORK": ("", "serve tokens without TLS beyond loopback, for a TLS-terminating proxy in front (a warning at every start); refused otherwise"),
+    "INBOXD_TLS_CERT": ("", "the server's certificate chain (PEM); with `INBOXD_TLS_KEY`, serve TLS. Both are read again on SIGHUP (new connections get the renewed pair; a pair that does not match is refused and the old one stays)"),
+    "INBOXD_TLS_KEY": ("", "the certificate's private key (PEM)"),
+    "INBOXD_TLS_CLIENT_CA": ("", "require client certificates signed by this CA (mTLS)"),
+    "INBOXD_MAX_PAYLOAD_BYTES": ("", "largest payload accepted (at most `64MiB`)"),
+    "INBOXD_MAX_ATTEMPTS": ("", "claims per event before dead letters (Release gives one back)"),
+    "INBOXD_RETENTION": ("", "COMPLETED events are deleted after this: the dedupe window. Under `1h` is refused unless forced"),
+    "INBOXD_RETENTION_FORCE": ("", "accept a retention under the `1h` floor (a warning at every start)"),
+    "INBOXD_PAYLOAD_RETENTION": ("unset: as the row", "payloads of COMPLETED events are dropped after this"),
+    "INBOXD_BACKOFF_BASE": ("", "retry backoff: uniform in [0, min(cap, base·factor^(attempt−1))]"),
+    "INBOXD_BACKOFF_FACTOR": ("", "the backoff's growth per attempt (at least 1)"),
+    "INBOXD_BACKOFF_CAP": ("", "the longest backoff"),
+    "INBOXD_SHUTDOWN_GRACE": ("", "in-flight calls may finish this long after SIGTERM"),
+    "INBOXD_WORKERS": ("", "server processes sharing the listen port (SO_REUSEPORT); with more than one, a parent runs the embedded PostgreSQL, migrations, `/metrics`, the gauges and retention once for all ([operations](operations.md#several-server-processes---workers))"),
+    "INBOXD_POOL_SIZE": ("", "database connections per server process (so per replica: `INBOXD_WORKERS` × this, plus 4 for the parent)"),
+    "INBOXD_FALLBACK_POLL": ("", "a waiting Claim looks again this often when no wake-up signal came (a lease expired, a signal was lost, say)"),
+    "INBOXD_ACTION_STALE_AFTER": ("", "an action INTENDED this long counts as unresolved"),
+    "INBOXD_MAX_WAITING_CLAIMS_PER_CALLER": ("", "long-polls one caller may hold at once"),
+    "INBOXD_ACCEPT_STREAM_WINDOW": ("", "unanswered items one `AcceptStream` may hold: the server stops reading the stream at this many until answers free room, so one stream holds at most this × `INBOXD_MAX_PAYLOAD_BYTES` (1 to 10000)"),
+    "INBOXD_RESCUE_GRACE": ("", "the lease rescuer returns leases expired longer than this to PENDING"),
+    "INBOXD_RESCUE_INTERVAL": ("", "how often the lease rescuer runs (one replica at a time); `0` turns it off"),
+    "INBOXD_STALE_REVISIONS": ("", "an event at or below its ordering key's applied revision: `ignore` completes it IGNORED at claim time, with a reason; `deliver` hands it out with `stale` set"),
+    "INBOXD_MAX_CONNECTIONS": ("", "gRPC connections held at once; lowered at start to the descriptor limit less the pool and 128 (a warning says so; [operations](operations.md#security))"),
+    "INBOXD_MAX_STREAMS_PER_CONNECTION": ("", "calls one connection may have in flight (more wait in the client); keep it above `INBOXD_MAX_WAITING_CLAIMS_PER_CALLER`, or a worker's Completes wait behind its long-polls"),
+    "INBOXD_CONNECTION_IDLE": ("", "a connection with no call in flight this long is closed (clients reconnect on their next call)"),
+    "INBOXD_CONNECTION_AGE": ("", "every connection is closed after this long (±10%), its calls first given `INBOXD_CONNECTION_AGE_GRACE`"),
+    "INBOXD_CONNECTION_AGE_GRACE": ("", "how long an aged connection's calls may finish (more than a long-poll's 60 s)"),
+    "INBOXD_HANDSHAKE_TIMEOUT": ("", "a connection that has not finished its TLS and HTTP/2 handshake by then is closed"),
+}  # fmt: skip
+
+# Read where they act, not through Settings: variable -> (default, meaning).
+OUTSIDE_SETTINGS: dict[str, tuple[str, str]] = {
+    "INBOXD_EVENT_LOOP": ("asyncio", "the server's event loop: `asyncio`, or `uvloop` (after `pip install uvloop`; measured no faster for inboxd's own calls, see `serving/event_loop.py`)"),
+    "INBOXD_LOG_LEVEL": ("INFO", "log level; logs are JSON lines (logfmt on a terminal), never payloads or tokens, event keys only as a short hash"),
+    "INBOXD_PG_BIN": ("unset: the newest `/usr/lib/postgresql/*/bin`, `/usr/pgsql-*/bin`, then the `PATH`", "where the embedded PostgreSQL's `initdb`, `pg_ctl` and `postgres` are"),
+}  # fmt: skip
+
+HEADER = """# Configuration reference
+
+Generated by `make config-doc` from `server/inboxd/config/settings.py` (the
+table of settings) and `server/inboxd/serving/config_reference.py` (what each
+means); a test fails when this page and the code disagree. Do not edit it by hand.
+
+Every setting is an environment variable, and most are also a flag of
+`inboxd serve` of the same meaning (a flag wins). An
+empty variable counts as unset. Durations: `500ms`, `30s`, `15m`, `2h`, `7d`
+(a bare number is seconds). Sizes: `1048576`, `512KiB`, `1MiB`. Switches:
+`1`/`true`/`yes`/`on` or `0`/`false`/`no`/`off`.
+
+| variable | flag | default | meaning |
+|---|---|---|---|
+"""
+
+
+def _default(value: object) -> str:
+    if value is None or value is False or value == ():
+        return "unset"
+    if isinstance(value, timedelta):
+        return f"`{shown_duration(value)}`"
+    if isinstance(value, enum.Enum):
+        return f"`{value.value}`"
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 1024 and value % 1024 == 0:
+        for unit, size in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
+            if value % size == 0:
+                return f"`{value // size}{unit}`"
+    if isinstance(value, float) and value.is_integer():
+        return f"`{int(value)}`"
+    return f"`{value}`"
+
+
+def render() -> str:
+    """The page's whole text."""
+    flags = {name: flag for flag, name in (*_SETTING_FLAGS.items(), *_SWITCH_FLAGS.items())}
+    env = env_names()
+    defaults = Settings()
+    rows = []
+    for field in fields(Settings):
+        variable = env.get(field.name)
+        if variable is None:
+            continue
+        shown, meaning = MEANINGS[variable]
+        flag = f"`{flags[field.name]}`" if field.name in flags else ""
+        rows.append(f"| `{variable}` | {flag} | {shown or _default(getattr(defaults, field.name))} | {meaning} |")
+    for variable, (shown, meaning) in OUTSIDE_SETTINGS.items():
+        rows.append(f"| `{variable}` | | {shown} | {meaning} |")
+    return HEADER + "\n".join(rows) + "\n"
+
+
+def main() -> None:
+    sys.stdout.write(render())
+
+
+if __name__ == "__main__":
+    main()
