@@ -87,7 +87,7 @@ async def claim_events(
         full=len(events) >= request.max_events,
         dead_lettered_in=tuple(str(ns) for ns in dead_lettered_in),
         turn=Turn(
-            ended_at=turn_end or "",
+            ended_at=last_served(events, after) or turn_end or "",
             cut_short=bool(turn_cut),
             throttled=tuple(zip(throttled_rules, throttled_by, throttled_namespaces, strict=True)),
             next_token_at=next_token_at,
@@ -101,6 +101,14 @@ async def claim_events(
 TURN_SLACK = 16
 # Where the claim statement's action ledger sits in a row: after the claimed event's 20 columns.
 _LEDGER = 20
+
+
+def last_served(events: Sequence[ClaimedEvent], after: str) -> str | None:
+    """The namespace served last in ring order (those after `after` first, in byte order, then the rest)."""
+    served = {event.namespace for event in events}
+    if not served:
+        return None
+    return max(served, key=lambda ns: (ns.encode() <= after.encode(), ns.encode()))
 
 
 def disjoint_prefixes(prefixes: Iterable[str]) -> list[str]:

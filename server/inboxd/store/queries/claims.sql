@@ -333,8 +333,9 @@ WITH RECURSIVE ring AS (
 -- One row per claimed event, its action ledger as a JSON array; when none was
 -- claimed, one row of NULLs that still carries the counts (the dead letters
 -- as the namespace of each, for the console's per-namespace trends) and the
--- turn: where the next one starts (`turn_end`, the last namespace this one
--- served, or looked at when it served none), whether the walks stopped short
+-- turn: the last namespace it looked at (`turn_end`: where the next turn
+-- starts when this one served none; store/claims.py finds the last one it
+-- served from the events themselves), whether the walks stopped short
 -- of the ring's end (`turn_cut`), the rules that held events back and why,
 -- and when a rate's next token is due. Tokens taken and not used go back to
 -- their buckets here (inboxd_flow_give_back), after `claimed` has run.
@@ -345,10 +346,7 @@ FROM (SELECT (SELECT count(*) FILTER (WHERE finished.ignored) FROM finished) AS 
              (SELECT coalesce(array_agg(finished.namespace) FILTER (WHERE NOT finished.ignored), '{}')
               FROM finished) AS dead_lettered_in,
              (SELECT count(*) FROM ended_claims) AS leases_expired,
-             coalesce((SELECT f.namespace FROM flow AS f
-                       WHERE EXISTS (SELECT FROM claimed AS c WHERE c.namespace = f.namespace)
-                       ORDER BY f.position DESC LIMIT 1),
-                      (SELECT x.namespace FROM examined AS x ORDER BY x.position DESC LIMIT 1)) AS turn_end,
+             (SELECT x.namespace FROM examined AS x ORDER BY x.position DESC LIMIT 1) AS turn_end,
              EXISTS (SELECT FROM ring AS r WHERE r.depth >= %(turn_limit)s) AS turn_cut,
              throttled.rules AS throttled_rules, throttled.namespaces AS throttled_namespaces,
              throttled.reasons AS throttled_by,
