@@ -328,3 +328,16 @@ async def test_a_claim_walks_on_past_namespaces_with_nothing_due_to_one_far_roun
     # Another filter (the same namespaces): its first turn starts at the ring's start, not after a39.
     events = await claim(work, [f"{ns}/*", f"{ns}/a*"], max_events=1)
     assert [e.namespace for e in events] == [f"{ns}/z"]
+
+
+async def test_a_namespaces_own_rule_wins_over_the_pattern_that_pauses_its_neighbours(
+    work: InboxServiceStub, db: Database, clock: FakeClock, ns: str
+) -> None:
+    await set_rule(db, clock, f"{ns}/*", paused=True)
+    await set_rule(db, clock, f"{ns}/vip", weight=1)
+    await set_rule(db, clock, f"{ns}/v*", max_in_flight=1)
+    for name in ("vip", "vault", "other"):
+        await accept_many(work, f"{ns}/{name}", 3)
+    events = await claim(work, [f"{ns}/*"])
+    # vip: its own rule (no limit, not paused); vault: v* (one at a time); other: * (paused).
+    assert sorted(e.namespace.rsplit("/", 1)[1] for e in events) == ["vault", "vip", "vip", "vip"]
