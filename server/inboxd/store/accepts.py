@@ -97,17 +97,19 @@ async def _accept_round(
     except psycopg.DataError as exc:
         raise await _refusal(conn, events, todo, exc) from None
     retry: list[int] = []
-    # The events of a group share their acceptance time: most rows are alike, and so their results.
-    made: dict[tuple[str, str, datetime], AcceptResult] = {}
+    accepted: AcceptResult | None = None
     for pos, outcome, state, accepted_at in await cur.fetchall():
-        index = todo[pos - 1]
-        if outcome == "retry":
-            retry.append(index)
-            continue
-        result = made.get((outcome, state, accepted_at))
-        if result is None:
-            result = made[outcome, state, accepted_at] = AcceptResult(_OUTCOMES[outcome], _STATES[state], accepted_at)
-        results[index] = result
+        if pos is None:  # every event of the round not answered by a row of its own (see accepts.sql)
+            accepted = AcceptResult(AcceptOutcome.ACCEPTED, _STATES[state], accepted_at)
+        elif outcome == "retry":
+            retry.append(todo[pos - 1])
+        else:
+            results[todo[pos - 1]] = AcceptResult(_OUTCOMES[outcome], _STATES[state], accepted_at)
+    if accepted is not None:
+        waiting = set(retry)
+        for index in todo:
+            if results[index] is None and index not in waiting:
+                results[index] = accepted
     retry.sort()
     return retry
 

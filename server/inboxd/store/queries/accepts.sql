@@ -136,8 +136,14 @@ WITH incoming AS (
     WHERE EXISTS (SELECT 1 FROM judged AS d WHERE d.outcome = 'duplicate')
       AND NOT EXISTS (SELECT 1 FROM judged AS w WHERE w.outcome IN ('accepted', 'conflict'))
 )
--- Joined, so that the volatile message is evaluated (once) and not left out.
-SELECT pos, outcome, state, accepted_at FROM judged LEFT JOIN durable ON true
+-- One row per event that is not ACCEPTED, and one row (pos NULL) for all those
+-- that are: they share their state and acceptance time, so a group of new
+-- events answers one row, not one per event, for the server to read.
+-- Joined, so that the volatile message is evaluated (once) and not left out:
+-- it is due only with duplicates, whose rows are read.
+SELECT pos, outcome, state, accepted_at FROM judged LEFT JOIN durable ON true WHERE outcome <> 'accepted'
+UNION ALL
+(SELECT NULL, 'accepted', state, accepted_at FROM inserted LIMIT 1)
 
 -- name: event_payload_probe
 -- Whether jsonb takes this JSON payload: the diagnosis after a group failed
