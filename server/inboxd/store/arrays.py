@@ -1,18 +1,17 @@
-"""One column of a group as one array parameter in PostgreSQL's binary format, built in C.
+"""One column of a group as one array parameter in PostgreSQL's binary format, built in few steps.
 
 A group's events go to PostgreSQL as one text[] or bytea[] per column
 (store/accepts.py), which unnest splits without parsing anything: no JSON
 for PostgreSQL to parse again, no quoting or escaping on either side.
-psycopg's own list dumper loops in Python over the elements (a call and a
-length per element); here each array's bytes are joined by C loops (map,
-zip, bytes.join), a few µs per hundred elements.
+psycopg's own list dumper runs a Python loop of calls per element (a
+dumper's, a length's, an append); here each element is one concatenation in
+a list comprehension, joined once.
 """
 
 from __future__ import annotations
 
 import struct
 from collections.abc import Iterable
-from itertools import chain
 from typing import Any
 
 import psycopg
@@ -31,10 +30,8 @@ _LENGTH = struct.Struct(">i").pack
 def _array(element_oid: int, items: list[bytes]) -> bytes:
     if not items:
         return _HEADER.pack(0, 0, element_oid, 0, 0)[:12]
-    lengths = map(_LENGTH, map(len, items))
-    return _HEADER.pack(1, 0, element_oid, len(items), 1) + b"".join(
-        chain.from_iterable(zip(lengths, items, strict=True))
-    )
+    # Measured against b"".join(chain(zip(map(...)))): a list of concatenations joins faster, payloads too.
+    return _HEADER.pack(1, 0, element_oid, len(items), 1) + b"".join([_LENGTH(len(item)) + item for item in items])
 
 
 class Texts:
