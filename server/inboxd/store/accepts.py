@@ -13,8 +13,9 @@ import psycopg.errors
 from inboxd.domain.errors import RefusedEvent, Unavailable
 from inboxd.domain.validation import DEFAULT_CONTENT_TYPE
 from inboxd.domain.vocabulary import AcceptOutcome, AcceptResult, EventState, NewEvent
+from inboxd.store.arrays import Byteas, Texts
 from inboxd.store.database import Connection, Database
-from inboxd.store.queries import QUERIES
+from inboxd.store.queries import QUERIES, execute
 
 # A key another transaction commits while this statement runs is neither
 # inserted nor visible to it; those events are simply run again. Each round
@@ -77,11 +78,18 @@ async def _accept_round(
     results: list[AcceptResult | None],
     now: datetime | None,
 ) -> list[int]:
-    document = _ENCODER.encode([_row(pos, i, events[i]) for pos, i in enumerate(todo, start=1)])
-    # The callers' bytes as one binary bytea[]: nothing to escape or encode (see accepts.sql).
-    payloads = [events[i].payload for i in todo]
+    batch = [events[i] for i in todo]
+    params = {
+        # One binary array per column (see accepts.sql and store/arrays.py): nothing to escape or parse.
+        "namespaces": Texts([e.namespace for e in batch]),
+        "event_keys": Texts([e.event_key for e in batch]),
+        "event_types": Texts([e.event_type for e in batch]),
+        "payloads": Byteas([e.payload for e in batch]),
+        "extras": _extras(batch),
+        "now": now,
+    }
     try:
-        cur = await conn.execute(QUERIES["event_accept_many"], {"events": document, "payloads": payloads, "now": now})
+        cur = await execute(conn, "event_accept_many", params, binary=True)
     except psycopg.errors.ForeignKeyViolation:
         # A conflicting copy's event was deleted (retention) under us: nothing
         # was written; the next round sees the key as new.
@@ -89,24 +97,44 @@ async def _accept_round(
     except psycopg.DataError as exc:
         raise await _refusal(conn, events, todo, exc) from None
     retry: list[int] = []
-    for ord_, outcome, state, accepted_at in await cur.fetchall():
-        if outcome == "retry":
-            retry.append(ord_)
+    accepted: AcceptResult | None = None
+    for pos, outcome, state, accepted_at in await cur.fetchall():
+        if pos is None:  # every event of the round not answered by a row of its own (see accepts.sql)
+            accepted = AcceptResult(AcceptOutcome.ACCEPTED, _STATES[state], accepted_at)
+        elif outcome == "retry":
+            retry.append(todo[pos - 1])
         else:
-            results[ord_] = AcceptResult(_OUTCOMES[outcome], _STATES[state], accepted_at)
+            results[todo[pos - 1]] = AcceptResult(_OUTCOMES[outcome], _STATES[state], accepted_at)
+    if accepted is not None:
+        waiting = set(retry)
+        for index in todo:
+            if results[index] is None and index not in waiting:
+                results[index] = accepted
     retry.sort()
     return retry
 
 
-def _row(pos: int, index: int, event: NewEvent) -> dict[str, Any]:
-    """An event's fields for event_accept_many; those at their defaults are left out (most events have none)."""
-    row: dict[str, Any] = {
-        "pos": pos,
-        "ord": index,
-        "namespace": event.namespace,
-        "event_key": event.event_key,
-        "event_type": event.event_type,
-    }
+def _extras(batch: Sequence[NewEvent]) -> str:
+    """The fields not at their defaults, as one JSON array of objects by position: most groups send `[]`."""
+    rows = [_extra(pos, event) for pos, event in enumerate(batch, start=1) if _has_extras(event)]
+    return _ENCODER.encode(rows) if rows else "[]"
+
+
+def _has_extras(event: NewEvent) -> bool:
+    return bool(
+        event.metadata
+        or event.message_id
+        or event.ordering_key
+        or event.revision
+        or event.available_at is not None
+        or not event.payload_is_json
+        or event.content_type != DEFAULT_CONTENT_TYPE
+    )
+
+
+def _extra(pos: int, event: NewEvent) -> dict[str, Any]:
+    """An event's fields that are not at their defaults, for event_accept_many's extras; the others left out."""
+    row: dict[str, Any] = {"pos": pos}
     if event.metadata:
         row["metadata"] = event.metadata
     if event.message_id:

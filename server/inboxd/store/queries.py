@@ -74,12 +74,15 @@ def numbered(name: str) -> tuple[LiteralString, tuple[str, ...]]:
 
 
 async def execute(
-    conn: psycopg.AsyncConnection[TupleRow], name: str, params: Mapping[str, Any]
+    conn: psycopg.AsyncConnection[TupleRow], name: str, params: Mapping[str, Any], *, binary: bool = False
 ) -> psycopg.AsyncCursor[TupleRow] | psycopg.AsyncRawCursor[TupleRow]:
-    """Runs the named query with `params` (by name): psycopg's own way, or, for a long one, numbered."""
+    """Runs the named query with `params` (by name): psycopg's own way, or, for a long one, numbered.
+
+    `binary`: the rows come back in binary format (no text to parse for a timestamp, say).
+    """
     if len(QUERIES[name]) <= _PSYCOPG_CACHED_TEXT:
-        return await conn.execute(QUERIES[name], params)
+        return await conn.execute(QUERIES[name], params, binary=binary)
     text, names = numbered(name)
     cur = psycopg.AsyncRawCursor(conn)
-    await cur.execute(text, [params[n] for n in names])
+    await cur.execute(text, [params[n] for n in names], binary=binary)
     return cur

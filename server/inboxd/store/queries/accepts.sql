@@ -14,37 +14,39 @@
 -- stored row (or against the copy of this group that won the insert), and
 -- keeps each conflicting copy for investigation, in one statement.
 --
--- The events travel as one JSON array (one object per event: pos, ord,
--- namespace, event_key, event_type, and those of metadata as an object,
--- message_id, ordering_key, revision, available_at, content_type and json
--- (false: a payload of a type that is not JSON) that are not at their
--- defaults), expanded by json_to_recordset: one parameter, not one array per
--- column. Their payloads travel beside them as one bytea[] in binary format
--- (%(payloads)b), element pos of it the payload of the event at pos: each is
--- the caller's bytes as they came, with nothing to escape or encode on either
--- side, and stored as they are. PostgreSQL parses no payload to insert it
--- (the server validated each JSON one); it parses JSON only to judge a repeat
--- whose bytes differ from the stored payload's (inboxd_same_payload).
+-- The events travel as one binary array per column (store/arrays.py): the
+-- namespaces, event keys and event types as text[], the payloads as bytea[],
+-- element pos of each the event at pos. unnest splits them; nothing is
+-- parsed or unescaped on either side, and each payload is the caller's bytes
+-- as they came, stored as they are. The fields most events leave at their
+-- defaults (metadata as an object, message_id, ordering_key, revision,
+-- available_at, content_type, and json: false for a payload of a type that
+-- is not JSON) travel as one JSON array, %(extras)s, holding an object (with
+-- its pos) only for an event that sets one: most groups send `[]`.
+-- PostgreSQL parses no payload to insert it (the server validated each JSON
+-- one); it parses JSON only to judge a repeat whose bytes differ from the
+-- stored payload's (inboxd_same_payload).
 --
 -- Rows go in key order so that concurrent groups lock keys in the same order
 -- and cannot deadlock; among copies of one key in a group, the first in
--- request order wins. A key that another transaction committed after this
--- statement's snapshot was taken is neither inserted nor visible here: its
--- outcome is 'retry', and the caller runs those events again.
+-- request order (the lowest pos) wins. A key that another transaction
+-- committed after this statement's snapshot was taken is neither inserted
+-- nor visible here: its outcome is 'retry', and the caller runs those events
+-- again.
 WITH incoming AS (
-    -- first_ord: which copy of its key wins the insert (the first in request order).
-    -- A field left at its default is left out of its object: NULL here.
-    SELECT i.pos, i.ord, i.namespace, i.event_key, i.event_type, p.payload,
-           coalesce(i.content_type, 'application/json') AS content_type, coalesce(i.json, true) AS is_json,
-           coalesce(i.metadata, '{}') AS metadata, coalesce(i.message_id, '') AS message_id,
-           coalesce(i.ordering_key, '') AS ordering_key, coalesce(i.revision, 0) AS revision,
-           inboxd_now(%(now)s) AS accepted_at, coalesce(i.available_at, inboxd_now(%(now)s)) AS available_at,
-           min(i.ord) OVER (PARTITION BY i.namespace, i.event_key) AS first_ord
-    FROM json_to_recordset(%(events)s::json)
-         AS i(pos int, ord int, namespace text, event_key text, event_type text, metadata jsonb,
-              message_id text, ordering_key text, revision bigint, available_at timestamptz,
-              content_type text, json boolean)
-    JOIN unnest(%(payloads)b::bytea[]) WITH ORDINALITY AS p(payload, pos) ON p.pos = i.pos
+    -- first_pos: which copy of its key wins the insert (the first in request order).
+    -- A field left at its default has no extras: NULL here.
+    SELECT p.pos, p.namespace, p.event_key, p.event_type, p.payload,
+           coalesce(x.content_type, 'application/json') AS content_type, coalesce(x.json, true) AS is_json,
+           coalesce(x.metadata, '{}') AS metadata, coalesce(x.message_id, '') AS message_id,
+           coalesce(x.ordering_key, '') AS ordering_key, coalesce(x.revision, 0) AS revision,
+           inboxd_now(%(now)s) AS accepted_at, coalesce(x.available_at, inboxd_now(%(now)s)) AS available_at,
+           min(p.pos) OVER (PARTITION BY p.namespace, p.event_key) AS first_pos
+    FROM unnest(%(namespaces)s::text[], %(event_keys)s::text[], %(event_types)s::text[], %(payloads)s::bytea[])
+         WITH ORDINALITY AS p(namespace, event_key, event_type, payload, pos)
+    LEFT JOIN json_to_recordset(%(extras)s::json)
+         AS x(pos bigint, metadata jsonb, message_id text, ordering_key text, revision bigint,
+              available_at timestamptz, content_type text, json boolean) ON x.pos = p.pos
 ), inserted AS (
     INSERT INTO inbox_events AS e
         (namespace, event_key, event_type, raw_payload, content_type, metadata, message_id, ordering_key,
@@ -53,7 +55,7 @@ WITH incoming AS (
            i.message_id, i.ordering_key, i.revision, 'pending', i.accepted_at,
            i.available_at, i.available_at, i.accepted_at
     FROM incoming AS i
-    ORDER BY i.namespace, i.event_key, i.ord
+    ORDER BY i.namespace, i.event_key, i.pos
     ON CONFLICT (namespace, event_key) DO NOTHING
     RETURNING e.namespace, e.event_key, e.event_type, e.raw_payload, e.content_type, e.state, e.accepted_at
 ), judged AS (
@@ -63,9 +65,9 @@ WITH incoming AS (
     -- bytes; the content type never counts). A payload dropped by retention
     -- cannot be compared; the key was already processed, so the copy counts
     -- as a duplicate.
-    SELECT i.ord, i.namespace, i.event_key, i.event_type, i.payload, i.content_type, i.metadata,
+    SELECT i.pos, i.namespace, i.event_key, i.event_type, i.payload, i.content_type, i.metadata,
            CASE
-               WHEN w.event_key IS NOT NULL AND i.ord = i.first_ord THEN 'accepted'
+               WHEN w.event_key IS NOT NULL AND i.pos = i.first_pos THEN 'accepted'
                WHEN w.event_key IS NOT NULL THEN
                    CASE WHEN w.event_type = i.event_type
                              AND inboxd_same_payload(w.raw_payload, NULL, w.content_type, i.payload, i.is_json)
@@ -81,7 +83,7 @@ WITH incoming AS (
     FROM incoming AS i
     LEFT JOIN inserted AS w ON w.namespace = i.namespace AND w.event_key = i.event_key
     -- A probe of the primary key per repeat, under any plan: as a plain join,
-    -- a generic plan (json_to_recordset is always estimated at 100 rows) chose
+    -- a generic plan (a set-returning function is estimated at 100 rows) chose
     -- a hash join over a sequential scan of inbox_events, which grew with the
     -- table until autoanalyze replanned it. LIMIT keeps the subquery a loop.
     LEFT JOIN LATERAL (
@@ -94,10 +96,10 @@ WITH incoming AS (
     -- Each conflicting copy's number among its key's copies: those kept before,
     -- then this group's in request order. Conflicts are rare, so the count runs
     -- for few rows, and stays short: at most 20 rows are kept per key.
-    SELECT j.ord, j.namespace, j.event_key, j.event_type, j.payload, j.content_type, j.metadata,
+    SELECT j.pos, j.namespace, j.event_key, j.event_type, j.payload, j.content_type, j.metadata,
            sha256(j.payload) AS payload_sha256, octet_length(j.payload) AS payload_bytes,
            (SELECT count(*) FROM inbox_conflicts AS c WHERE c.namespace = j.namespace AND c.event_key = j.event_key)
-           + row_number() OVER (PARTITION BY j.namespace, j.event_key ORDER BY j.ord) AS copy_number
+           + row_number() OVER (PARTITION BY j.namespace, j.event_key ORDER BY j.pos) AS copy_number
     FROM judged AS j
     WHERE j.outcome = 'conflict'
 ), kept AS (
@@ -109,13 +111,13 @@ WITH incoming AS (
            c.payload_sha256, c.payload_bytes
     FROM copies AS c
     WHERE c.copy_number <= 20
-    ORDER BY c.ord
+    ORDER BY c.pos
 ), counted AS (
     -- The rest are counted, with the digest of the last.
     INSERT INTO inbox_conflict_overflow AS o
         (namespace, event_key, copies, first_received_at, last_received_at, last_payload_sha256)
     SELECT c.namespace, c.event_key, count(*), inboxd_now(%(now)s), inboxd_now(%(now)s),
-           (array_agg(c.payload_sha256 ORDER BY c.ord DESC))[1]
+           (array_agg(c.payload_sha256 ORDER BY c.pos DESC))[1]
     FROM copies AS c
     WHERE c.copy_number > 20
     GROUP BY c.namespace, c.event_key
@@ -134,8 +136,14 @@ WITH incoming AS (
     WHERE EXISTS (SELECT 1 FROM judged AS d WHERE d.outcome = 'duplicate')
       AND NOT EXISTS (SELECT 1 FROM judged AS w WHERE w.outcome IN ('accepted', 'conflict'))
 )
--- Joined, so that the volatile message is evaluated (once) and not left out.
-SELECT ord, outcome, state, accepted_at FROM judged LEFT JOIN durable ON true
+-- One row per event that is not ACCEPTED, and one row (pos NULL) for all those
+-- that are: they share their state and acceptance time, so a group of new
+-- events answers one row, not one per event, for the server to read.
+-- Joined, so that the volatile message is evaluated (once) and not left out:
+-- it is due only with duplicates, whose rows are read.
+SELECT pos, outcome, state, accepted_at FROM judged LEFT JOIN durable ON true WHERE outcome <> 'accepted'
+UNION ALL
+(SELECT NULL, 'accepted', state, accepted_at FROM inserted LIMIT 1)
 
 -- name: event_payload_probe
 -- Whether jsonb takes this JSON payload: the diagnosis after a group failed
