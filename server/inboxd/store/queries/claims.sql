@@ -8,23 +8,16 @@
 
 -- name: event_claim
 -- Leases up to max_events due events: PENDING ones whose available_at has
--- come and PROCESSING ones whose lease expired (the old claim dies). Oldest
--- due first; SKIP LOCKED lets concurrent claimers pass each other. Due events
--- with no attempts left are dead-lettered instead of handed out. One
--- statement, so one round trip on an autocommit connection: the claimed
--- events' action ledgers come back with them.
---
--- Each shape of Claim has an access path whose cost does not depend on other
--- namespaces' rows, under a custom or a generic plan alike (the untaken
--- branches are one-time filters on the parameters):
---   named namespaces: per namespace, a range of inbox_events_namespace_due;
---   no namespace, granted patterns: a skip scan from each pattern's literal
---     prefix lists the namespaces under it that have open rows (one index
---     descent each, whatever their backlog), the patterns keep the granted
---     ones, then per namespace as above;
---   every namespace: inbox_events_due, oldest first (its predicate names the
---     open states, which only this branch states, so the per-namespace scans
---     cannot take it and walk other namespaces' rows in due order).
+-- come and PROCESSING ones whose lease expired (the old claim dies). The
+-- namespaces are taken in turn (inboxd_claim_turn, migration 0024: a walk
+-- round the ring of namespaces with open rows from where the filter's last
+-- turn ended, one index descent per namespace whatever its backlog, the
+-- flow-control rules deciding each namespace's cap), oldest due first within
+-- each; SKIP LOCKED lets concurrent claimers pass each other. Due events with
+-- no attempts left are dead-lettered instead of handed out. One statement,
+-- so one round trip on an autocommit connection: the claimed events' action
+-- ledgers come back with them. Per namespace of the turn, its events are a
+-- range of inbox_events_namespace_due, under a custom or a generic plan alike.
 -- The cut-off is inboxd_now(%(now)s) in each WHERE, not a column of a CTE:
 -- an index condition, not a join filter, so with many delayed events and
 -- nothing due a Claim reads no rows.
@@ -52,128 +45,13 @@
 -- counts its payload, metadata and last_error as sent, and 4 KiB for the
 -- rest of its ClaimedEvent (six identity fields of at most 512 bytes, tokens,
 -- timestamps, framing). A Claim of one event measures nothing.
-WITH RECURSIVE ring AS (
-    -- Per prefix, the namespaces with open rows in byte order, starting after
-    -- the cursor (%(after)s, where this process's last turn for the same
-    -- filter ended) and wrapping round to the prefix's first namespace, up to
-    -- the cursor: one index descent a step, at most turn_limit steps. The
-    -- first of the UNION ALL that passes its filter is taken (LIMIT 1), so
-    -- the wrap is looked for only at the end of the range.
-    SELECT p.prefix, first.wrapped, 1 AS depth, first.namespace
-    FROM unnest(%(prefixes)s::text[]) AS p(prefix) CROSS JOIN LATERAL (
-        SELECT s.namespace, s.wrapped FROM (
-            (SELECT e.namespace, false AS wrapped FROM inbox_events AS e
-             WHERE e.due_at IS NOT NULL AND e.namespace COLLATE "C" >= p.prefix
-               AND e.namespace COLLATE "C" > %(after)s
-             ORDER BY e.namespace COLLATE "C" LIMIT 1)
-            UNION ALL
-            (SELECT e.namespace, true FROM inbox_events AS e
-             WHERE e.due_at IS NOT NULL AND e.namespace COLLATE "C" >= p.prefix
-             ORDER BY e.namespace COLLATE "C" LIMIT 1)
-        ) AS s
-        WHERE starts_with(s.namespace, p.prefix) AND (NOT s.wrapped OR s.namespace COLLATE "C" <= %(after)s)
-        LIMIT 1
-    ) AS first
-    UNION ALL
-    SELECT r.prefix, step.wrapped, r.depth + 1, step.namespace
-    FROM ring AS r CROSS JOIN LATERAL (
-        SELECT s.namespace, s.wrapped FROM (
-            (SELECT e.namespace, r.wrapped AS wrapped FROM inbox_events AS e
-             WHERE e.due_at IS NOT NULL AND e.namespace COLLATE "C" > r.namespace
-             ORDER BY e.namespace COLLATE "C" LIMIT 1)
-            UNION ALL
-            (SELECT e.namespace, true FROM inbox_events AS e
-             WHERE NOT r.wrapped AND e.due_at IS NOT NULL AND e.namespace COLLATE "C" >= r.prefix
-             ORDER BY e.namespace COLLATE "C" LIMIT 1)
-        ) AS s
-        WHERE starts_with(s.namespace, r.prefix) AND (NOT s.wrapped OR s.namespace COLLATE "C" <= %(after)s)
-        LIMIT 1
-    ) AS step
-    WHERE r.depth < %(turn_limit)s
-), examined AS (
-    -- The namespaces this Claim may take from, in ring order: the named ones
-    -- (after the cursor first) and those the walks found that the patterns keep.
-    SELECT x.namespace, row_number() OVER (ORDER BY x.wrapped, x.namespace COLLATE "C") AS position
-    FROM (
-        SELECT n.namespace, n.namespace COLLATE "C" <= %(after)s AS wrapped
-        FROM unnest(%(namespaces)s::text[]) AS n(namespace)
-        UNION
-        SELECT r.namespace, r.wrapped FROM ring AS r
-        WHERE cardinality(%(namespace_patterns)s::text[]) = 0 OR r.namespace LIKE ANY(%(namespace_patterns)s::text[])
-    ) AS x
-), contenders AS MATERIALIZED (
-    -- The examined namespaces that have a due event for this Claim and are
-    -- not paused, each with the flow-control rule that governs it
-    -- (inboxd_flow_rule, migration 0021), and whether it has room: one at its
-    -- max_in_flight, or whose bucket is empty (judged in this snapshot;
-    -- `shares` and `paced` decide under their locks), takes no place in the
-    -- turn, so it cannot crowd out one with room. A Claim of one named
-    -- namespace skips the probe: its look below reads the same rows.
-    SELECT x.namespace, x.position, rule.pattern AS rule_pattern, coalesce(rule.weight, 1) AS weight,
-           rule.max_in_flight,
-           pace.rate,
-           -- The bucket holds a second's worth unless a burst is set; while a
-           -- resume ramps up, never more than a second's worth of the rate so far.
-           CASE WHEN pace.ramping THEN least(coalesce(rule.burst, 2147483647), greatest(1, ceil(pace.rate)))
-                ELSE coalesce(rule.burst, greatest(1, ceil(pace.rate))) END AS burst,
-           (rule.max_in_flight IS NULL
-            OR (SELECT count(*) FROM (SELECT FROM inbox_events AS e
-                                      WHERE e.namespace COLLATE "C" = x.namespace AND e.state = 'processing'
-                                      LIMIT rule.max_in_flight) AS held) < rule.max_in_flight) AS below_limit,
-           coalesce(bucket.tokens >= 1, true) AS has_tokens,
-           CASE WHEN bucket.tokens < 1
-                THEN inboxd_now(%(now)s) + make_interval(secs => (1 - bucket.tokens) / pace.rate) END AS token_due_at
-    FROM examined AS x
-    LEFT JOIN LATERAL inboxd_flow_rule(x.namespace) AS rule ON true
-    -- A resume's ramp: from 1%% of ramp_rate at resumed_at to all of it at its end.
-    CROSS JOIN LATERAL (
-        SELECT ramp.ramping,
-               CASE WHEN ramp.ramping
-                    THEN rule.ramp_rate * greatest(0.01, extract(epoch FROM inboxd_now(%(now)s) - rule.resumed_at)
-                                                         / extract(epoch FROM rule.ramp))
-                    ELSE rule.rate END AS rate
-        FROM (SELECT coalesce(inboxd_now(%(now)s) < rule.resumed_at + rule.ramp, false) AS ramping) AS ramp
-    ) AS pace
-    -- The tokens a rate's bucket holds now (none read without a rate; a namespace without a bucket yet has its burst).
-    LEFT JOIN LATERAL (
-        SELECT b.tokens + pace.rate * greatest(0, extract(epoch FROM inboxd_now(%(now)s) - b.refilled_at)::double precision)
-                   AS tokens
-        FROM inbox_flow_buckets AS b
-        WHERE pace.rate IS NOT NULL AND b.namespace = x.namespace
-    ) AS bucket ON true
-    WHERE NOT coalesce(rule.paused, false)
-      AND (cardinality(%(namespaces)s::text[]) = 1 AND cardinality(%(prefixes)s::text[]) = 0
-           -- The oldest due event, not EXISTS: ordered as inbox_events_namespace_due
-           -- is, so that no plan answers it by a sequential scan that stops at a
-           -- first match it guesses is near.
-           OR (SELECT e.due_at FROM inbox_events AS e
-               WHERE e.namespace COLLATE "C" = x.namespace AND e.due_at <= inboxd_now(%(now)s)
-                 AND (cardinality(%(event_types)s::text[]) = 0 OR e.event_type = ANY(%(event_types)s::text[]))
-               ORDER BY e.due_at LIMIT 1) IS NOT NULL)
-), turn AS MATERIALIZED (
-    -- This turn: up to max_events of them with room, in ring order.
-    SELECT c.* FROM contenders AS c WHERE c.below_limit AND c.has_tokens ORDER BY c.position LIMIT %(max_events)s
-), shares AS MATERIALIZED (
-    -- Each namespace's share of the turn, by weight; then what max_in_flight
-    -- leaves of it (inboxd_flow_slots: a fresh count under the namespace's
-    -- lock), only where a limit is set.
-    SELECT t.*, share.events AS share,
-           CASE WHEN t.max_in_flight IS NULL THEN share.events
-                ELSE least(share.events, inboxd_flow_slots(t.namespace, t.max_in_flight)) END AS allowed
-    FROM turn AS t
-    CROSS JOIN LATERAL (SELECT ceil(%(max_events)s * t.weight::numeric
-                                    / (SELECT sum(w.weight) FROM turn AS w))::integer AS events) AS share
-), paced AS MATERIALIZED (
-    -- And what a rate leaves: tokens taken from the namespace's bucket (in a
-    -- CASE, so that a namespace without a rate never calls the function;
-    -- materialized, so that it runs once however its fields are read).
-    SELECT s.*, CASE WHEN s.rate IS NOT NULL AND s.allowed > 0
-                     THEN inboxd_flow_take_tokens(s.namespace, s.rate, s.burst, s.allowed, inboxd_now(%(now)s))
-                END AS bucket
-    FROM shares AS s
-), flow AS MATERIALIZED (
-    SELECT p.*, coalesce((p.bucket).taken, p.allowed) AS cap, (p.bucket).next_token_at
-    FROM paced AS p
+WITH flow AS MATERIALIZED (
+    -- The turn: which namespaces, in which order, how many events each may
+    -- give under its flow-control rules (migration 0024; store/claims.py
+    -- passes the walk's prefixes and where this filter's last turn ended).
+    SELECT t.* FROM inboxd_claim_turn(%(namespaces)s::text[], %(namespace_patterns)s::text[], %(prefixes)s::text[],
+                                      %(after)s, %(turn_limit)s, %(max_events)s, %(event_types)s::text[],
+                                      inboxd_now(%(now)s)) AS t
 ), due AS (
     -- The turn's events: each namespace's oldest due ones up to its cap,
     -- taken in turn (one round of the weights, then the next), oldest first
@@ -346,31 +224,20 @@ FROM (SELECT (SELECT count(*) FILTER (WHERE finished.ignored) FROM finished) AS 
              (SELECT coalesce(array_agg(finished.namespace) FILTER (WHERE NOT finished.ignored), '{}')
               FROM finished) AS dead_lettered_in,
              (SELECT count(*) FROM ended_claims) AS leases_expired,
-             (SELECT x.namespace FROM examined AS x ORDER BY x.position DESC LIMIT 1) AS turn_end,
-             EXISTS (SELECT FROM ring AS r WHERE r.depth >= %(turn_limit)s) AS turn_cut,
-             throttled.rules AS throttled_rules, throttled.namespaces AS throttled_namespaces,
-             throttled.reasons AS throttled_by,
-             least((SELECT min(f.next_token_at) FROM flow AS f),
-                   (SELECT min(c.token_due_at) FROM contenders AS c)) AS next_token_at,
+             (SELECT max(f.last_examined) FROM flow AS f) AS turn_end,
+             (SELECT coalesce(bool_or(f.turn_cut), false) FROM flow AS f) AS turn_cut,
+             (SELECT coalesce(array_agg(f.rule_pattern ORDER BY f.position), '{}') FROM flow AS f
+              WHERE f.held_back IS NOT NULL) AS throttled_rules,
+             (SELECT coalesce(array_agg(f.namespace ORDER BY f.position), '{}') FROM flow AS f
+              WHERE f.held_back IS NOT NULL) AS throttled_namespaces,
+             (SELECT coalesce(array_agg(f.held_back ORDER BY f.position), '{}') FROM flow AS f
+              WHERE f.held_back IS NOT NULL) AS throttled_by,
+             (SELECT min(f.next_token_at) FROM flow AS f) AS next_token_at,
              (SELECT coalesce(sum(inboxd_flow_give_back(f.namespace, f.cap - used.events)), 0)
               FROM flow AS f
               CROSS JOIN LATERAL (SELECT count(*)::integer AS events FROM claimed AS c
                                   WHERE c.namespace = f.namespace) AS used
-              WHERE f.rate IS NOT NULL AND f.cap > used.events) AS tokens_given_back
-      FROM (
-          -- What flow control held back: namespaces left out of the turn for want of room, and
-          -- those in it that got less than their share under their locks.
-          SELECT coalesce(array_agg(held.rule_pattern ORDER BY held.position), '{}') AS rules,
-                 coalesce(array_agg(held.namespace ORDER BY held.position), '{}') AS namespaces,
-                 coalesce(array_agg(held.reason ORDER BY held.position), '{}') AS reasons
-          FROM (SELECT c.rule_pattern, c.namespace, c.position,
-                       CASE WHEN NOT c.below_limit THEN 'max_in_flight' ELSE 'rate' END AS reason
-                FROM contenders AS c WHERE NOT (c.below_limit AND c.has_tokens)
-                UNION ALL
-                SELECT f.rule_pattern, f.namespace, f.position,
-                       CASE WHEN f.allowed < f.share THEN 'max_in_flight' ELSE 'rate' END
-                FROM flow AS f WHERE f.cap < f.share) AS held
-      ) AS throttled) AS counts
+              WHERE f.rate IS NOT NULL AND f.cap > used.events) AS tokens_given_back) AS counts
 LEFT JOIN claimed ON true
 LEFT JOIN LATERAL (
     SELECT jsonb_agg(jsonb_build_object(
