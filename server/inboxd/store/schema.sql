@@ -22,7 +22,7 @@ CREATE TYPE public.inboxd_flow_tokens AS (
 --
 
 CREATE FUNCTION public.inboxd_claim_turn(p_namespaces text[], p_patterns text[], p_prefixes text[], p_after text, p_turn_limit integer, p_max_events integer, p_event_types text[], p_now timestamp with time zone) RETURNS TABLE(namespace text, "position" bigint, weight integer, share integer, allowed integer, cap integer, rate double precision, rule_pattern text, next_token_at timestamp with time zone, held_back text, turn_cut boolean, last_examined text)
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql ROWS 20
     AS $$
 #variable_conflict use_column
 BEGIN
@@ -290,6 +290,17 @@ CREATE FUNCTION public.inboxd_flow_give_back(p_namespace text, p_tokens integer)
     AS $$
     UPDATE inbox_flow_buckets SET tokens = tokens + p_tokens WHERE namespace = p_namespace AND p_tokens > 0;
     SELECT p_tokens;
+$$;
+
+
+--
+-- Name: inboxd_flow_paused(text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.inboxd_flow_paused(p_namespace text) RETURNS boolean
+    LANGUAGE sql STABLE COST 1
+    AS $$
+    SELECT EXISTS (SELECT FROM inboxd_flow_rule(p_namespace) AS rule WHERE rule.paused)
 $$;
 
 

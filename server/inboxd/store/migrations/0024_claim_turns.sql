@@ -22,7 +22,10 @@ CREATE FUNCTION inboxd_claim_turn(
     rate double precision, rule_pattern text, next_token_at timestamptz, held_back text,
     turn_cut boolean, last_examined text
 )
-LANGUAGE plpgsql VOLATILE AS $$
+-- ROWS: a turn is at most max_events namespaces and those left out; the
+-- default estimate of 1,000 made the planner cost the claim statement's look
+-- per namespace a thousand times, over jit_above_cost.
+LANGUAGE plpgsql VOLATILE ROWS 20 AS $$
 #variable_conflict use_column
 BEGIN
     IF cardinality(p_prefixes) = 0 AND cardinality(p_namespaces) = 1
@@ -169,3 +172,12 @@ BEGIN
            NULL::text, EXISTS (SELECT FROM ring AS r WHERE r.depth >= p_turn_limit),
            (SELECT x.namespace FROM examined AS x ORDER BY x.position DESC LIMIT 1);
 END $$;
+
+-- Whether a flow-control rule pauses the namespace, for the wake-up poll
+-- (wakeups.sql): its waiters look in vain while it is. A SQL function whose
+-- body holds a sublink is never inlined, so the planner costs it as declared
+-- (COST 1) rather than as a subplan per row (see inboxd_next_of_key, 0008).
+CREATE FUNCTION inboxd_flow_paused(p_namespace text) RETURNS boolean
+LANGUAGE sql STABLE COST 1 AS $$
+    SELECT EXISTS (SELECT FROM inboxd_flow_rule(p_namespace) AS rule WHERE rule.paused)
+$$;

@@ -70,7 +70,7 @@ WITH RECURSIVE open_namespaces AS (
 -- counting them woke its waiters to look in vain, every interval.
 SELECT kinds.namespace, kinds.event_type, kinds.count
 FROM (SELECT found.namespace, found.event_type, count(*) FROM found GROUP BY found.namespace, found.event_type) AS kinds
-WHERE NOT EXISTS (SELECT FROM inboxd_flow_rule(kinds.namespace) AS rule WHERE rule.paused)
+WHERE NOT inboxd_flow_paused(kinds.namespace)
 
 -- name: event_next_of_keys
 -- Whom finished keyed events wake (completed or dead-lettered, they freed
