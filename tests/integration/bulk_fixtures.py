@@ -6,7 +6,6 @@ import asyncio
 import uuid
 from typing import Any
 
-from inboxd.background.bulk_runner import BulkRunner
 from inboxd.serving.server import RunningServer
 from inboxd.store.database import Database
 from inboxd_client.v1 import admin_pb2, inbox_pb2, types_pb2
@@ -82,6 +81,8 @@ async def get(admin: InboxAdminServiceStub, op_id: str) -> admin_pb2.BulkOperati
 
 async def carry(server: RunningServer, op_id: str, **runner: Any) -> None:
     """Carries the operation on to its end with a runner of the server's own (the test servers run none)."""
+    from inboxd.background.bulk_runner import BulkRunner
+
     assert server.ops is not None
     await BulkRunner(server.ops.operators, poll_seconds=0, **runner).carry(uuid.UUID(op_id))
 

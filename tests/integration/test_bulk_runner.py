@@ -9,7 +9,6 @@ from typing import Any
 
 import grpc
 
-from inboxd.background.bulk_runner import BulkRunner
 from inboxd.serving.server import RunningServer
 from inboxd.store.database import Database
 from inboxd_client.v1 import inbox_pb2
@@ -43,6 +42,8 @@ async def test_an_operation_at_a_rate_takes_its_time_and_its_events_come_due_at_
     registry = server.ops.metrics.registry
     changed_before = registry.get_sample_value("inboxd_bulk_events_changed_total", {"action": "replay"}) or 0.0
     started = await start(admin, ns, rate=RATE)
+    from inboxd.background.bulk_runner import BulkRunner
+
     runner = BulkRunner(server.ops.operators, metrics, poll_seconds=0)
     began = time.monotonic()
     carrying = asyncio.create_task(runner.carry(uuid.UUID(started.operation.id)))

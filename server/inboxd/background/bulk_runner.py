@@ -31,7 +31,7 @@ from collections.abc import Awaitable, Callable
 from inboxd.domain.bulk_operations import BulkOperation, pace_wait
 from inboxd.domain.errors import Unavailable
 from inboxd.observability.metrics import InstanceMetrics
-from inboxd.store.advisory import alone
+from inboxd.store.advisory import AsyncConnection, alone, still_alone
 from inboxd.usecases.admin import Operators
 
 log = logging.getLogger(__name__)
@@ -137,7 +137,7 @@ class BulkRunner:
                     if self.metrics is not None:
                         self.metrics.bulk_running.inc()
                     try:
-                        await self._chunks(op)
+                        await self._chunks(op, held)
                     finally:
                         if self.metrics is not None:
                             self.metrics.bulk_running.dec()
@@ -147,9 +147,11 @@ class BulkRunner:
                 await self._sleep(retry)
                 retry = min(retry * 2, RETRY_MOST_SECONDS)
 
-    async def _chunks(self, op: uuid.UUID) -> None:
+    async def _chunks(self, op: uuid.UUID, held: AsyncConnection) -> None:
         began, changed = self._monotonic(), 0
         while True:
+            # Only while this session holds the lock: once it is gone, another replica may carry the operation.
+            await still_alone(held, f"bulk operation {op}")
             try:
                 operation, chunk = await self.operators.run_bulk_chunk(op, largest=self.largest_chunk)
             except Unavailable:
