@@ -101,8 +101,12 @@ ORDER BY id
 -- operation). Rows another transaction holds are skipped, not waited for: an
 -- event being claimed or completed at that moment has moved on. With a rate,
 -- the chunk's events come due `spacing` apart, so they become claimable at the
--- operation's pace. Answers the chunk's size and last position, and one row
--- per replayed event (a single row of NULLs when none was).
+-- operation's pace. Each match is locked by its key in a subquery of its
+-- own (a locking subquery is never flattened into a join, so the planner
+-- cannot trade the chunk's key probes for a scan of the table), and written
+-- by its tuple id: the lock keeps it where it is until the commit. Answers the chunk's size and
+-- last position, and one row per replayed event (a single row of NULLs when
+-- none was).
 WITH batch AS (
     SELECT m.position, m.namespace, m.event_key
     FROM inbox_bulk_matches AS m
@@ -110,13 +114,16 @@ WITH batch AS (
     ORDER BY m.position
     LIMIT %(limit)s
 ), locked AS (
-    SELECT b.position, e.namespace, e.event_key, e.state, e.disposition, e.disposition_reason
+    SELECT b.position, l.*
     FROM batch AS b
-    JOIN inbox_events AS e ON e.namespace = b.namespace AND e.event_key = b.event_key
-    JOIN inbox_bulk_operations AS o ON o.id = %(operation)s
-    WHERE e.state IN ('completed', 'dead_lettered')
-      AND inboxd_bulk_filter_matches(e, o)
-    FOR UPDATE OF e SKIP LOCKED
+    CROSS JOIN LATERAL (
+        SELECT e.ctid AS tid, e.namespace, e.event_key, e.state, e.disposition, e.disposition_reason
+        FROM inbox_events AS e, inbox_bulk_operations AS o
+        WHERE e.namespace = b.namespace AND e.event_key = b.event_key AND o.id = %(operation)s
+          AND e.state IN ('completed', 'dead_lettered')
+          AND inboxd_bulk_filter_matches(e, o)
+        FOR UPDATE OF e SKIP LOCKED
+    ) AS l
 ), numbered AS (
     SELECT l.*, row_number() OVER (ORDER BY l.position) - 1 AS turn FROM locked AS l
 ), replayed AS (
@@ -126,7 +133,7 @@ WITH batch AS (
         available_at = inboxd_now(%(now)s) + n.turn * %(spacing)s::interval,
         due_at = inboxd_now(%(now)s) + n.turn * %(spacing)s::interval, updated_at = inboxd_now(%(now)s)
     FROM numbered AS n
-    WHERE e.namespace = n.namespace AND e.event_key = n.event_key
+    WHERE e.ctid = ANY (ARRAY(SELECT l.tid FROM locked AS l)) AND e.ctid = n.tid
       AND e.state IN ('completed', 'dead_lettered')
     RETURNING e.namespace, e.event_key, e.event_type, e.ordering_key, n.turn, n.state AS state_before,
               n.disposition, n.disposition_reason
@@ -157,20 +164,23 @@ WITH batch AS (
     ORDER BY m.position
     LIMIT %(limit)s
 ), locked AS (
-    SELECT b.position, e.namespace, e.event_key, e.state, e.attempt
+    SELECT b.position, l.*
     FROM batch AS b
-    JOIN inbox_events AS e ON e.namespace = b.namespace AND e.event_key = b.event_key
-    JOIN inbox_bulk_operations AS o ON o.id = %(operation)s
-    WHERE e.state IN ('pending', 'dead_lettered')
-      AND inboxd_bulk_filter_matches(e, o)
-    FOR UPDATE OF e SKIP LOCKED
+    CROSS JOIN LATERAL (
+        SELECT e.ctid AS tid, e.namespace, e.event_key, e.state, e.attempt
+        FROM inbox_events AS e, inbox_bulk_operations AS o
+        WHERE e.namespace = b.namespace AND e.event_key = b.event_key AND o.id = %(operation)s
+          AND e.state IN ('pending', 'dead_lettered')
+          AND inboxd_bulk_filter_matches(e, o)
+        FOR UPDATE OF e SKIP LOCKED
+    ) AS l
 ), ignored AS (
     UPDATE inbox_events AS e
     SET state = 'completed', completed_at = inboxd_now(%(now)s), disposition = 'ignored',
         disposition_reason = %(reason)s, due_at = NULL, claim_token = NULL, lease_expires_at = NULL,
         worker_id = NULL, updated_at = inboxd_now(%(now)s)
     FROM locked AS l
-    WHERE e.namespace = l.namespace AND e.event_key = l.event_key
+    WHERE e.ctid = ANY (ARRAY(SELECT l2.tid FROM locked AS l2)) AND e.ctid = l.tid
       AND e.state IN ('pending', 'dead_lettered')
     RETURNING e.namespace, e.event_key, e.event_type, e.ordering_key, l.state AS state_before, l.attempt
 ), audit AS (
