@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 import uuid
 from typing import Any
 
 import grpc
+import pytest
 
 from inboxd.serving.server import RunningServer
 from inboxd.store.database import Database
@@ -129,3 +131,48 @@ async def _ddl(db: Database, *statements: str) -> None:
             await conn.execute(statement)
 
     await db.run(run, transaction=False)
+
+
+async def test_a_carrier_that_loses_its_session_backs_off_takes_the_lock_again_and_changes_each_event_once(
+    server: RunningServer,
+    inbox: InboxServiceStub,
+    admin: InboxAdminServiceStub,
+    db: Database,
+    ns: str,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The database ends the session holding the operation's lock mid-run (as a restart or a failover would)."""
+    from inboxd.background.bulk_runner import BulkRunner, operation_lock
+
+    await dead_letters(inbox, ns, 20)
+    op_id = (await start(admin, ns, rate=20.0)).operation.id
+    assert server.ops is not None
+    carrying = asyncio.create_task(BulkRunner(server.ops.operators, poll_seconds=0).carry(uuid.UUID(op_id)))
+    lock = operation_lock(uuid.UUID(op_id)) & 0xFFFFFFFFFFFFFFFF
+
+    async def holder() -> int | None:
+        if (await get(admin, op_id)).done < 5:
+            return None
+
+        async def read(conn: Any) -> int | None:
+            cur = await conn.execute(
+                "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND classid = %s::oid AND objid = %s::oid"
+                " AND objsubid = 1 AND granted",
+                (lock >> 32, lock & 0xFFFFFFFF),
+            )
+            row = await cur.fetchone()
+            return None if row is None else int(row[0])
+
+        pid: int | None = await db.run(read)
+        return pid
+
+    pid = await poll(holder, within=10, interval=0.02)
+    with caplog.at_level(logging.WARNING, logger="inboxd.background.bulk_runner"):
+        await db.run(lambda conn: conn.execute("SELECT pg_terminate_backend(%s)", (pid,)))
+        await asyncio.wait_for(carrying, 30)
+    # It noticed before its next chunk, rather than run on beside whoever takes the lock next.
+    assert "lost the session holding its lock" in caplog.text
+    ended = await get(admin, op_id)
+    assert (ended.state, ended.done, ended.skipped) == (DONE, 20, 0)
+    audited = await audit_rows(db, op_id)
+    assert len(audited) == len(set(audited)) == 20
