@@ -11,8 +11,10 @@ RUNNING and carries it on from its committed cursor.
 
 Each chunk is one transaction (store/bulk_operations.py), so the pace is
 kept here, between chunks: with a rate, a chunk holds at most a quarter
-second's worth of events, and the next chunk waits until the events changed
-since the carrier began have taken `changed / rate` seconds. A database
+second's worth of events, and the next chunk begins no sooner than
+`changed / rate` seconds after the one before it began. A chunk that came
+late (a slow commit, a busy database) is not made up for by a burst: the
+rate is a ceiling over every stretch of the run, not an average. A database
 outage only delays an operation (the chunk rolled back whole; it is tried
 again, backing off); any other failure of a chunk will not be mended by
 retrying, and the operation ends FAILED with the error.
@@ -148,8 +150,8 @@ class BulkRunner:
                 retry = min(retry * 2, RETRY_MOST_SECONDS)
 
     async def _chunks(self, op: uuid.UUID, held: AsyncConnection) -> None:
-        began, changed = self._monotonic(), 0
         while True:
+            began = self._monotonic()
             # Only while this session holds the lock: once it is gone, another replica may carry the operation.
             await still_alone(held, f"bulk operation {op}")
             try:
@@ -164,8 +166,7 @@ class BulkRunner:
                 return
             if self.metrics is not None and chunk.changed:
                 self.metrics.bulk_changed.labels(operation.action.value).inc(chunk.changed)
-            changed += chunk.changed
-            wait = pace_wait(operation.rate, changed, self._monotonic() - began)
+            wait = pace_wait(operation.rate, chunk.changed, self._monotonic() - began)
             if wait > 0:
                 await self._sleep(wait)
 

@@ -195,7 +195,7 @@ def spacing(rate: float) -> timedelta:
 
 
 def pace_wait(rate: float, changed_since: int, seconds_since: float) -> float:
-    """Seconds to wait before the next chunk so that `changed_since` events took at least changed/rate."""
+    """Seconds to wait before the next chunk so that the last one's `changed_since` events took changed/rate."""
     if rate <= 0:
         return 0.0
     return max(0.0, changed_since / rate - seconds_since)
