@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 
 import grpc
+import psycopg
 import pytest
 
 from inboxd.serving.server import RunningServer
@@ -241,3 +242,19 @@ async def test_the_filter_must_lie_within_the_callers_grants_and_others_operatio
     assert f"tenant-a/{ns}/*" in patterns and all(p.startswith("tenant-a/") for p in patterns)
     everyone = await stub.ListBulkOperations(admin_pb2.ListBulkOperationsRequest(page_size=100), metadata=root)
     assert theirs.operation.id in {o.id for o in everyone.operations}
+
+
+async def test_a_ledger_write_holding_the_events_key_share_does_not_make_a_chunk_skip_it(
+    server: RunningServer, inbox: InboxServiceStub, admin: InboxAdminServiceStub, migrated_url: str, ns: str
+) -> None:
+    """A late outcome of an older claim locks the event FOR KEY SHARE; the chunk's lock does not conflict with it."""
+    keys = await dead_letters(inbox, ns, 3)
+    started = await start(admin, ns)
+    async with await psycopg.AsyncConnection.connect(migrated_url) as other:
+        await other.execute(
+            "SELECT 1 FROM inbox_events WHERE namespace = %s AND event_key = %s FOR KEY SHARE", (ns, keys[1])
+        )
+        await carry(server, started.operation.id)
+        await other.rollback()
+    ended = await get(admin, started.operation.id)
+    assert (ended.state, ended.done, ended.skipped) == (DONE, 3, 0)

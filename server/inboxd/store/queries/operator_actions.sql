@@ -99,7 +99,9 @@ ORDER BY id
 -- PENDING exactly as event_replay takes one (attempts reset, ledger kept,
 -- marked replayed, the disposition moved to the audit row, which names the
 -- operation). Rows another transaction holds are skipped, not waited for: an
--- event being claimed or completed at that moment has moved on. With a rate,
+-- event being claimed or completed at that moment has moved on. The lock is
+-- the one the UPDATE takes anyway (no key changes): a ledger write holding
+-- the event's key share (action_claim_lookup) does not make it skip. With a rate,
 -- the chunk's events come due `spacing` apart, so they become claimable at the
 -- operation's pace. Each match is locked by its key in a subquery of its
 -- own (a locking subquery is never flattened into a join, so the planner
@@ -122,7 +124,7 @@ WITH batch AS (
         WHERE e.namespace = b.namespace AND e.event_key = b.event_key AND o.id = %(operation)s
           AND e.state IN ('completed', 'dead_lettered')
           AND inboxd_bulk_filter_matches(e, o)
-        FOR UPDATE OF e SKIP LOCKED
+        FOR NO KEY UPDATE OF e SKIP LOCKED
     ) AS l
 ), numbered AS (
     SELECT l.*, row_number() OVER (ORDER BY l.position) - 1 AS turn FROM locked AS l
@@ -172,7 +174,7 @@ WITH batch AS (
         WHERE e.namespace = b.namespace AND e.event_key = b.event_key AND o.id = %(operation)s
           AND e.state IN ('pending', 'dead_lettered')
           AND inboxd_bulk_filter_matches(e, o)
-        FOR UPDATE OF e SKIP LOCKED
+        FOR NO KEY UPDATE OF e SKIP LOCKED
     ) AS l
 ), ignored AS (
     UPDATE inbox_events AS e
