@@ -85,11 +85,14 @@ async def db(migrated_url: str) -> AsyncIterator[Database]:
 # clock, whose leases can look long expired in real time: no test server runs
 # the lease rescuer unless its test is about it (tests/integration/test_rescuer.py).
 NO_RESCUER = timedelta(0)
+# Likewise no test server carries bulk operations on unless its test is about them
+# (tests/integration/test_bulk_*.py): a server on a hand-moved clock would set a replay's due times by it.
+NO_BULK_RUNNER = timedelta(0)
 
 
 @pytest.fixture(scope="session")
 def settings() -> Settings:
-    return Settings(listen="127.0.0.1:0", rescue_interval=NO_RESCUER)
+    return Settings(listen="127.0.0.1:0", rescue_interval=NO_RESCUER, bulk_poll=NO_BULK_RUNNER)
 
 
 @pytest.fixture(scope="session")
@@ -106,7 +109,9 @@ NO_FALLBACK = 3600.0
 @pytest.fixture(scope="module")
 async def quiet_server(db: Database) -> AsyncIterator[RunningServer]:
     """A server of the module's own, with no fallback poll."""
-    running = await start_server(Settings(listen="127.0.0.1:0", rescue_interval=NO_RESCUER), db)
+    running = await start_server(
+        Settings(listen="127.0.0.1:0", rescue_interval=NO_RESCUER, bulk_poll=NO_BULK_RUNNER), db
+    )
     running.inbox.fallback_poll_seconds = NO_FALLBACK
     yield running
     await running.stop(1.0)
@@ -157,6 +162,7 @@ CLOCKED_SETTINGS = Settings(
     # Tests that move the clock past an expiry and its grace (to complete on an
     # unreclaimed lease, say) must not race a background rescue.
     rescue_interval=NO_RESCUER,
+    bulk_poll=NO_BULK_RUNNER,
 )
 
 

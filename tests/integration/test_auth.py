@@ -130,12 +130,18 @@ RPCS: dict[str, tuple[str, Call]] = {
         admin_pb2.SetFlowControlRequest(pattern=ns, remove=True, reason="test"), metadata=md)),
     "GetFlowControl": ("admin", lambda c, ns, md: admin_pb2_grpc.InboxAdminServiceStub(c).GetFlowControl(
         admin_pb2.GetFlowControlRequest(namespace=ns), metadata=md)),
+    # A dry run: counted, stored ended, nothing left for a runner.
+    "StartBulkOperation": ("admin", lambda c, ns, md: admin_pb2_grpc.InboxAdminServiceStub(c).StartBulkOperation(
+        admin_pb2.StartBulkOperationRequest(
+            filter=admin_pb2.BulkFilter(namespace_pattern=ns), action=admin_pb2.BULK_ACTION_REPLAY, reason="test",
+            dry_run=True), metadata=md)),
 }  # fmt: skip
 
 
 NOT_FOUND = grpc.StatusCode.NOT_FOUND
 CORRECT_TOKEN_ANSWER = {
     **{rpc: grpc.StatusCode.OK for rpc in ("Accept", "AcceptBatch", "Claim", "ListEvents", "Stats", "GetFlowControl")},
+    "StartBulkOperation": grpc.StatusCode.OK,
     "SetFlowControl": NOT_FOUND,
     **{rpc: NOT_FOUND for rpc in ("RenewLease", "Complete", "Fail", "Release", "RecordActionOutcome")},
     **{rpc: NOT_FOUND for rpc in ("GetEvent", "Replay", "SettleAction", "EndClaim", "Discard")},

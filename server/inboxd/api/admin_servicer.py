@@ -7,6 +7,7 @@ from typing import Any
 import grpc
 
 from inboxd.api import admin_convert as convert
+from inboxd.api import bulk_convert as bulk
 from inboxd.api import flow_convert as flow
 from inboxd.api import operator_actions_convert as acts
 from inboxd.api.identity import current_caller, current_caller_name
@@ -86,3 +87,30 @@ class AdminServicer:
     ) -> admin_pb2.ListFlowControlsResponse:
         controls = await self.operators.list_flow_controls(caller=current_caller())
         return admin_pb2.ListFlowControlsResponse(controls=[flow.control_to_proto(c) for c in controls])
+
+    async def StartBulkOperation(
+        self, request: admin_pb2.StartBulkOperationRequest, context: Context
+    ) -> admin_pb2.StartBulkOperationResponse:
+        started = await self.operators.start_bulk_operation(bulk.bulk_request(request), caller=current_caller())
+        return bulk.start_response(started)
+
+    async def GetBulkOperation(
+        self, request: admin_pb2.GetBulkOperationRequest, context: Context
+    ) -> admin_pb2.GetBulkOperationResponse:
+        operation = await self.operators.get_bulk_operation(request.id, caller=current_caller())
+        return admin_pb2.GetBulkOperationResponse(operation=bulk.operation_to_proto(operation))
+
+    async def ListBulkOperations(
+        self, request: admin_pb2.ListBulkOperationsRequest, context: Context
+    ) -> admin_pb2.ListBulkOperationsResponse:
+        after, page_size = bulk.listing(request)
+        page = await self.operators.list_bulk_operations(after=after, page_size=page_size, caller=current_caller())
+        return bulk.list_response(page)
+
+    async def CancelBulkOperation(
+        self, request: admin_pb2.CancelBulkOperationRequest, context: Context
+    ) -> admin_pb2.CancelBulkOperationResponse:
+        operation = await self.operators.cancel_bulk_operation(
+            request.id, reason=request.reason, caller=current_caller()
+        )
+        return admin_pb2.CancelBulkOperationResponse(operation=bulk.operation_to_proto(operation))

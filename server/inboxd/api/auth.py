@@ -68,6 +68,11 @@ RULES: dict[str, tuple[Scope, NamespacesOf]] = {
     _ADMIN + "SetFlowControl": (Scope.ADMIN, _none),
     _ADMIN + "GetFlowControl": (Scope.ADMIN, _none),
     _ADMIN + "ListFlowControls": (Scope.ADMIN, _none),
+    # Likewise a bulk operation's filter pattern (usecases/bulk_operations.py), and the operations shown.
+    _ADMIN + "StartBulkOperation": (Scope.ADMIN, _none),
+    _ADMIN + "GetBulkOperation": (Scope.ADMIN, _none),
+    _ADMIN + "ListBulkOperations": (Scope.ADMIN, _none),
+    _ADMIN + "CancelBulkOperation": (Scope.ADMIN, _none),
 }
 
 

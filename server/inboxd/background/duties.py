@@ -4,8 +4,9 @@ Metrics and the transition log hear the inbox's transitions in every server
 process. Some duties run once per inboxd instance, however many server
 processes it has (`InstanceDuties`): a periodic task refreshes the health
 gauges from the Stats query, the retention loop forgets old COMPLETED
-events, and the /metrics endpoint (INBOXD_METRICS_LISTEN) serves it all. With
-one server process they run in it; under `--workers N` in the parent.
+events, the bulk runner carries bulk operations on, and the /metrics
+endpoint (INBOXD_METRICS_LISTEN) serves it all. With one server process
+they run in it; under `--workers N` in the parent.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
+from inboxd.background.bulk_runner import BulkRunner
 from inboxd.background.rescuer import rescuer_loop
 from inboxd.background.retention import retention_loop
 from inboxd.background.trends import ages_loop, tally_loop, write_tally
@@ -100,11 +102,14 @@ class InstanceDuties:
     # The /metrics port actually bound (INBOXD_METRICS_LISTEN may say :0); None without it.
     metrics_port: int | None = None
     stats: StatsRefresh = field(init=False)
+    # Carries bulk operations on, each on one replica at a time (background/bulk_runner.py).
+    bulk: BulkRunner = field(init=False)
     _endpoint: MetricsEndpoint | None = None
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.stats = StatsRefresh(self._read_health, self.metrics.stats)
+        self.bulk = BulkRunner(self.operators, self.metrics)
 
     async def _read_health(self) -> Sequence[NamespaceStats]:
         """The Stats snapshot for the health gauges; the flow gauges take theirs from it and the rules."""
@@ -120,6 +125,7 @@ class InstanceDuties:
             rescuer_loop(inbox),
             # The trends' ages and their window: one replica at a time, under its own lock.
             ages_loop(self.operators),
+            self.bulk.run_forever(),
         ]
         # Only /metrics reads the gauges. Their query scans the whole table (in parallel: every core of
         # a small machine) and delayed waiting Claims' wake-ups beside it; without readers it is waste.

@@ -118,6 +118,8 @@ class Settings:
     # PENDING, one pass per interval (0: off). Back within a minute by default.
     rescue_grace: timedelta = timedelta(seconds=30)
     rescue_interval: timedelta = timedelta(seconds=15)
+    # How often the bulk runner looks for RUNNING bulk operations to carry on (0: this instance carries none).
+    bulk_poll: timedelta = timedelta(seconds=1)
     # An event at or below its ordering key's applied revision: "ignore"
     # completes it IGNORED at claim time; "deliver" hands it out flagged stale.
     stale_revisions: StaleRevisions = StaleRevisions.IGNORE
@@ -192,6 +194,7 @@ _ENV: dict[str, tuple[str, object]] = {
     "INBOXD_TRUSTED_NETWORK": ("trusted_network", parse_flag),
     "INBOXD_RESCUE_GRACE": ("rescue_grace", parse_duration),
     "INBOXD_RESCUE_INTERVAL": ("rescue_interval", parse_duration),
+    "INBOXD_BULK_POLL": ("bulk_poll", parse_duration),
     "INBOXD_STALE_REVISIONS": ("stale_revisions", parse_stale_revisions),
     "INBOXD_METRICS_BEYOND_LOOPBACK": ("metrics_beyond_loopback", parse_flag),
     "INBOXD_METRICS_MAX_NAMESPACES": ("metrics_max_namespaces", int),

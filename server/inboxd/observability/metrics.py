@@ -320,6 +320,19 @@ class InstanceMetrics(InboxObserver):
         self.flow = FlowGauges()
         registry.register(self.flow)
         registry.register(BuildInfo())
+        # The bulk runner's (background/bulk_runner.py): one replica carries each operation.
+        self.bulk_running = Gauge(
+            "inboxd_bulk_operations_running",
+            "Bulk operations this instance is carrying on.",
+            registry=registry,
+            multiprocess_mode="livesum",
+        )
+        self.bulk_changed = Counter(
+            "inboxd_bulk_events_changed_total",
+            "Events bulk operations changed, by action.",
+            ["action"],
+            registry=registry,
+        )
 
     def retention_ran(self, counts: RetentionCounts) -> None:
         self.rows_deleted.inc(counts.rows_deleted)

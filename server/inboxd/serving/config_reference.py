@@ -47,6 +47,11 @@ MEANINGS: dict[str, tuple[str, str]] = {
     "INBOXD_ACCEPT_STREAM_WINDOW": ("", "unanswered items one `AcceptStream` may hold: the server stops reading the stream at this many until answers free room, so one stream holds at most this × `INBOXD_MAX_PAYLOAD_BYTES` (1 to 10000)"),
     "INBOXD_RESCUE_GRACE": ("", "the lease rescuer returns leases expired longer than this to PENDING"),
     "INBOXD_RESCUE_INTERVAL": ("", "how often the lease rescuer runs (one replica at a time); `0` turns it off"),
+    "INBOXD_BULK_POLL": (
+        "",
+        "how often this instance looks for bulk operations to carry on (an operation started on it is carried at"
+        " once; one replica carries each); `0`: this instance carries none",
+    ),
     "INBOXD_STALE_REVISIONS": ("", "an event at or below its ordering key's applied revision: `ignore` completes it IGNORED at claim time, with a reason; `deliver` hands it out with `stale` set"),
     "INBOXD_MAX_CONNECTIONS": ("", "gRPC connections held at once; lowered at start to the descriptor limit less the pool and 128 (a warning says so; [operations](operations.md#security))"),
     "INBOXD_MAX_STREAMS_PER_CONNECTION": ("", "calls one connection may have in flight (more wait in the client); keep it above `INBOXD_MAX_WAITING_CLAIMS_PER_CALLER`, or a worker's Completes wait behind its long-polls"),

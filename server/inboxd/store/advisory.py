@@ -1,4 +1,4 @@
-"""Passes that one replica at a time runs: the lease rescuer and retention.
+"""Work that one replica at a time runs: the lease rescuer, retention, and each bulk operation.
 
 A pass holds a session-level advisory lock on a connection of its own, so
 only one replica runs it at a time, and runs its batches there, each its own
@@ -41,3 +41,16 @@ async def alone(conninfo: str, lock: int, task: str) -> AsyncIterator[AsyncConne
                     await conn.execute(QUERIES["advisory_lock_release"], {"lock": lock})
     except psycopg.OperationalError as exc:
         raise Unavailable(f"{task}: database unavailable: {first_line(exc)}") from None
+
+
+async def still_alone(conn: AsyncConnection, task: str) -> None:
+    """Raises Unavailable, named after `task`, unless the session holding the lock still answers.
+
+    A session-level lock is held exactly as long as its session: once the
+    session is gone another replica may take the lock, so a holder checks
+    before each unit of work rather than carry on beside the new holder.
+    """
+    try:
+        await conn.execute(QUERIES["advisory_session_alive"])
+    except psycopg.OperationalError as exc:
+        raise Unavailable(f"{task}: lost the session holding its lock: {first_line(exc)}") from None

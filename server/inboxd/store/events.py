@@ -8,7 +8,8 @@ two to each other and the states to EventState. A line reads `FROM -> TO
 statement  who moves the event, and when`. (none) is before the first Accept of a key,
 (deleted) after retention: a later Accept of that key is a new event. The
 functions that run the statements are in claims.py, accepts.py, replays.py,
-rescue.py, streams.py, retention.py and operator_actions.py, one per transition.
+rescue.py, streams.py, retention.py, operator_actions.py and bulk_operations.py, one per
+transition.
 
     (none)        -> PENDING        event_accept_many       Accept, AcceptBatch: a new key, due at available_at
     PENDING       -> PROCESSING     event_claim             Claim, when due: attempt + 1, a new claim and fencing token
@@ -28,6 +29,10 @@ rescue.py, streams.py, retention.py and operator_actions.py, one per transition.
     PROCESSING    -> PENDING        event_end_claim         EndClaim (audited), the claim the operator saw: due now
     PENDING       -> COMPLETED      event_discard           Discard (audited), in the state the operator saw: IGNORED
     DEAD_LETTERED -> COMPLETED      event_discard           Discard, likewise
+    COMPLETED     -> PENDING        event_bulk_replay       a bulk REPLAY's chunk (audited, naming it): due at its pace
+    DEAD_LETTERED -> PENDING        event_bulk_replay       a bulk REPLAY's chunk, likewise
+    PENDING       -> COMPLETED      event_bulk_ignore       a bulk IGNORE's chunk (audited, naming it): IGNORED
+    DEAD_LETTERED -> COMPLETED      event_bulk_ignore       a bulk IGNORE's chunk, likewise
     PROCESSING    -> PROCESSING     event_stream_renew      a Work stream's heartbeat: every lease it holds, later
     PROCESSING    -> PENDING        event_stream_end        a Work stream ended holding it, attempts left: due at once
     PROCESSING    -> DEAD_LETTERED  event_stream_end        a Work stream ended holding it, no attempts left

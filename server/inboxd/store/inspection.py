@@ -57,7 +57,7 @@ async def read_event(
     replays = await conn.execute(QUERIES["event_replays"], key)
     history = await action_history(conn, namespace, event_key)
     return EventRecord(
-        summary=_summary(row[:9]),
+        summary=summary_from_row(row[:9]),
         payload=payload,
         content_type=content_type,
         metadata=dict(metadata or {}),
@@ -94,7 +94,7 @@ async def read_event(
     )
 
 
-def _summary(row: Sequence[Any]) -> EventSummary:
+def summary_from_row(row: Sequence[Any]) -> EventSummary:
     """A listing's row (with the worker and lease expiry) or the first nine columns of event_read's."""
     namespace, event_key, event_type, state, attempt, accepted_at, available_at, updated_at, last_error = row[:9]
     worker_id, lease_expires_at = row[9:11] if len(row) > 9 else ("", None)
@@ -147,7 +147,7 @@ async def list_events(
         cur = await conn.execute(QUERIES["event_list_everywhere"], params)
     else:
         cur = await conn.execute(QUERIES["event_list_in_namespace"], {**params, "namespace": namespace})
-    summaries = [_summary(row) for row in await cur.fetchall()]
+    summaries = [summary_from_row(row) for row in await cur.fetchall()]
     if len(summaries) <= page_size:
         return EventPage(summaries, None)
     last = summaries[page_size - 1]

@@ -17,6 +17,120 @@ CREATE TYPE public.inboxd_flow_tokens AS (
 );
 
 
+
+
+--
+-- Name: inbox_bulk_operations; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.inbox_bulk_operations (
+    id uuid NOT NULL,
+    namespace_pattern text NOT NULL,
+    like_pattern text NOT NULL,
+    event_types text[] NOT NULL,
+    states text[] NOT NULL,
+    accepted_from timestamp with time zone,
+    accepted_until timestamp with time zone,
+    error_contains text NOT NULL,
+    ordering_key text NOT NULL,
+    action text NOT NULL,
+    reason text NOT NULL,
+    rate double precision NOT NULL,
+    dry_run boolean NOT NULL,
+    state text NOT NULL,
+    matched bigint DEFAULT 0 NOT NULL,
+    done bigint DEFAULT 0 NOT NULL,
+    skipped bigint DEFAULT 0 NOT NULL,
+    cursor bigint DEFAULT 0 NOT NULL,
+    actor text NOT NULL,
+    started_at timestamp with time zone NOT NULL,
+    finished_at timestamp with time zone,
+    cancelled_by text DEFAULT ''::text NOT NULL,
+    cancel_reason text DEFAULT ''::text NOT NULL,
+    error text DEFAULT ''::text NOT NULL,
+    CONSTRAINT inbox_bulk_operations_action_known CHECK ((action = ANY (ARRAY['replay'::text, 'ignore'::text]))),
+    CONSTRAINT inbox_bulk_operations_counts_within_matches CHECK (((done >= 0) AND (skipped >= 0) AND ((done + skipped) <= matched))),
+    CONSTRAINT inbox_bulk_operations_dry_runs_end_at_once CHECK (((NOT dry_run) OR ((state = 'done'::text) AND (done = 0)))),
+    CONSTRAINT inbox_bulk_operations_finished_when_ended CHECK (((state = 'running'::text) = (finished_at IS NULL))),
+    CONSTRAINT inbox_bulk_operations_rate_bounded CHECK (((rate >= (0)::double precision) AND (rate <= (10000)::double precision))),
+    CONSTRAINT inbox_bulk_operations_state_known CHECK ((state = ANY (ARRAY['running'::text, 'done'::text, 'cancelled'::text, 'failed'::text])))
+);
+
+
+--
+-- Name: inbox_events; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.inbox_events (
+    namespace text NOT NULL,
+    event_key text NOT NULL,
+    event_type text NOT NULL,
+    payload jsonb,
+    metadata jsonb DEFAULT '{}'::jsonb NOT NULL,
+    message_id text DEFAULT ''::text NOT NULL,
+    ordering_key text DEFAULT ''::text NOT NULL,
+    revision bigint DEFAULT 0 NOT NULL,
+    state text DEFAULT 'pending'::text NOT NULL,
+    accepted_at timestamp with time zone NOT NULL,
+    available_at timestamp with time zone NOT NULL,
+    due_at timestamp with time zone,
+    updated_at timestamp with time zone NOT NULL,
+    attempt integer DEFAULT 0 NOT NULL,
+    claim_token text,
+    fencing_token bigint,
+    worker_id text,
+    lease_expires_at timestamp with time zone,
+    completed_at timestamp with time zone,
+    disposition text,
+    disposition_reason text,
+    last_error text,
+    replayed boolean DEFAULT false NOT NULL,
+    raw_payload bytea,
+    content_type text DEFAULT 'application/json'::text NOT NULL,
+    CONSTRAINT inbox_events_attempt_not_negative CHECK ((attempt >= 0)),
+    CONSTRAINT inbox_events_completed_has_disposition CHECK (((state = 'completed'::text) = ((completed_at IS NOT NULL) AND (disposition IS NOT NULL)))),
+    CONSTRAINT inbox_events_disposition_known CHECK (((disposition IS NULL) OR (disposition = ANY (ARRAY['applied'::text, 'ignored'::text])))),
+    CONSTRAINT inbox_events_due_while_open CHECK (((state = ANY (ARRAY['pending'::text, 'processing'::text])) = (due_at IS NOT NULL))),
+    CONSTRAINT inbox_events_ignored_has_reason CHECK (((disposition IS DISTINCT FROM 'ignored'::text) OR (COALESCE(disposition_reason, ''::text) <> ''::text))),
+    CONSTRAINT inbox_events_payload_kept_until_completed CHECK (((payload IS NOT NULL) OR (raw_payload IS NOT NULL) OR (state = 'completed'::text))),
+    CONSTRAINT inbox_events_pending_has_no_claim CHECK (((state <> 'pending'::text) OR ((claim_token IS NULL) AND (lease_expires_at IS NULL)))),
+    CONSTRAINT inbox_events_processing_has_claim CHECK (((state <> 'processing'::text) OR ((claim_token IS NOT NULL) AND (fencing_token IS NOT NULL) AND (lease_expires_at IS NOT NULL) AND (due_at = lease_expires_at)))),
+    CONSTRAINT inbox_events_state_known CHECK ((state = ANY (ARRAY['pending'::text, 'processing'::text, 'completed'::text, 'dead_lettered'::text])))
+);
+
+
+--
+-- Name: COLUMN inbox_events.payload; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.inbox_events.payload IS 'The payload of an event accepted before migration 0019, as jsonb; NULL for later events (raw_payload) and once retention dropped it. Read inboxd_payload(e) or inboxd_payload_json(e).';
+
+
+--
+-- Name: COLUMN inbox_events.raw_payload; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.inbox_events.raw_payload IS 'The payload exactly as accepted (migration 0019 on); NULL for earlier events and once retention dropped it.';
+
+
+--
+-- Name: inboxd_bulk_filter_matches(public.inbox_events, public.inbox_bulk_operations); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.inboxd_bulk_filter_matches(e public.inbox_events, o public.inbox_bulk_operations) RETURNS boolean
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT e.namespace LIKE o.like_pattern
+       AND e.state = ANY (o.states)
+       AND (cardinality(o.event_types) = 0 OR e.event_type = ANY (o.event_types))
+       AND (o.accepted_from IS NULL OR e.accepted_at >= o.accepted_from)
+       AND (o.accepted_until IS NULL OR e.accepted_at < o.accepted_until)
+       AND (o.error_contains = '' OR strpos(coalesce(e.last_error, ''), o.error_contains) > 0)
+       AND (o.ordering_key = '' OR e.ordering_key = o.ordering_key)
+       AND (o.action <> 'replay' OR e.payload IS NOT NULL OR e.raw_payload IS NOT NULL)
+$$;
+
+
 --
 -- Name: inboxd_claim_turn(text[], text[], text[], text, integer, integer, text[], timestamp with time zone); Type: FUNCTION; Schema: public; Owner: -
 --
@@ -304,8 +418,6 @@ CREATE FUNCTION public.inboxd_flow_paused(p_namespace text) RETURNS boolean
 $$;
 
 
-
-
 --
 -- Name: inbox_flow_rules; Type: TABLE; Schema: public; Owner: -
 --
@@ -549,62 +661,6 @@ $$;
 
 
 --
--- Name: inbox_events; Type: TABLE; Schema: public; Owner: -
---
-
-CREATE TABLE public.inbox_events (
-    namespace text NOT NULL,
-    event_key text NOT NULL,
-    event_type text NOT NULL,
-    payload jsonb,
-    metadata jsonb DEFAULT '{}'::jsonb NOT NULL,
-    message_id text DEFAULT ''::text NOT NULL,
-    ordering_key text DEFAULT ''::text NOT NULL,
-    revision bigint DEFAULT 0 NOT NULL,
-    state text DEFAULT 'pending'::text NOT NULL,
-    accepted_at timestamp with time zone NOT NULL,
-    available_at timestamp with time zone NOT NULL,
-    due_at timestamp with time zone,
-    updated_at timestamp with time zone NOT NULL,
-    attempt integer DEFAULT 0 NOT NULL,
-    claim_token text,
-    fencing_token bigint,
-    worker_id text,
-    lease_expires_at timestamp with time zone,
-    completed_at timestamp with time zone,
-    disposition text,
-    disposition_reason text,
-    last_error text,
-    replayed boolean DEFAULT false NOT NULL,
-    raw_payload bytea,
-    content_type text DEFAULT 'application/json'::text NOT NULL,
-    CONSTRAINT inbox_events_attempt_not_negative CHECK ((attempt >= 0)),
-    CONSTRAINT inbox_events_completed_has_disposition CHECK (((state = 'completed'::text) = ((completed_at IS NOT NULL) AND (disposition IS NOT NULL)))),
-    CONSTRAINT inbox_events_disposition_known CHECK (((disposition IS NULL) OR (disposition = ANY (ARRAY['applied'::text, 'ignored'::text])))),
-    CONSTRAINT inbox_events_due_while_open CHECK (((state = ANY (ARRAY['pending'::text, 'processing'::text])) = (due_at IS NOT NULL))),
-    CONSTRAINT inbox_events_ignored_has_reason CHECK (((disposition IS DISTINCT FROM 'ignored'::text) OR (COALESCE(disposition_reason, ''::text) <> ''::text))),
-    CONSTRAINT inbox_events_payload_kept_until_completed CHECK (((payload IS NOT NULL) OR (raw_payload IS NOT NULL) OR (state = 'completed'::text))),
-    CONSTRAINT inbox_events_pending_has_no_claim CHECK (((state <> 'pending'::text) OR ((claim_token IS NULL) AND (lease_expires_at IS NULL)))),
-    CONSTRAINT inbox_events_processing_has_claim CHECK (((state <> 'processing'::text) OR ((claim_token IS NOT NULL) AND (fencing_token IS NOT NULL) AND (lease_expires_at IS NOT NULL) AND (due_at = lease_expires_at)))),
-    CONSTRAINT inbox_events_state_known CHECK ((state = ANY (ARRAY['pending'::text, 'processing'::text, 'completed'::text, 'dead_lettered'::text])))
-);
-
-
---
--- Name: COLUMN inbox_events.payload; Type: COMMENT; Schema: public; Owner: -
---
-
-COMMENT ON COLUMN public.inbox_events.payload IS 'The payload of an event accepted before migration 0019, as jsonb; NULL for later events (raw_payload) and once retention dropped it. Read inboxd_payload(e) or inboxd_payload_json(e).';
-
-
---
--- Name: COLUMN inbox_events.raw_payload; Type: COMMENT; Schema: public; Owner: -
---
-
-COMMENT ON COLUMN public.inbox_events.raw_payload IS 'The payload exactly as accepted (migration 0019 on); NULL for earlier events and once retention dropped it.';
-
-
---
 -- Name: inboxd_payload(public.inbox_events); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -707,6 +763,18 @@ CREATE TABLE public.inbox_actions (
     created_at timestamp with time zone NOT NULL,
     updated_at timestamp with time zone NOT NULL,
     CONSTRAINT inbox_actions_state_known CHECK ((state = ANY (ARRAY['intended'::text, 'succeeded'::text, 'failed'::text, 'unknown'::text])))
+);
+
+
+--
+-- Name: inbox_bulk_matches; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.inbox_bulk_matches (
+    operation uuid NOT NULL,
+    "position" bigint NOT NULL,
+    namespace text NOT NULL,
+    event_key text NOT NULL
 );
 
 
@@ -825,6 +893,7 @@ CREATE TABLE public.inbox_operator_actions (
     before text NOT NULL,
     after text NOT NULL,
     acted_at timestamp with time zone NOT NULL,
+    bulk_operation uuid,
     CONSTRAINT inbox_operator_actions_kind_known CHECK ((kind = ANY (ARRAY['settle_action'::text, 'end_claim'::text, 'discard'::text])))
 );
 
@@ -887,7 +956,8 @@ CREATE TABLE public.inbox_replays (
     state_before text NOT NULL,
     replayed_at timestamp with time zone NOT NULL,
     disposition_before text,
-    disposition_reason_before text
+    disposition_reason_before text,
+    bulk_operation uuid
 );
 
 
@@ -962,6 +1032,22 @@ ALTER TABLE ONLY public.inbox_actions
 
 ALTER TABLE ONLY public.inbox_actions
     ADD CONSTRAINT inbox_actions_pkey PRIMARY KEY (namespace, event_key, action);
+
+
+--
+-- Name: inbox_bulk_matches inbox_bulk_matches_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.inbox_bulk_matches
+    ADD CONSTRAINT inbox_bulk_matches_pkey PRIMARY KEY (operation, "position");
+
+
+--
+-- Name: inbox_bulk_operations inbox_bulk_operations_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.inbox_bulk_operations
+    ADD CONSTRAINT inbox_bulk_operations_pkey PRIMARY KEY (id);
 
 
 --
@@ -1091,6 +1177,20 @@ CREATE INDEX inbox_actions_unresolved ON public.inbox_actions USING btree (names
 
 
 --
+-- Name: inbox_bulk_operations_listing; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX inbox_bulk_operations_listing ON public.inbox_bulk_operations USING btree (started_at DESC, id DESC);
+
+
+--
+-- Name: inbox_bulk_operations_running; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX inbox_bulk_operations_running ON public.inbox_bulk_operations USING btree (started_at) WHERE (state = 'running'::text);
+
+
+--
 -- Name: inbox_claims_event; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -1175,10 +1275,24 @@ CREATE INDEX inbox_flow_changes_pattern ON public.inbox_flow_changes USING btree
 
 
 --
+-- Name: inbox_operator_actions_bulk_operation; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX inbox_operator_actions_bulk_operation ON public.inbox_operator_actions USING btree (bulk_operation) WHERE (bulk_operation IS NOT NULL);
+
+
+--
 -- Name: inbox_operator_actions_event; Type: INDEX; Schema: public; Owner: -
 --
 
 CREATE INDEX inbox_operator_actions_event ON public.inbox_operator_actions USING btree (namespace, event_key);
+
+
+--
+-- Name: inbox_replays_bulk_operation; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX inbox_replays_bulk_operation ON public.inbox_replays USING btree (bulk_operation) WHERE (bulk_operation IS NOT NULL);
 
 
 --
@@ -1237,6 +1351,14 @@ ALTER TABLE ONLY public.inbox_action_history
 
 ALTER TABLE ONLY public.inbox_actions
     ADD CONSTRAINT inbox_actions_namespace_event_key_fkey FOREIGN KEY (namespace, event_key) REFERENCES public.inbox_events(namespace, event_key) ON DELETE CASCADE;
+
+
+--
+-- Name: inbox_bulk_matches inbox_bulk_matches_operation_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.inbox_bulk_matches
+    ADD CONSTRAINT inbox_bulk_matches_operation_fkey FOREIGN KEY (operation) REFERENCES public.inbox_bulk_operations(id) ON DELETE CASCADE;
 
 
 --

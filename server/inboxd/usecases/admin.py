@@ -1,7 +1,8 @@
 """The operators' use cases: inspect events, list them, replay them, read the inbox's health.
 
 Their other acts (settle an action, end a claim, discard an event) stand in
-operator_actions.py, and flow control's rules in flow_control.py: bases of Operators.
+operator_actions.py, flow control's rules in flow_control.py, and bulk operations in
+bulk_operations.py: bases of Operators.
 
 Like `inbox.py`, it takes validated domain values and writes no SQL. It
 shares the Inbox's database, clock and settings, and wakes the Inbox's
@@ -21,6 +22,7 @@ from inboxd.domain.vocabulary import ActionRecord, EventState
 from inboxd.observability.transition_observer import InboxObserver
 from inboxd.store import actions, inspection, replays, trends
 from inboxd.store.database import Connection
+from inboxd.usecases.bulk_operations import BulkOperations
 from inboxd.usecases.flow_control import FlowControls
 from inboxd.usecases.inbox import Inbox
 from inboxd.usecases.operator_actions import OperatorActs
@@ -29,7 +31,7 @@ ALL_STATES = tuple(EventState)
 
 
 @dataclass
-class Operators(OperatorActs, FlowControls):
+class Operators(OperatorActs, FlowControls, BulkOperations):
     inbox: Inbox
     observer: InboxObserver = field(default_factory=InboxObserver)
 

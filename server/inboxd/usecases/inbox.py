@@ -143,6 +143,10 @@ class Inbox(Claiming):
         if counts and self.signals is not None:
             self.signals.publish(counts)
 
+    def wake_when_due(self, delay: timedelta, namespace: str, event_type: str) -> None:
+        """Wakes for one event of this kind once `delay` has passed (a bulk replay's event at its turn)."""
+        self._later.after(delay, namespace, event_type)
+
     def wake_next_of_keys(self, finished: Sequence[tuple[str, str]]) -> None:
         """Wakes for the next events of the keys these (namespace, event_key) held, finished and committed."""
         self._freed.finished(finished)

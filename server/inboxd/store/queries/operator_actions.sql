@@ -92,3 +92,108 @@ SELECT kind, actor, reason, acted_at, subject, before, after
 FROM inbox_operator_actions
 WHERE namespace = %(namespace)s AND event_key = %(event_key)s
 ORDER BY id
+
+-- name: event_bulk_replay
+-- A bulk operation's REPLAY chunk: the next matches after the cursor whose
+-- event still matches the filter and is COMPLETED or DEAD_LETTERED go to
+-- PENDING exactly as event_replay takes one (attempts reset, ledger kept,
+-- marked replayed, the disposition moved to the audit row, which names the
+-- operation). Rows another transaction holds are skipped, not waited for: an
+-- event being claimed or completed at that moment has moved on. The lock is
+-- the one the UPDATE takes anyway (no key changes): a ledger write holding
+-- the event's key share (action_claim_lookup) does not make it skip. With a rate,
+-- the chunk's events come due `spacing` apart, so they become claimable at the
+-- operation's pace. Each match is locked by its key in a subquery of its
+-- own (a locking subquery is never flattened into a join, so the planner
+-- cannot trade the chunk's key probes for a scan of the table), and written
+-- by its tuple id: the lock keeps it where it is until the commit. Answers the chunk's size and
+-- last position, and one row per replayed event (a single row of NULLs when
+-- none was).
+WITH batch AS (
+    SELECT m.position, m.namespace, m.event_key
+    FROM inbox_bulk_matches AS m
+    WHERE m.operation = %(operation)s AND m.position > %(after)s
+    ORDER BY m.position
+    LIMIT %(limit)s
+), locked AS (
+    SELECT b.position, l.*
+    FROM batch AS b
+    CROSS JOIN LATERAL (
+        SELECT e.ctid AS tid, e.namespace, e.event_key, e.state, e.disposition, e.disposition_reason
+        FROM inbox_events AS e, inbox_bulk_operations AS o
+        WHERE e.namespace = b.namespace AND e.event_key = b.event_key AND o.id = %(operation)s
+          AND e.state IN ('completed', 'dead_lettered')
+          AND inboxd_bulk_filter_matches(e, o)
+        FOR NO KEY UPDATE OF e SKIP LOCKED
+    ) AS l
+), numbered AS (
+    SELECT l.*, row_number() OVER (ORDER BY l.position) - 1 AS turn FROM locked AS l
+), replayed AS (
+    UPDATE inbox_events AS e
+    SET state = 'pending', attempt = 0, claim_token = NULL, lease_expires_at = NULL, worker_id = NULL,
+        completed_at = NULL, disposition = NULL, disposition_reason = NULL, replayed = true,
+        available_at = inboxd_now(%(now)s) + n.turn * %(spacing)s::interval,
+        due_at = inboxd_now(%(now)s) + n.turn * %(spacing)s::interval, updated_at = inboxd_now(%(now)s)
+    FROM numbered AS n
+    WHERE e.ctid = ANY (ARRAY(SELECT l.tid FROM locked AS l)) AND e.ctid = n.tid
+      AND e.state IN ('completed', 'dead_lettered')
+    RETURNING e.namespace, e.event_key, e.event_type, e.ordering_key, n.turn, n.state AS state_before,
+              n.disposition, n.disposition_reason
+), audit AS (
+    INSERT INTO inbox_replays (namespace, event_key, actor, reason, state_before, disposition_before,
+                               disposition_reason_before, replayed_at, bulk_operation)
+    SELECT r.namespace, r.event_key, %(actor)s, %(reason)s, r.state_before, r.disposition, r.disposition_reason,
+           inboxd_now(%(now)s), %(operation)s
+    FROM replayed AS r
+)
+SELECT (SELECT count(*) FROM batch), (SELECT coalesce(max(b.position), %(after)s) FROM batch AS b),
+       r.namespace, r.event_key, r.event_type, r.turn * %(spacing)s::interval, r.ordering_key
+FROM (SELECT) AS one
+LEFT JOIN replayed AS r ON true
+
+-- name: event_bulk_ignore
+-- A bulk operation's IGNORE chunk: the next matches after the cursor whose
+-- event still matches the filter and is PENDING or DEAD_LETTERED are
+-- completed as IGNORED with the operation's reason, exactly as event_discard
+-- completes one, each with its audit row naming the operation (its `before`
+-- worded as domain.operator_actions.word_event words a PENDING or
+-- DEAD_LETTERED event). Rows another transaction holds (a Claim taking a
+-- PENDING event) are skipped, not waited for. Answers as event_bulk_replay.
+WITH batch AS (
+    SELECT m.position, m.namespace, m.event_key
+    FROM inbox_bulk_matches AS m
+    WHERE m.operation = %(operation)s AND m.position > %(after)s
+    ORDER BY m.position
+    LIMIT %(limit)s
+), locked AS (
+    SELECT b.position, l.*
+    FROM batch AS b
+    CROSS JOIN LATERAL (
+        SELECT e.ctid AS tid, e.namespace, e.event_key, e.state, e.attempt
+        FROM inbox_events AS e, inbox_bulk_operations AS o
+        WHERE e.namespace = b.namespace AND e.event_key = b.event_key AND o.id = %(operation)s
+          AND e.state IN ('pending', 'dead_lettered')
+          AND inboxd_bulk_filter_matches(e, o)
+        FOR NO KEY UPDATE OF e SKIP LOCKED
+    ) AS l
+), ignored AS (
+    UPDATE inbox_events AS e
+    SET state = 'completed', completed_at = inboxd_now(%(now)s), disposition = 'ignored',
+        disposition_reason = %(reason)s, due_at = NULL, claim_token = NULL, lease_expires_at = NULL,
+        worker_id = NULL, updated_at = inboxd_now(%(now)s)
+    FROM locked AS l
+    WHERE e.ctid = ANY (ARRAY(SELECT l2.tid FROM locked AS l2)) AND e.ctid = l.tid
+      AND e.state IN ('pending', 'dead_lettered')
+    RETURNING e.namespace, e.event_key, e.event_type, e.ordering_key, l.state AS state_before, l.attempt
+), audit AS (
+    INSERT INTO inbox_operator_actions (namespace, event_key, kind, actor, reason, before, after, acted_at,
+                                        bulk_operation)
+    SELECT i.namespace, i.event_key, 'discard', %(actor)s, %(reason)s,
+           upper(i.state_before) || ', attempt ' || i.attempt, 'COMPLETED, IGNORED', inboxd_now(%(now)s),
+           %(operation)s
+    FROM ignored AS i
+)
+SELECT (SELECT count(*) FROM batch), (SELECT coalesce(max(b.position), %(after)s) FROM batch AS b),
+       i.namespace, i.event_key, i.event_type, interval '0', i.ordering_key
+FROM (SELECT) AS one
+LEFT JOIN ignored AS i ON true
