@@ -1,4 +1,4 @@
-"""The operator's subcommands of `inboxd`: stats, events, show, replay, dead-letters (and operator_cli's, flow_cli's).
+"""The operator's subcommands of `inboxd`: stats, events, show, replay, dead-letters (others in their modules).
 
 They talk to a running server over gRPC (InboxAdminService), so they work
 against any replica, with the same tokens and TLS as every other client.
@@ -18,11 +18,11 @@ import grpc
 
 from inboxd.domain.payload_display import is_json_content_type
 from inboxd.serving import admin_output as out
-from inboxd.serving import flow_cli, operator_cli
+from inboxd.serving import bulk_cli, flow_cli, operator_cli
 from inboxd_client.plaintext import PlaintextTokenRefused, refuse_plaintext_token, trusted_network_from
 from inboxd_client.v1 import admin_pb2, admin_pb2_grpc, types_pb2
 
-COMMANDS = ("stats", "events", "show", "replay", "dead-letters", "flow", *operator_cli.COMMANDS)
+COMMANDS = ("stats", "events", "show", "replay", "dead-letters", "flow", "bulk", *operator_cli.COMMANDS)
 DEFAULT_TARGET = "127.0.0.1:50051"
 STATES = {
     "pending": types_pb2.EVENT_STATE_PENDING,
@@ -90,6 +90,7 @@ def add_admin_commands(commands: Any) -> None:
 
     operator_cli.add_operator_commands(commands, common)
     flow_cli.add_flow_commands(commands, common)
+    bulk_cli.add_bulk_commands(commands, common)
 
 
 def run_admin_command(args: argparse.Namespace) -> int:
@@ -243,5 +244,6 @@ _RUNNERS = {
     "show": _show,
     "replay": _replay,
     "flow": flow_cli.run_flow,
+    "bulk": bulk_cli.run_bulk,
     **operator_cli.RUNNERS,
 }

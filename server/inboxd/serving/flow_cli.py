@@ -35,7 +35,7 @@ def _count(text: str) -> int:
     return value
 
 
-def _span(text: str) -> timedelta:
+def span(text: str) -> timedelta:
     """A period as 90, 30s, 5m or 1h."""
     matched = _SPAN.fullmatch(text.strip())
     if matched is None:
@@ -67,7 +67,7 @@ def add_flow_commands(commands: Any, common: argparse.ArgumentParser) -> None:
 
     actions.add_parser("pause", parents=[common, change], help="accept as ever, hand out nothing")
     resume = actions.add_parser("resume", parents=[common, change], help="hand out again, at once or ramping up")
-    resume.add_argument("--ramp", type=_span, help="ramp the claim rate up from zero over this period (30s, 5m, 1h)")
+    resume.add_argument("--ramp", type=span, help="ramp the claim rate up from zero over this period (30s, 5m, 1h)")
     resume.add_argument("--ramp-rate", type=float, default=0.0, help="the rate the ramp climbs to (default: --rate's)")
 
     actions.add_parser("remove", parents=[common, change], help="remove the rule: the next most specific one governs")
