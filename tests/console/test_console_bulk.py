@@ -161,9 +161,35 @@ async def test_a_running_operation_is_followed_and_cancelled_from_its_page_with_
     assert status == 200, page
     op = await operation(rig, op_id)
     assert op.state == admin_pb2.BULK_OPERATION_STATE_CANCELLED and op.cancelled_by == "ops-oncall"
-    assert f"Cancelled: {op.done} events changed" in page and '<span data-field="state">CANCELLED</span>' in page
+    assert (
+        f"Cancelled: {op.done} event{'' if op.done == 1 else 's'} changed" in page
+        and '<span data-field="state">CANCELLED</span>' in page
+    )
     replayed = await states_of(rig, ns, keys)
     assert replayed.count(types_pb2.EVENT_STATE_PENDING) == op.done < len(keys)
+
+
+async def test_ignore_from_the_page_completes_the_matches_as_ignored_with_the_reason(rig: Rig) -> None:
+    ns = f"{rig.shop}/bulk-ignore"
+    for key in ("evt_spam_1", "evt_spam_2"):
+        await rig.accept(ns, key, event_type="mail.spam")
+    await rig.accept(ns, "evt_ham", event_type="mail.ham")
+    async with signed_in(rig, rig.tokens.operator) as (http, csrf):
+        form = form_of(ns, csrf, state="pending", event_types="mail.spam", action="ignore", reason="spam wave")
+        status, page = await post(http, rig, "/bulk/preview", {**form, "step": "confirm"})
+        assert status == 200 and "Ignore 2 events as fast as the chunks go (no rate)." in page, page
+        done = await ended(rig, await start_from_the_page(http, rig, form))
+    assert (done.state, done.done, done.action) == (
+        admin_pb2.BULK_OPERATION_STATE_DONE,
+        2,
+        admin_pb2.BULK_ACTION_IGNORE,
+    )
+    for key in ("evt_spam_1", "evt_spam_2"):
+        event = await rig.event(ns, key)
+        assert (event.summary.state, event.disposition, event.disposition_reason) == (
+            types_pb2.EVENT_STATE_COMPLETED, types_pb2.DISPOSITION_IGNORED, "spam wave"
+        )  # fmt: skip
+    assert await states_of(rig, ns, ["evt_ham"]) == [types_pb2.EVENT_STATE_PENDING]
 
 
 async def test_a_start_without_its_confirmation_csrf_or_reason_is_refused_and_starts_nothing(rig: Rig) -> None:

@@ -21,6 +21,7 @@ from inboxd.console.bulk_page import (
     BulkDraft,
     Preview,
     bulk_page,
+    cancel_words,
     operation_json,
     operation_page,
     operation_url,
@@ -29,7 +30,7 @@ from inboxd.console.bulk_page import (
 from inboxd.console.event_page import Notice
 from inboxd.console.form_fields import REFUSALS, decimal, instant, text, texts
 from inboxd.console.html import error_status, html_response, redirect
-from inboxd.domain.bulk_operations import DEFAULT_STATES, BulkAction, BulkFilter, BulkRequest, BulkState
+from inboxd.domain.bulk_operations import DEFAULT_STATES, BulkAction, BulkFilter, BulkRequest
 from inboxd.domain.errors import InboxError, InvalidArgument
 from inboxd.domain.vocabulary import EventState
 from inboxd.usecases.admin import Operators
@@ -158,10 +159,7 @@ class BulkForms:
         status = 200
         try:
             op = await self.operators.cancel_bulk_operation(op_id, reason=text(form, "reason"), caller=session.caller)
-            said = f"Cancelled: {op.done:,} events changed, {op.skipped:,} skipped; nothing more will be."
-            if op.state is BulkState.DONE:
-                said = f"It had finished before the cancel reached it: {op.done:,} events changed."
-            notice = Notice(said, refused=False)
+            notice = Notice(cancel_words(op), refused=False)
         except REFUSALS as exc:
             notice, status = Notice(f"Refused: {exc}", refused=True), error_status(exc)
             op = await self.operators.get_bulk_operation(op_id, caller=session.caller)

@@ -278,6 +278,16 @@ def _filter_words(op: BulkOperation) -> list[tuple[str, str]]:
     ]
 
 
+def cancel_words(op: BulkOperation) -> str:
+    """What a cancel did: stopped the operation, or found it ended already (it answers it as it stands)."""
+    counts = f"{_count(op.done, 'event')} changed, {op.skipped:,} skipped"
+    if op.state is BulkState.DONE:
+        return f"It had finished before the cancel reached it: {counts}."
+    if op.state is BulkState.FAILED:
+        return f"It had failed before the cancel reached it: {counts}."
+    return f"Cancelled: {counts}; nothing more will be."
+
+
 def cancel_form(op: BulkOperation, csrf: str) -> str:
     if op.state is not BulkState.RUNNING:
         return ""
