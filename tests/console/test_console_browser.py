@@ -284,7 +284,7 @@ async def test_pages_fit_a_phone_screen(rig: Rig, context: BrowserContext, width
     pages = (
         "/overview", "/events", "/events?state=processing", "/dead-letters", f"/event?namespace={ns}&key={key}",
         f"/unresolved?namespace={ns}", "/trends", f"/event?namespace={ns}&key=bin&payload=1",
-        f"/event?namespace={ns}&key=form&payload=1", "/flow",
+        f"/event?namespace={ns}&key=form&payload=1", "/flow", "/bulk",
     )  # fmt: skip
     for path in pages:
         await phone.goto(path)
@@ -304,9 +304,9 @@ async def test_the_keyboard_reaches_the_navigation_and_skips_to_the_content(rig:
     await rig.accept(f"{rig.shop}/keys", "evt_1")
     await sign_in(page, rig.tokens.operator)
     await expect(page).to_have_url("/overview")
-    navigation = await _tab_through(page, 8)
+    navigation = await _tab_through(page, 9)
     assert navigation == [
-        "#main", "/overview", "/overview", "/trends", "/events", "/dead-letters", "/flow", "Sign out"
+        "#main", "/overview", "/overview", "/trends", "/events", "/dead-letters", "/flow", "/bulk", "Sign out"
     ], navigation  # fmt: skip
     await page.goto("/overview")
     await page.keyboard.press("Tab")

@@ -14,7 +14,7 @@ from inboxd.console import Console
 from inboxd.console.sessions import IDLE_SECONDS, MAX_AGE_SECONDS
 from inboxd.serving.server import start_server
 from inboxd.store.database import Database
-from inboxd_client.v1 import types_pb2
+from inboxd_client.v1 import admin_pb2, admin_pb2_grpc, types_pb2
 from tests.conftest import NO_RESCUER
 from tests.console.rig import Rig, cookie_jar, http_sign_in, page_csrf, start_tls_console, write_tokens
 
@@ -136,6 +136,30 @@ async def test_a_session_ends_after_its_idle_timeout(clocked_console: tuple[Cons
             assert fragment.status == 401
         assert await _signed_in_as(http, base) is None
     assert len(console.sessions) == 0
+
+
+async def test_an_operation_pages_progress_poll_neither_ends_nor_extends_the_session(
+    clocked_console: tuple[Console, ManualClock], rig: Rig
+) -> None:
+    console, clock = clocked_console
+    base = f"http://127.0.0.1:{console.port}"
+    started = await admin_pb2_grpc.InboxAdminServiceStub(rig.channel).StartBulkOperation(
+        admin_pb2.StartBulkOperationRequest(
+            filter=admin_pb2.BulkFilter(namespace_pattern=f"{rig.shop}/polled"), action=admin_pb2.BULK_ACTION_REPLAY,
+            reason="a look", dry_run=True,
+        ),
+        metadata=[("authorization", f"Bearer {rig.tokens.root}")],
+    )  # fmt: skip
+    progress = f"{base}/bulk/operation.json?id={started.operation.id}"
+    async with aiohttp.ClientSession(cookie_jar=cookie_jar()) as http:
+        await http_sign_in(http, base, rig.tokens.operator)
+        clock.advance(IDLE_SECONDS - 60)
+        async with http.get(progress) as answer:
+            assert answer.status == 200 and (await answer.json())["state"] == "DONE"
+        clock.advance(60)
+        async with http.get(progress) as answer:
+            assert answer.status == 401  # the script says "Signed out", rather than following a redirect
+        assert await _signed_in_as(http, base) is None
 
 
 async def test_a_session_ends_at_its_absolute_expiry_however_busy(

@@ -19,6 +19,7 @@ from aiohttp import web
 from inboxd.config.settings import ConfigError, Settings
 from inboxd.config.tokens import Scope, TokenRegistry
 from inboxd.console import security
+from inboxd.console.bulk_forms import BulkForms
 from inboxd.console.flow_forms import FlowForms
 from inboxd.console.hosts import AllowedHosts
 from inboxd.console.html import error_status, html_response, redirect
@@ -42,6 +43,9 @@ _HEADERS = {
     "Referrer-Policy": "no-referrer",
 }
 _STATIC = {"console.css": "text/css", "console.js": "text/javascript"}
+# What a page's script fetches by itself: not the operator's activity (a forgotten tab still goes
+# idle), and a signed-out fetch answers 401 rather than the sign-in page.
+_POLLED = frozenset({"/overview/fragment", "/bulk/operation.json"})
 # Where a request keeps its session once looked up (the CSRF check, then the page).
 _SESSION_KEY = web.RequestKey("inboxd.console.session", Session)
 
@@ -81,6 +85,7 @@ class Console:
         self.views = Views(operators, self)
         self.acts = OperatorForms(operators, self)
         self.flow = FlowForms(operators, self)
+        self.bulk = BulkForms(operators, self)
         self.signin = SignIn(self)
         self.port: int | None = None
         self.hosts: AllowedHosts | None = None
@@ -114,6 +119,12 @@ class Console:
         app.router.add_post("/flow/resume", self.flow.resume)
         app.router.add_post("/flow/set", self.flow.set_rule)
         app.router.add_post("/flow/remove", self.flow.remove)
+        app.router.add_get("/bulk", self.bulk.page)
+        app.router.add_post("/bulk/preview", self.bulk.preview)
+        app.router.add_post("/bulk/start", self.bulk.start)
+        app.router.add_get("/bulk/operation", self.bulk.operation)
+        app.router.add_get("/bulk/operation.json", self.bulk.operation_json)
+        app.router.add_post("/bulk/cancel", self.bulk.cancel)
         app.router.add_get("/static/{name}", self._static_file)
         return app
 
@@ -151,8 +162,7 @@ class Console:
         if found is not None:
             return found
         session_id = request.cookies.get(self.session_cookie)
-        # The overview's own refresh is not the operator's activity: a forgotten tab still goes idle.
-        session = self.sessions.find(session_id, touch=request.path != "/overview/fragment")
+        session = self.sessions.find(session_id, touch=request.path not in _POLLED)
         if session is None:
             raise Unauthenticated("not signed in, or the session ended")
         if self.registry is not None:
@@ -183,7 +193,7 @@ class Console:
             exc.headers["Cache-Control"] = "no-store"
             raise
         except Unauthenticated as exc:
-            if (request.method == "GET" and request.path != "/overview/fragment") or request.path == "/signout":
+            if (request.method == "GET" and request.path not in _POLLED) or request.path == "/signout":
                 response = redirect("/signin")
             else:
                 response = html_response(error_page(401, f"{exc}: sign in again"), 401)

@@ -11,7 +11,6 @@ grants 403, no such rule 404, a ramp on a rule that is not paused 409.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
@@ -21,27 +20,18 @@ from aiohttp import web
 from inboxd.config.tokens import Caller
 from inboxd.console.event_page import Notice
 from inboxd.console.flow_page import Lookup, flow_page
+from inboxd.console.form_fields import REFUSALS as _REFUSALS
+from inboxd.console.form_fields import decimal as _decimal
+from inboxd.console.form_fields import text as _text
 from inboxd.console.html import error_status, html_response
 from inboxd.domain import validation
-from inboxd.domain.errors import InvalidArgument, NotFound, PermissionDenied, TransitionNotAllowed
+from inboxd.domain.errors import InvalidArgument
 from inboxd.domain.flow_rules import FlowChange, RuleChanged, in_words
 from inboxd.usecases.admin import Operators
 
 if TYPE_CHECKING:
-    from multidict import MultiDictProxy
-
     from inboxd.console.app import Console
-
-    # What aiohttp's request.post() answers.
-    FormData = MultiDictProxy[str | bytes | bytearray | web.FileField]
-
-# The refusals a page shows in words beside the rules; anything else is the console's error page.
-_REFUSALS = (InvalidArgument, PermissionDenied, NotFound, TransitionNotAllowed)
-
-
-def _text(form: FormData, name: str) -> str:
-    value = form.get(name)
-    return value.strip() if isinstance(value, str) else ""
+    from inboxd.console.form_fields import FormData
 
 
 def _count(form: FormData, name: str) -> int | None:
@@ -53,19 +43,6 @@ def _count(form: FormData, name: str) -> int | None:
         return int(text)
     except ValueError:
         raise InvalidArgument(name, f"{text!r} is not a whole number") from None
-
-
-def _decimal(form: FormData, name: str) -> float | None:
-    text = _text(form, name)
-    if not text:
-        return None
-    try:
-        value = float(text)
-    except ValueError:
-        raise InvalidArgument(name, f"{text!r} is not a number") from None
-    if not math.isfinite(value):
-        raise InvalidArgument(name, f"{text!r} is not a finite number")
-    return value
 
 
 def _ramp(form: FormData) -> timedelta | None:

@@ -96,6 +96,7 @@ _NAV = (
     ("/events", "Events"),
     ("/dead-letters", "Dead letters"),
     ("/flow", "Flow control"),
+    ("/bulk", "Bulk operations"),
 )
 
 
