@@ -31,7 +31,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 
 from inboxd.domain.bulk_operations import BulkOperation, pace_wait
-from inboxd.domain.errors import Unavailable
+from inboxd.domain.errors import DatabaseFault, Unavailable
 from inboxd.observability.metrics import InstanceMetrics
 from inboxd.store.advisory import AsyncConnection, alone, still_alone
 from inboxd.usecases.admin import Operators
@@ -97,6 +97,10 @@ class BulkRunner:
             running = await self.operators.running_bulk_operations()
         except Unavailable as exc:
             log.warning("bulk operations not looked for: %s", exc)
+            return
+        except DatabaseFault as exc:
+            # A schema not migrated yet, say: the next look tries again; the runner never dies of it.
+            log.error("bulk operations not looked for: %s", exc)
             return
         for op in running:
             if op not in self._carried:
