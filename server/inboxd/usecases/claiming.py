@@ -14,7 +14,7 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from inboxd.config.settings import Settings
 from inboxd.domain.vocabulary import ClaimBatch, ClaimRequest, Fence, StaleRevisions
@@ -23,6 +23,9 @@ from inboxd.runtime.due_poller import DuePoller
 from inboxd.runtime.wakeups import Waiter, WakeBus, WakeUp
 from inboxd.store import claims
 from inboxd.store.database import Database
+
+K = TypeVar("K")
+V = TypeVar("V")
 
 # The Inbox's logger still: the path moved rooms, what it logs did not.
 log = logging.getLogger("inboxd.usecases.inbox")
@@ -197,17 +200,11 @@ class Claiming(abc.ABC):
 
     def _turn_ended(self, turn_of: tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]], batch: ClaimBatch) -> None:
         """Remembers where the filter's next turn starts, and counts what flow control held back."""
-        self._turns.pop(turn_of, None)
-        if len(self._turns) >= TURNS_KEPT:
-            del self._turns[next(iter(self._turns))]
-        self._turns[turn_of] = batch.turn.ended_at
+        _remember(self._turns, turn_of, batch.turn.ended_at)
         for rule, reason, namespace in batch.turn.throttled:
             self.flow_throttled[rule] += 1
             if reason == "max_in_flight":
-                self._at_limit.pop(namespace, None)
-                self._at_limit[namespace] = None
-                if len(self._at_limit) > TURNS_KEPT:
-                    del self._at_limit[next(iter(self._at_limit))]
+                _remember(self._at_limit, namespace, None)
 
     def slots_freed(self, namespaces: Iterable[str]) -> None:
         """Events of these namespaces left PROCESSING: a Claim held back by max_in_flight may take one now."""
@@ -227,3 +224,11 @@ class Claiming(abc.ABC):
         background = asyncio.ensure_future(coro)
         self._background.add(background)
         background.add_done_callback(self._background.discard)
+
+
+def _remember(kept: dict[K, V], key: K, value: V) -> None:
+    """Keeps `key` as the newest of at most TURNS_KEPT entries, forgetting the oldest (dicts keep insertion order)."""
+    kept.pop(key, None)
+    if len(kept) >= TURNS_KEPT:
+        del kept[next(iter(kept))]
+    kept[key] = value
