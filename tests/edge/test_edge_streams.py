@@ -179,7 +179,10 @@ async def test_a_message_over_the_streams_size_limit_gets_the_unary_answer_400_a
 
         big, small = await asyncio.gather(deliver("evt_big", 2 * 1024 * 1024), deliver("evt_small", 10))
         assert (big.status, big.outcome) == (400, "rejected")
-        assert (small.status, small.outcome) == (200, "accepted")
+        # The small one shared the stream the big one ended: inboxd may have committed it before the end, and
+        # then its resend as a unary Accept finds it (DUPLICATE). Either way it is durably accepted, so 2xx.
+        assert small.status == 200
+        assert small.outcome in {"accepted", "duplicate"}
         assert (await deliver("evt_after", 10)).outcome == "accepted"
         assert edge.forwarder.streaming
         assert set(await stored_events(db, f"stripe/{account}")) == {"evt_small", "evt_after"}
