@@ -31,6 +31,7 @@ from inboxd.api.identity import current_caller
 from inboxd.api.status import INTERNAL_ITEM, item_status, within
 from inboxd.config.tokens import Caller
 from inboxd.domain.errors import InboxError, InvalidArgument, RefusedEvent
+from inboxd.domain.trace_context import TraceContext, trace_context_from_headers
 from inboxd.domain.vocabulary import AcceptResult, NewEvent
 from inboxd.usecases.inbox import Inbox
 from inboxd_client.v1 import inbox_pb2
@@ -64,7 +65,7 @@ class AcceptStreaming:
     async def AcceptStream(
         self, requests: AsyncIterator[inbox_pb2.AcceptStreamRequest], context: Context
     ) -> AsyncIterator[inbox_pb2.AcceptStreamResponse]:
-        stream = _Stream(self.inbox, current_caller())
+        stream = _Stream(self.inbox, current_caller(), trace_context_from_headers(context.invocation_metadata()))
         reader = asyncio.create_task(stream.read(requests))
         try:
             async for response in stream.answers():
@@ -77,9 +78,11 @@ class AcceptStreaming:
 class _Stream:
     """One open AcceptStream: what it has read and not yet answered."""
 
-    def __init__(self, inbox: Inbox, caller: Caller) -> None:
+    def __init__(self, inbox: Inbox, caller: Caller, call_trace: TraceContext | None) -> None:
         self._inbox = inbox
         self._caller = caller
+        # The stream's metadata context: each item's own trace_context field, when set, is the item's.
+        self._call_trace = call_trace
         self._room = asyncio.Semaphore(inbox.settings.accept_stream_window)
         self._unanswered: set[int] = set()
         self._queue: asyncio.Queue[_Answer | _End] = asyncio.Queue()
@@ -124,7 +127,7 @@ class _Stream:
                 raise InvalidArgument("accept", "is required: each item carries one AcceptRequest")
             # In a unary Accept's order: the namespace's grant, then the fields.
             self._caller.require_namespace(request.accept.namespace, "accept.namespace")
-            event = convert.new_event(request.accept, self._inbox.settings.max_payload_bytes)
+            event = convert.new_event(request.accept, self._inbox.settings.max_payload_bytes, self._call_trace)
         except InboxError as exc:
             self._queue.put_nowait(_Answer(sequence, True, _refusal(sequence, _in_accept(exc))))
             return

@@ -14,6 +14,7 @@ from inboxd.api.status import status_for
 from inboxd.domain import validation
 from inboxd.domain.errors import InboxError, InvalidArgument, RefusedEvent
 from inboxd.domain.namespace_patterns import grant_to_like, is_glob
+from inboxd.domain.trace_context import TraceContext, check_trace_context
 from inboxd.domain.vocabulary import (
     AcceptOutcome,
     AcceptResult,
@@ -96,8 +97,12 @@ def check_batch_size(field: str, count: int, most: int, least: int = 1) -> None:
         raise InvalidArgument(field, f"holds {count} {field}; send {least} to {most}")
 
 
-def new_event(request: inbox_pb2.AcceptRequest, max_payload_bytes: int) -> NewEvent:
+def new_event(
+    request: inbox_pb2.AcceptRequest, max_payload_bytes: int, call_trace: TraceContext | None = None
+) -> NewEvent:
     """Checks an AcceptRequest field by field; raises InvalidArgument naming the first bad one.
+
+    `call_trace` is the call's metadata context: the event's when its own trace_context field is unset.
 
     Each field is read once: a read copies it out of the message (the payload's
     bytes too), and a field at its default (most of them, for most events) costs
@@ -126,7 +131,18 @@ def new_event(request: inbox_pb2.AcceptRequest, max_payload_bytes: int) -> NewEv
         instant_from_proto("available_at", request.available_at) if request.HasField("available_at") else None,
         content_type,
         is_json,
+        _trace_context(request.trace_context) if request.HasField("trace_context") else call_trace,
     )
+
+
+def _trace_context(message: types_pb2.TraceContext) -> TraceContext | None:
+    return check_trace_context("trace_context", message.traceparent, message.tracestate)
+
+
+def trace_context_to_proto(context: TraceContext | None) -> types_pb2.TraceContext | None:
+    if context is None:
+        return None
+    return types_pb2.TraceContext(traceparent=context.traceparent, tracestate=context.tracestate)
 
 
 def refusal(refused: RefusedEvent, events: Sequence[NewEvent]) -> InvalidArgument:
@@ -293,4 +309,6 @@ def claimed_event_to_proto(event: ClaimedEvent) -> inbox_pb2.ClaimedEvent:
         applied_revision=event.applied_revision,
         stale=event.stale,
         content_type=event.content_type,
+        trace_context=trace_context_to_proto(event.trace_context),
+        replayed=event.replayed,
     )

@@ -16,6 +16,7 @@ from inboxd.api.accept_stream import AcceptStreaming
 from inboxd.api.identity import current_caller
 from inboxd.api.work_stream import WorkStreaming
 from inboxd.domain.errors import InboxError, InvalidArgument, RefusedEvent, TooManyRequests
+from inboxd.domain.trace_context import trace_context_from_headers
 from inboxd.domain.vocabulary import ClaimRequest, Completion
 from inboxd.usecases.inbox import Inbox
 from inboxd_client.v1 import inbox_pb2
@@ -36,7 +37,8 @@ class InboxServicer(AcceptStreaming, WorkStreaming):
         self._waiting: Counter[str] = Counter()
 
     async def Accept(self, request: inbox_pb2.AcceptRequest, context: Context) -> inbox_pb2.AcceptResponse:
-        event = convert.new_event(request, self.inbox.settings.max_payload_bytes)
+        call_trace = trace_context_from_headers(context.invocation_metadata())
+        event = convert.new_event(request, self.inbox.settings.max_payload_bytes, call_trace)
         try:
             [result] = await self.inbox.accept([event])
         except RefusedEvent as exc:
@@ -48,9 +50,10 @@ class InboxServicer(AcceptStreaming, WorkStreaming):
     ) -> inbox_pb2.AcceptBatchResponse:
         convert.check_batch_size("events", len(request.events), MAX_BATCH_EVENTS)
         events = []
+        call_trace = trace_context_from_headers(context.invocation_metadata())
         for index, item in enumerate(request.events):
             try:
-                events.append(convert.new_event(item, self.inbox.settings.max_payload_bytes))
+                events.append(convert.new_event(item, self.inbox.settings.max_payload_bytes, call_trace))
             except InvalidArgument as exc:
                 raise InvalidArgument(f"events[{index}].{exc.field}", exc.problem) from None
         try:

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import NewType
 
+from inboxd.domain.trace_context import TraceContext
+
 Namespace = NewType("Namespace", str)
 EventKey = NewType("EventKey", str)
 ClaimToken = NewType("ClaimToken", str)
@@ -71,6 +73,8 @@ class NewEvent:
     content_type: str = "application/json"
     # Whether content_type is a JSON type (validated as JSON; repeats judged as JSON values).
     payload_is_json: bool = True
+    # The delivery's trace, stored when this Accept is the event's first.
+    trace_context: TraceContext | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +83,8 @@ class AcceptResult:
     # The stored event's state and acceptance time (the original's on a repeat).
     state: EventState
     accepted_at: datetime
+    # On a repeat, the stored event's trace context (its first delivery's), for the repeat's span to link to.
+    trace_context: TraceContext | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,6 +155,10 @@ class ClaimedEvent:
     applied_revision: int = 0
     stale: bool = False
     content_type: str = "application/json"
+    # The context the event's first Accept brought; None when it brought none.
+    trace_context: TraceContext | None = None
+    # An operator has replayed the event since it was accepted.
+    replayed: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,6 +11,7 @@ import psycopg
 import psycopg.errors
 
 from inboxd.domain.errors import RefusedEvent, Unavailable
+from inboxd.domain.trace_context import TraceContext
 from inboxd.domain.validation import DEFAULT_CONTENT_TYPE
 from inboxd.domain.vocabulary import AcceptOutcome, AcceptResult, EventState, NewEvent
 from inboxd.store.arrays import Byteas, Texts
@@ -98,13 +99,14 @@ async def _accept_round(
         raise await _refusal(conn, events, todo, exc) from None
     retry: list[int] = []
     accepted: AcceptResult | None = None
-    for pos, outcome, state, accepted_at in await cur.fetchall():
+    for pos, outcome, state, accepted_at, traceparent, tracestate in await cur.fetchall():
         if pos is None:  # every event of the round not answered by a row of its own (see accepts.sql)
             accepted = AcceptResult(AcceptOutcome.ACCEPTED, _STATES[state], accepted_at)
         elif outcome == "retry":
             retry.append(todo[pos - 1])
         else:
-            results[todo[pos - 1]] = AcceptResult(_OUTCOMES[outcome], _STATES[state], accepted_at)
+            stored = TraceContext(traceparent, tracestate or "") if traceparent else None
+            results[todo[pos - 1]] = AcceptResult(_OUTCOMES[outcome], _STATES[state], accepted_at, stored)
     if accepted is not None:
         waiting = set(retry)
         for index in todo:
@@ -129,6 +131,7 @@ def _has_extras(event: NewEvent) -> bool:
         or event.available_at is not None
         or not event.payload_is_json
         or event.content_type != DEFAULT_CONTENT_TYPE
+        or event.trace_context is not None
     )
 
 
@@ -149,6 +152,10 @@ def _extra(pos: int, event: NewEvent) -> dict[str, Any]:
         row["content_type"] = event.content_type
     if not event.payload_is_json:
         row["json"] = False
+    if event.trace_context is not None:
+        row["traceparent"] = event.trace_context.traceparent
+        if event.trace_context.tracestate:
+            row["tracestate"] = event.trace_context.tracestate
     return row
 
 

@@ -17,6 +17,7 @@ import psycopg.errors
 from inboxd.domain.backoff import FailureDecision
 from inboxd.domain.errors import ClaimSuperseded, InboxError, NotFound, Unavailable
 from inboxd.domain.namespace_patterns import like_prefix
+from inboxd.domain.trace_context import TraceContext
 from inboxd.domain.vocabulary import (
     ActionRecord,
     ActionState,
@@ -99,8 +100,8 @@ async def claim_events(
 # so that namespaces whose events are all leased or delayed do not make a
 # Claim come back empty while others further round the ring have some due.
 TURN_SLACK = 16
-# Where the claim statement's action ledger sits in a row: after the claimed event's 20 columns.
-_LEDGER = 20
+# Where the claim statement's action ledger sits in a row: after the claimed event's 23 columns.
+_LEDGER = 23
 
 
 def last_served(events: Sequence[ClaimedEvent], after: str) -> str | None:
@@ -123,7 +124,7 @@ def disjoint_prefixes(prefixes: Iterable[str]) -> list[str]:
 def _claimed_event(row: Sequence[Any], ledger: Sequence[dict[str, Any]]) -> ClaimedEvent:
     (namespace, event_key, event_type, payload, metadata, message_id, ordering_key, revision,
      attempt, claim_token, fencing_token, lease_expires_at, accepted_at, last_error,
-     applied_revision, stale, content_type) = row[:17]  # fmt: skip
+     applied_revision, stale, content_type, traceparent, tracestate, replayed) = row[:20]  # fmt: skip
     return ClaimedEvent(
         namespace=Namespace(namespace),
         event_key=EventKey(event_key),
@@ -143,6 +144,8 @@ def _claimed_event(row: Sequence[Any], ledger: Sequence[dict[str, Any]]) -> Clai
         applied_revision=applied_revision,
         stale=stale,
         content_type=content_type,
+        trace_context=TraceContext(traceparent, tracestate or "") if traceparent else None,
+        replayed=replayed,
     )
 
 

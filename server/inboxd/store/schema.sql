@@ -87,6 +87,8 @@ CREATE TABLE public.inbox_events (
     replayed boolean DEFAULT false NOT NULL,
     raw_payload bytea,
     content_type text DEFAULT 'application/json'::text NOT NULL,
+    traceparent text,
+    tracestate text,
     CONSTRAINT inbox_events_attempt_not_negative CHECK ((attempt >= 0)),
     CONSTRAINT inbox_events_completed_has_disposition CHECK (((state = 'completed'::text) = ((completed_at IS NOT NULL) AND (disposition IS NOT NULL)))),
     CONSTRAINT inbox_events_disposition_known CHECK (((disposition IS NULL) OR (disposition = ANY (ARRAY['applied'::text, 'ignored'::text])))),

@@ -20,9 +20,10 @@
 -- parsed or unescaped on either side, and each payload is the caller's bytes
 -- as they came, stored as they are. The fields most events leave at their
 -- defaults (metadata as an object, message_id, ordering_key, revision,
--- available_at, content_type, and json: false for a payload of a type that
--- is not JSON) travel as one JSON array, %(extras)s, holding an object (with
--- its pos) only for an event that sets one: most groups send `[]`.
+-- available_at, content_type, json: false for a payload of a type that is
+-- not JSON, and the delivery's traceparent and tracestate) travel as one JSON
+-- array, %(extras)s, holding an object (with its pos) only for an event
+-- that sets one: most groups send `[]`.
 -- PostgreSQL parses no payload to insert it (the server validated each JSON
 -- one); it parses JSON only to judge a repeat whose bytes differ from the
 -- stored payload's (inboxd_same_payload).
@@ -40,24 +41,27 @@ WITH incoming AS (
            coalesce(x.content_type, 'application/json') AS content_type, coalesce(x.json, true) AS is_json,
            coalesce(x.metadata, '{}') AS metadata, coalesce(x.message_id, '') AS message_id,
            coalesce(x.ordering_key, '') AS ordering_key, coalesce(x.revision, 0) AS revision,
+           x.traceparent, x.tracestate,
            inboxd_now(%(now)s) AS accepted_at, coalesce(x.available_at, inboxd_now(%(now)s)) AS available_at,
            min(p.pos) OVER (PARTITION BY p.namespace, p.event_key) AS first_pos
     FROM unnest(%(namespaces)s::text[], %(event_keys)s::text[], %(event_types)s::text[], %(payloads)s::bytea[])
          WITH ORDINALITY AS p(namespace, event_key, event_type, payload, pos)
     LEFT JOIN json_to_recordset(%(extras)s::json)
          AS x(pos bigint, metadata jsonb, message_id text, ordering_key text, revision bigint,
-              available_at timestamptz, content_type text, json boolean) ON x.pos = p.pos
+              available_at timestamptz, content_type text, json boolean, traceparent text, tracestate text)
+         ON x.pos = p.pos
 ), inserted AS (
     INSERT INTO inbox_events AS e
         (namespace, event_key, event_type, raw_payload, content_type, metadata, message_id, ordering_key,
-         revision, state, accepted_at, available_at, due_at, updated_at)
+         revision, state, accepted_at, available_at, due_at, updated_at, traceparent, tracestate)
     SELECT i.namespace, i.event_key, i.event_type, i.payload, i.content_type, i.metadata,
            i.message_id, i.ordering_key, i.revision, 'pending', i.accepted_at,
-           i.available_at, i.available_at, i.accepted_at
+           i.available_at, i.available_at, i.accepted_at, i.traceparent, i.tracestate
     FROM incoming AS i
     ORDER BY i.namespace, i.event_key, i.pos
     ON CONFLICT (namespace, event_key) DO NOTHING
-    RETURNING e.namespace, e.event_key, e.event_type, e.raw_payload, e.content_type, e.state, e.accepted_at
+    RETURNING e.namespace, e.event_key, e.event_type, e.raw_payload, e.content_type, e.state, e.accepted_at,
+              e.traceparent, e.tracestate
 ), judged AS (
     -- A repeat is the same event when its type matches and its payload is the
     -- same (inboxd_same_payload, migration 0019: a JSON payload equal as a
@@ -79,7 +83,10 @@ WITH incoming AS (
                ELSE 'retry'
            END AS outcome,
            coalesce(w.state, s.state) AS state,
-           coalesce(w.accepted_at, s.accepted_at) AS accepted_at
+           coalesce(w.accepted_at, s.accepted_at) AS accepted_at,
+           -- The stored event's trace context (its first delivery's), for a repeat's span to link to.
+           CASE WHEN w.event_key IS NOT NULL THEN w.traceparent ELSE s.traceparent END AS traceparent,
+           CASE WHEN w.event_key IS NOT NULL THEN w.tracestate ELSE s.tracestate END AS tracestate
     FROM incoming AS i
     LEFT JOIN inserted AS w ON w.namespace = i.namespace AND w.event_key = i.event_key
     -- A probe of the primary key per repeat, under any plan: as a plain join,
@@ -87,7 +94,8 @@ WITH incoming AS (
     -- a hash join over a sequential scan of inbox_events, which grew with the
     -- table until autoanalyze replanned it. LIMIT keeps the subquery a loop.
     LEFT JOIN LATERAL (
-        SELECT true AS found, s.event_type, s.raw_payload, s.payload, s.content_type, s.state, s.accepted_at
+        SELECT true AS found, s.event_type, s.raw_payload, s.payload, s.content_type, s.state, s.accepted_at,
+               s.traceparent, s.tracestate
         FROM inbox_events AS s
         WHERE w.event_key IS NULL AND s.namespace = i.namespace AND s.event_key = i.event_key
         LIMIT 1
@@ -141,9 +149,10 @@ WITH incoming AS (
 -- events answers one row, not one per event, for the server to read.
 -- Joined, so that the volatile message is evaluated (once) and not left out:
 -- it is due only with duplicates, whose rows are read.
-SELECT pos, outcome, state, accepted_at FROM judged LEFT JOIN durable ON true WHERE outcome <> 'accepted'
+SELECT pos, outcome, state, accepted_at, traceparent, tracestate
+FROM judged LEFT JOIN durable ON true WHERE outcome <> 'accepted'
 UNION ALL
-(SELECT NULL, 'accepted', state, accepted_at FROM inserted LIMIT 1)
+(SELECT NULL, 'accepted', state, accepted_at, NULL, NULL FROM inserted LIMIT 1)
 
 -- name: event_payload_probe
 -- Whether jsonb takes this JSON payload: the diagnosis after a group failed

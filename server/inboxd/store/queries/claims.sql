@@ -196,7 +196,7 @@ WITH flow AS MATERIALIZED (
     RETURNING e.namespace, e.event_key, e.event_type, coalesce(e.raw_payload, convert_to(e.payload::text, 'UTF8')),
               e.metadata, e.message_id, e.ordering_key, e.revision, e.attempt, e.claim_token, e.fencing_token,
               e.lease_expires_at, e.accepted_at, coalesce(e.last_error, ''), due.applied_revision, due.stale,
-              e.content_type, due.due_at, due.state_before, e.worker_id
+              e.content_type, e.traceparent, e.tracestate, e.replayed, due.due_at, due.state_before, e.worker_id
 ), history AS (
     -- On the database's clock, the ledger's claimed_at is the moment of this
     -- write (inboxd_moment, migration 0021; not the transaction's start): after

@@ -24,7 +24,7 @@ ACCEPT_OUTCOME_DUPLICATE: AcceptOutcome
 ACCEPT_OUTCOME_CONFLICT: AcceptOutcome
 
 class AcceptRequest(_message.Message):
-    __slots__ = ("namespace", "event_key", "event_type", "payload", "metadata", "message_id", "ordering_key", "revision", "available_at", "content_type")
+    __slots__ = ("namespace", "event_key", "event_type", "payload", "metadata", "message_id", "ordering_key", "revision", "available_at", "content_type", "trace_context")
     class MetadataEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -42,6 +42,7 @@ class AcceptRequest(_message.Message):
     REVISION_FIELD_NUMBER: _ClassVar[int]
     AVAILABLE_AT_FIELD_NUMBER: _ClassVar[int]
     CONTENT_TYPE_FIELD_NUMBER: _ClassVar[int]
+    TRACE_CONTEXT_FIELD_NUMBER: _ClassVar[int]
     namespace: str
     event_key: str
     event_type: str
@@ -52,7 +53,8 @@ class AcceptRequest(_message.Message):
     revision: int
     available_at: _timestamp_pb2.Timestamp
     content_type: str
-    def __init__(self, namespace: _Optional[str] = ..., event_key: _Optional[str] = ..., event_type: _Optional[str] = ..., payload: _Optional[bytes] = ..., metadata: _Optional[_Mapping[str, str]] = ..., message_id: _Optional[str] = ..., ordering_key: _Optional[str] = ..., revision: _Optional[int] = ..., available_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., content_type: _Optional[str] = ...) -> None: ...
+    trace_context: _types_pb2.TraceContext
+    def __init__(self, namespace: _Optional[str] = ..., event_key: _Optional[str] = ..., event_type: _Optional[str] = ..., payload: _Optional[bytes] = ..., metadata: _Optional[_Mapping[str, str]] = ..., message_id: _Optional[str] = ..., ordering_key: _Optional[str] = ..., revision: _Optional[int] = ..., available_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., content_type: _Optional[str] = ..., trace_context: _Optional[_Union[_types_pb2.TraceContext, _Mapping]] = ...) -> None: ...
 
 class AcceptResponse(_message.Message):
     __slots__ = ("outcome", "state", "accepted_at")
@@ -95,7 +97,7 @@ class ClaimRequest(_message.Message):
     def __init__(self, namespaces: _Optional[_Iterable[str]] = ..., event_types: _Optional[_Iterable[str]] = ..., max_events: _Optional[int] = ..., lease: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., wait: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., worker_id: _Optional[str] = ..., completions: _Optional[_Iterable[_Union[CompleteRequest, _Mapping]]] = ...) -> None: ...
 
 class ClaimedEvent(_message.Message):
-    __slots__ = ("namespace", "event_key", "event_type", "payload", "metadata", "message_id", "ordering_key", "revision", "attempt", "claim_token", "fencing_token", "lease_expires_at", "accepted_at", "last_error", "actions", "applied_revision", "stale", "content_type")
+    __slots__ = ("namespace", "event_key", "event_type", "payload", "metadata", "message_id", "ordering_key", "revision", "attempt", "claim_token", "fencing_token", "lease_expires_at", "accepted_at", "last_error", "actions", "applied_revision", "stale", "content_type", "trace_context", "replayed")
     class MetadataEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -121,6 +123,8 @@ class ClaimedEvent(_message.Message):
     APPLIED_REVISION_FIELD_NUMBER: _ClassVar[int]
     STALE_FIELD_NUMBER: _ClassVar[int]
     CONTENT_TYPE_FIELD_NUMBER: _ClassVar[int]
+    TRACE_CONTEXT_FIELD_NUMBER: _ClassVar[int]
+    REPLAYED_FIELD_NUMBER: _ClassVar[int]
     namespace: str
     event_key: str
     event_type: str
@@ -139,7 +143,9 @@ class ClaimedEvent(_message.Message):
     applied_revision: int
     stale: bool
     content_type: str
-    def __init__(self, namespace: _Optional[str] = ..., event_key: _Optional[str] = ..., event_type: _Optional[str] = ..., payload: _Optional[bytes] = ..., metadata: _Optional[_Mapping[str, str]] = ..., message_id: _Optional[str] = ..., ordering_key: _Optional[str] = ..., revision: _Optional[int] = ..., attempt: _Optional[int] = ..., claim_token: _Optional[str] = ..., fencing_token: _Optional[int] = ..., lease_expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., accepted_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_error: _Optional[str] = ..., actions: _Optional[_Iterable[_Union[_types_pb2.ActionRecord, _Mapping]]] = ..., applied_revision: _Optional[int] = ..., stale: _Optional[bool] = ..., content_type: _Optional[str] = ...) -> None: ...
+    trace_context: _types_pb2.TraceContext
+    replayed: bool
+    def __init__(self, namespace: _Optional[str] = ..., event_key: _Optional[str] = ..., event_type: _Optional[str] = ..., payload: _Optional[bytes] = ..., metadata: _Optional[_Mapping[str, str]] = ..., message_id: _Optional[str] = ..., ordering_key: _Optional[str] = ..., revision: _Optional[int] = ..., attempt: _Optional[int] = ..., claim_token: _Optional[str] = ..., fencing_token: _Optional[int] = ..., lease_expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., accepted_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_error: _Optional[str] = ..., actions: _Optional[_Iterable[_Union[_types_pb2.ActionRecord, _Mapping]]] = ..., applied_revision: _Optional[int] = ..., stale: _Optional[bool] = ..., content_type: _Optional[str] = ..., trace_context: _Optional[_Union[_types_pb2.TraceContext, _Mapping]] = ..., replayed: _Optional[bool] = ...) -> None: ...
 
 class ClaimResponse(_message.Message):
     __slots__ = ("events", "completion_results")
@@ -294,10 +300,11 @@ class ItemStatus(_message.Message):
     def __init__(self, code: _Optional[int] = ..., message: _Optional[str] = ...) -> None: ...
 
 class WorkRequest(_message.Message):
-    __slots__ = ("sequence", "credit", "stop_pushing", "subscribe", "complete", "complete_batch", "fail", "release", "renew_lease", "record_action_outcome")
+    __slots__ = ("sequence", "credit", "stop_pushing", "trace_context", "subscribe", "complete", "complete_batch", "fail", "release", "renew_lease", "record_action_outcome")
     SEQUENCE_FIELD_NUMBER: _ClassVar[int]
     CREDIT_FIELD_NUMBER: _ClassVar[int]
     STOP_PUSHING_FIELD_NUMBER: _ClassVar[int]
+    TRACE_CONTEXT_FIELD_NUMBER: _ClassVar[int]
     SUBSCRIBE_FIELD_NUMBER: _ClassVar[int]
     COMPLETE_FIELD_NUMBER: _ClassVar[int]
     COMPLETE_BATCH_FIELD_NUMBER: _ClassVar[int]
@@ -308,6 +315,7 @@ class WorkRequest(_message.Message):
     sequence: int
     credit: int
     stop_pushing: bool
+    trace_context: _types_pb2.TraceContext
     subscribe: WorkSubscription
     complete: CompleteRequest
     complete_batch: CompleteBatchRequest
@@ -315,7 +323,7 @@ class WorkRequest(_message.Message):
     release: ReleaseRequest
     renew_lease: RenewLeaseRequest
     record_action_outcome: RecordActionOutcomeRequest
-    def __init__(self, sequence: _Optional[int] = ..., credit: _Optional[int] = ..., stop_pushing: _Optional[bool] = ..., subscribe: _Optional[_Union[WorkSubscription, _Mapping]] = ..., complete: _Optional[_Union[CompleteRequest, _Mapping]] = ..., complete_batch: _Optional[_Union[CompleteBatchRequest, _Mapping]] = ..., fail: _Optional[_Union[FailRequest, _Mapping]] = ..., release: _Optional[_Union[ReleaseRequest, _Mapping]] = ..., renew_lease: _Optional[_Union[RenewLeaseRequest, _Mapping]] = ..., record_action_outcome: _Optional[_Union[RecordActionOutcomeRequest, _Mapping]] = ...) -> None: ...
+    def __init__(self, sequence: _Optional[int] = ..., credit: _Optional[int] = ..., stop_pushing: _Optional[bool] = ..., trace_context: _Optional[_Union[_types_pb2.TraceContext, _Mapping]] = ..., subscribe: _Optional[_Union[WorkSubscription, _Mapping]] = ..., complete: _Optional[_Union[CompleteRequest, _Mapping]] = ..., complete_batch: _Optional[_Union[CompleteBatchRequest, _Mapping]] = ..., fail: _Optional[_Union[FailRequest, _Mapping]] = ..., release: _Optional[_Union[ReleaseRequest, _Mapping]] = ..., renew_lease: _Optional[_Union[RenewLeaseRequest, _Mapping]] = ..., record_action_outcome: _Optional[_Union[RecordActionOutcomeRequest, _Mapping]] = ...) -> None: ...
 
 class WorkSubscription(_message.Message):
     __slots__ = ("namespaces", "event_types", "lease", "worker_id")

@@ -25,19 +25,21 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15inboxd/v1/types.proto\x12\tinboxd.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xcb\x01\n\x0c\x41\x63tionRecord\x12\x0e\n\x06\x61\x63tion\x18\x01 \x01(\t\x12%\n\x05state\x18\x02 \x01(\x0e\x32\x16.inboxd.v1.ActionState\x12\x17\n\x0fidempotency_key\x18\x03 \x01(\t\x12\x14\n\x0c\x65xternal_ref\x18\x04 \x01(\t\x12\x0e\n\x06\x64\x65tail\x18\x05 \x01(\t\x12\x15\n\rfencing_token\x18\x06 \x01(\x03\x12.\n\nupdated_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp*\x98\x01\n\nEventState\x12\x1b\n\x17\x45VENT_STATE_UNSPECIFIED\x10\x00\x12\x17\n\x13\x45VENT_STATE_PENDING\x10\x01\x12\x1a\n\x16\x45VENT_STATE_PROCESSING\x10\x02\x12\x19\n\x15\x45VENT_STATE_COMPLETED\x10\x03\x12\x1d\n\x19\x45VENT_STATE_DEAD_LETTERED\x10\x04*\x95\x01\n\x0b\x41\x63tionState\x12\x1c\n\x18\x41\x43TION_STATE_UNSPECIFIED\x10\x00\x12\x19\n\x15\x41\x43TION_STATE_INTENDED\x10\x01\x12\x1a\n\x16\x41\x43TION_STATE_SUCCEEDED\x10\x02\x12\x17\n\x13\x41\x43TION_STATE_FAILED\x10\x03\x12\x18\n\x14\x41\x43TION_STATE_UNKNOWN\x10\x04*\\\n\x0b\x44isposition\x12\x1b\n\x17\x44ISPOSITION_UNSPECIFIED\x10\x00\x12\x17\n\x13\x44ISPOSITION_APPLIED\x10\x01\x12\x17\n\x13\x44ISPOSITION_IGNORED\x10\x02\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15inboxd/v1/types.proto\x12\tinboxd.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xcb\x01\n\x0c\x41\x63tionRecord\x12\x0e\n\x06\x61\x63tion\x18\x01 \x01(\t\x12%\n\x05state\x18\x02 \x01(\x0e\x32\x16.inboxd.v1.ActionState\x12\x17\n\x0fidempotency_key\x18\x03 \x01(\t\x12\x14\n\x0c\x65xternal_ref\x18\x04 \x01(\t\x12\x0e\n\x06\x64\x65tail\x18\x05 \x01(\t\x12\x15\n\rfencing_token\x18\x06 \x01(\x03\x12.\n\nupdated_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"7\n\x0cTraceContext\x12\x13\n\x0btraceparent\x18\x01 \x01(\t\x12\x12\n\ntracestate\x18\x02 \x01(\t*\x98\x01\n\nEventState\x12\x1b\n\x17\x45VENT_STATE_UNSPECIFIED\x10\x00\x12\x17\n\x13\x45VENT_STATE_PENDING\x10\x01\x12\x1a\n\x16\x45VENT_STATE_PROCESSING\x10\x02\x12\x19\n\x15\x45VENT_STATE_COMPLETED\x10\x03\x12\x1d\n\x19\x45VENT_STATE_DEAD_LETTERED\x10\x04*\x95\x01\n\x0b\x41\x63tionState\x12\x1c\n\x18\x41\x43TION_STATE_UNSPECIFIED\x10\x00\x12\x19\n\x15\x41\x43TION_STATE_INTENDED\x10\x01\x12\x1a\n\x16\x41\x43TION_STATE_SUCCEEDED\x10\x02\x12\x17\n\x13\x41\x43TION_STATE_FAILED\x10\x03\x12\x18\n\x14\x41\x43TION_STATE_UNKNOWN\x10\x04*\\\n\x0b\x44isposition\x12\x1b\n\x17\x44ISPOSITION_UNSPECIFIED\x10\x00\x12\x17\n\x13\x44ISPOSITION_APPLIED\x10\x01\x12\x17\n\x13\x44ISPOSITION_IGNORED\x10\x02\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'inboxd.v1.types_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_EVENTSTATE']._serialized_start=276
-  _globals['_EVENTSTATE']._serialized_end=428
-  _globals['_ACTIONSTATE']._serialized_start=431
-  _globals['_ACTIONSTATE']._serialized_end=580
-  _globals['_DISPOSITION']._serialized_start=582
-  _globals['_DISPOSITION']._serialized_end=674
+  _globals['_EVENTSTATE']._serialized_start=333
+  _globals['_EVENTSTATE']._serialized_end=485
+  _globals['_ACTIONSTATE']._serialized_start=488
+  _globals['_ACTIONSTATE']._serialized_end=637
+  _globals['_DISPOSITION']._serialized_start=639
+  _globals['_DISPOSITION']._serialized_end=731
   _globals['_ACTIONRECORD']._serialized_start=70
   _globals['_ACTIONRECORD']._serialized_end=273
+  _globals['_TRACECONTEXT']._serialized_start=275
+  _globals['_TRACECONTEXT']._serialized_end=330
 # @@protoc_insertion_point(module_scope)

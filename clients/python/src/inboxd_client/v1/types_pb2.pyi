@@ -61,3 +61,11 @@ class ActionRecord(_message.Message):
     fencing_token: int
     updated_at: _timestamp_pb2.Timestamp
     def __init__(self, action: _Optional[str] = ..., state: _Optional[_Union[ActionState, str]] = ..., idempotency_key: _Optional[str] = ..., external_ref: _Optional[str] = ..., detail: _Optional[str] = ..., fencing_token: _Optional[int] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class TraceContext(_message.Message):
+    __slots__ = ("traceparent", "tracestate")
+    TRACEPARENT_FIELD_NUMBER: _ClassVar[int]
+    TRACESTATE_FIELD_NUMBER: _ClassVar[int]
+    traceparent: str
+    tracestate: str
+    def __init__(self, traceparent: _Optional[str] = ..., tracestate: _Optional[str] = ...) -> None: ...
