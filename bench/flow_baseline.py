@@ -67,7 +67,8 @@ def number(text: str) -> Statement:
 
 
 def current_statement() -> Statement:
-    return numbered(raw.claim_query()[0])
+    """The statement this checkout's Claim of one named namespace runs."""
+    return numbered(raw.claim_query(NAMESPACE)[0])
 
 
 def claim_complete_steps(conns: list[raw.Conn], statement: Statement, namespace: str, batch: int) -> list[Step]:
@@ -145,7 +146,7 @@ def combined(results: list[Throughput], order: list[str], name: str) -> dict[str
         errors=sum(r.errors for r in results),
         first_error=next((r.first_error for r in results if r.first_error), ""),
     )
-    statement = f"{raw.claim_query()[0]} of this checkout" if name == FAIR else BASELINE.name
+    statement = f"{raw.claim_query(NAMESPACE)[0]} of this checkout" if name == FAIR else BASELINE.name
     return from_throughput(
         whole,
         "rows/s",

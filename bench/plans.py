@@ -25,7 +25,7 @@ MODES: dict[str, LiteralString] = {
 
 async def explain_claim(url: str, namespace: str, max_events: int, mode: str) -> dict[str, Any]:
     """Execution time, rows read by the scans, buffers, and the plan as text, for one claim on `namespace`."""
-    name, query = claim_query()
+    name, query = claim_query(namespace)
     params = claim_params(namespace, max_events, "explain")
     async with await psycopg.AsyncConnection.connect(url) as conn:
         await conn.execute(MODES[mode])

@@ -82,10 +82,14 @@ FROM done WHERE c.fencing_token = done.fencing_token
 
 # inboxd's claim statement, under the first of these names its query files use.
 CLAIM_QUERY_NAMES = ("event_claim", "claim_events")
+# Its claim of one named namespace that no rule governs, where it has one: what a Claim of one namespace runs.
+CLAIM_ONE_QUERY_NAMES = ("event_claim_one",)
 
 
-def claim_query() -> tuple[str, LiteralString]:
-    for name in CLAIM_QUERY_NAMES:
+def claim_query(namespace: str = "") -> tuple[str, LiteralString]:
+    """The statement inboxd's Claim runs for `namespace` ("": a Claim over every namespace)."""
+    names = (CLAIM_ONE_QUERY_NAMES if namespace else ()) + CLAIM_QUERY_NAMES
+    for name in names:
         if name in QUERIES:
             return name, QUERIES[name]
     raise RuntimeError(f"none of {CLAIM_QUERY_NAMES} among inboxd's named queries: teach bench/raw.py the new name")
@@ -117,7 +121,7 @@ def claim_params(namespace: str, batch: int, worker_id: str, wanted: Sequence[st
         "max_bytes": CLAIM_ANSWER_BYTES,
     }
     if wanted is None:
-        _text, wanted = numbered(claim_query()[0])
+        _text, wanted = numbered(claim_query(namespace)[0])
     unknown = [name for name in wanted if name not in known]
     if unknown:
         raise RuntimeError(f"inboxd's claim query takes {unknown}, which bench/raw.py does not know how to fill")
@@ -196,7 +200,7 @@ def duplicate_steps(
 
 def claim_complete_steps(conns: list[Conn], namespace: str, batch: int) -> list[Step]:
     """Claim up to `batch` with inboxd's claim query, then complete them in one fenced statement."""
-    _name, claim = claim_query()
+    _name, claim = claim_query(namespace)
 
     def step_for(index: int, conn: Conn) -> Step:
         params = claim_params(namespace, batch, f"raw-{index}")

@@ -68,7 +68,7 @@ async def test_the_claim_backlogs_and_the_history_write_the_payloads_bytes_and_n
 async def test_a_raw_claim_over_the_prefilled_backlog_hands_back_the_bytes_as_sent(url: str) -> None:
     # A row of jsonb would come back as jsonb's rendering (`{"id": "evt_...", ...}`, spaces added).
     await prefill(url, 5, "claimed", analyze=False)
-    name, claim = raw.claim_query()
+    name, claim = raw.claim_query(CLAIM_NS)
     async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
         cur = await conn.execute(claim, raw.claim_params(CLAIM_NS, 10, "test"))
         payloads = [bytes(r[3]) for r in await cur.fetchall()]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
@@ -167,7 +168,9 @@ async def test_the_work_paths_statements_are_planned_once_per_connection(migrate
                 await inbox.accept(
                     [NewEvent(Namespace("plans/once"), EventKey(f"k{round_}-{i}"), "t", b"{}") for i in range(2)]
                 )
-                claimed = await inbox.claim(request)
+                # A Claim of one namespace runs event_claim_one; of two, event_claim's whole turn.
+                both = replace(request, namespaces=("plans/once", "plans/twice"))
+                claimed = await inbox.claim(request if round_ % 2 else both)
                 await inbox.complete_many(
                     [
                         Completion(Fence(e.namespace, e.event_key, e.claim_token), Disposition.APPLIED, "")
@@ -185,7 +188,7 @@ async def test_the_work_paths_statements_are_planned_once_per_connection(migrate
             assert await db.run(jit, transaction=False) == "off"
         finally:
             await db.close()
-    for name in ("event_claim", "event_complete_many", "event_accept_many"):
+    for name in ("event_claim", "event_claim_one", "event_complete_many", "event_accept_many"):
         generic, custom = found[f"-- inboxd: {name}"]
         assert generic > 0 and custom == 0, f"{name}: {generic} generic plans, {custom} custom: {found}"
 
@@ -211,5 +214,5 @@ async def test_the_work_paths_statements_are_prepared_at_their_first_execution(m
             found = await db.run(_prepared_plans, transaction=False)
         finally:
             await db.close()
-    for name in ("event_accept_many", "event_claim", "event_complete_many"):
+    for name in ("event_accept_many", "event_claim_one", "event_complete_many"):
         assert found.get(f"-- inboxd: {name}") == (1, 0), f"{name} after one execution: {found}"

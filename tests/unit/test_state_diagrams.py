@@ -21,10 +21,10 @@ from inboxd.domain.errors import TransitionNotAllowed
 from inboxd.domain.vocabulary import ActionState, EventState
 from inboxd.store import actions as store_actions
 from inboxd.store import events as store_events
+from inboxd.store.queries import named_sections
 
 _ARROW = re.compile(r"^    (\(none\)|[A-Z_]+) +-> +(\(deleted\)|[A-Z_]+) +(\w+) {2,}\S", re.MULTILINE)
 _BESIDE = re.compile(r"^    (\w+) {2,}\S", re.MULTILINE)
-_HEADER = re.compile(r"^-- name: (\w+)\s*$", re.MULTILINE)
 _SCHEMA_FUNCTION = re.compile(r"\b(inboxd_\w+)\(")
 
 
@@ -62,8 +62,7 @@ def statements(*sql_files: str) -> dict[str, str]:
     found: dict[str, str] = {}
     for sql_file in sql_files:
         text = resources.files("inboxd.store").joinpath("queries", sql_file).read_text(encoding="utf-8")
-        parts = _HEADER.split(text)
-        for name, body in zip(parts[1::2], parts[2::2], strict=True):
+        for name, body in named_sections(text, sql_file).items():
             assert name not in found, f"{name} stands in two files"
             found[name] = body
     return found

@@ -58,29 +58,31 @@ async def claim_events(
     """
     patterns = request.namespace_patterns
     every_namespace = not request.namespaces and not patterns
-    cur = await queries.execute(
-        conn,
-        "event_claim",
-        {
-            "namespaces": sorted(set(request.namespaces)),
-            "event_types": list(request.event_types),
-            "namespace_patterns": list(patterns),
-            "prefixes": [""] if every_namespace else disjoint_prefixes(like_prefix(p) for p in patterns),
-            "after": after,
-            "turn_limit": request.max_events + TURN_SLACK,
-            "max_events": request.max_events,
-            "lease": request.lease,
-            "worker_id": request.worker_id,
-            "max_attempts": max_attempts,
-            "max_bytes": max_bytes,
-            "now": now,
-            "ignore_stale": ignore_stale,
-        },
-    )
-    rows = await cur.fetchall()
+    namespaces = sorted(set(request.namespaces))
+    params: dict[str, Any] = {
+        "namespaces": namespaces,
+        "event_types": list(request.event_types),
+        "namespace_patterns": list(patterns),
+        "prefixes": [""] if every_namespace else disjoint_prefixes(like_prefix(p) for p in patterns),
+        "after": after,
+        "turn_limit": request.max_events + TURN_SLACK,
+        "max_events": request.max_events,
+        "lease": request.lease,
+        "worker_id": request.worker_id,
+        "max_attempts": max_attempts,
+        "max_bytes": max_bytes,
+        "now": now,
+        "ignore_stale": ignore_stale,
+    }
+    rows: list[Any] = []
+    if len(namespaces) == 1 and not patterns:
+        # One named namespace: the plain claim, unless a rule governs it (then it claims nothing and says so).
+        rows = await (await queries.execute(conn, "event_claim_one", params)).fetchall()
+    if not rows or rows[0][-1]:
+        rows = await (await queries.execute(conn, "event_claim", params)).fetchall()
     events = [_claimed_event(row, row[_LEDGER] or ()) for row in rows if row[0] is not None]
     (ignored_stale, dead_lettered_in, leases_expired, turn_end, turn_cut, throttled_rules, throttled_namespaces,
-     throttled_by, next_token_at, _given_back) = rows[0][_LEDGER + 1:]  # fmt: skip
+     throttled_by, next_token_at, _given_back, _governed) = rows[0][_LEDGER + 1:]  # fmt: skip
     return ClaimBatch(
         events,
         leases_expired=int(leases_expired),

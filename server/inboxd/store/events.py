@@ -18,6 +18,12 @@ transition.
     PROCESSING    -> DEAD_LETTERED  event_claim             Claim once the lease expired, with no attempts left
     PENDING       -> COMPLETED      event_claim             Claim of a stale revision (not replayed): IGNORED
     PROCESSING    -> COMPLETED      event_claim             Claim of a stale revision once the lease expired: likewise
+    PENDING       -> PROCESSING     event_claim_one         Claim of one named namespace no rule governs: as event_claim
+    PROCESSING    -> PROCESSING     event_claim_one         likewise, once the lease expired
+    PENDING       -> DEAD_LETTERED  event_claim_one         likewise, with no attempts left
+    PROCESSING    -> DEAD_LETTERED  event_claim_one         likewise, once the lease expired, with no attempts left
+    PENDING       -> COMPLETED      event_claim_one         likewise, of a stale revision (not replayed): IGNORED
+    PROCESSING    -> COMPLETED      event_claim_one         likewise, of a stale revision once the lease expired
     PROCESSING    -> PROCESSING     event_renew_lease       RenewLease (current token): a later lease end
     PROCESSING    -> COMPLETED      event_complete_many     Complete, CompleteBatch (current token): APPLIED or IGNORED
     PROCESSING    -> COMPLETED      event_complete_waiting  Complete of a row another transaction held, waited for

@@ -9,6 +9,11 @@ statement under one line naming it (`-- inboxd: event_claim`, which is
 what pg_stat_activity and pg_stat_statements show). psycopg caches its
 parse of a statement's placeholders only up to 4 KiB of text: the claim
 statement with its comments (8 KiB) was parsed again on every call.
+
+Two statements that differ only in their head and tail (the claim of one
+named namespace and the claim's whole turn) share their middle as a part:
+`-- part: part_name` stands over text that is not sent alone, and a line
+`-- use: part_name` in a query of the same file stands for that text.
 """
 
 from __future__ import annotations
@@ -22,7 +27,25 @@ from typing import Any, LiteralString
 import psycopg
 from psycopg.rows import TupleRow
 
-_HEADER = re.compile(r"^-- name: (\w+)\s*$", re.MULTILINE)
+_HEADER = re.compile(r"^-- (name|part): (\w+)\s*$", re.MULTILINE)
+_USE = re.compile(r"^-- use: (\w+)\s*$", re.MULTILINE)
+
+
+def named_sections(text: str, where: str = "a queries file") -> dict[str, str]:
+    """The queries of one file by name, as written (comments kept), each `-- use:` line replaced by its part."""
+    pieces = _HEADER.split(text)
+    # pieces: [preamble, kind1, name1, body1, kind2, name2, body2, ...]
+    parts: dict[str, str] = {}
+    queries: dict[str, str] = {}
+    for kind, name, body in zip(pieces[1::3], pieces[2::3], pieces[3::3], strict=True):
+        (parts if kind == "part" else queries)[name] = body.strip("\n")
+
+    def use(match: re.Match[str]) -> str:
+        if match.group(1) not in parts:
+            raise RuntimeError(f"{where} uses the part {match.group(1)!r}, which it does not define")
+        return parts[match.group(1)]
+
+    return {name: _USE.sub(use, body) for name, body in queries.items()}
 
 
 def _load() -> dict[str, LiteralString]:
@@ -31,10 +54,7 @@ def _load() -> dict[str, LiteralString]:
     for entry in sorted(folder.iterdir(), key=lambda e: e.name):
         if not entry.name.endswith(".sql"):
             continue
-        text = entry.read_text(encoding="utf-8")
-        parts = _HEADER.split(text)
-        # parts: [preamble, name1, body1, name2, body2, ...]
-        for name, body in zip(parts[1::2], parts[2::2], strict=True):
+        for name, body in named_sections(entry.read_text(encoding="utf-8"), entry.name).items():
             if name in found:
                 raise RuntimeError(f"query {name!r} is defined twice (again in {entry.name})")
             # mypy takes LiteralString for str; the text is the package's own, never a caller's.

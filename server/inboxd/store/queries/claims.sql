@@ -52,6 +52,73 @@ WITH flow AS MATERIALIZED (
     SELECT t.* FROM inboxd_claim_turn(%(namespaces)s::text[], %(namespace_patterns)s::text[], %(prefixes)s::text[],
                                       %(after)s, %(turn_limit)s, %(max_events)s, %(event_types)s::text[],
                                       inboxd_now(%(now)s)) AS t
+-- use: claim_from_the_turn
+-- One row per claimed event, its action ledger as a JSON array; when none was
+-- claimed, one row of NULLs that still carries the counts (the dead letters
+-- as the namespace of each, for the console's per-namespace trends) and the
+-- turn: the last namespace it looked at (`turn_end`: where the next turn
+-- starts when this one served none; store/claims.py finds the last one it
+-- served from the events themselves), whether the walks stopped short
+-- of the ring's end (`turn_cut`), the rules that held events back and why,
+-- and when a rate's next token is due. Tokens taken and not used go back to
+-- their buckets here (inboxd_flow_give_back), after `claimed` has run.
+SELECT claimed.*, ledger.actions, counts.ignored_stale, counts.dead_lettered_in, counts.leases_expired,
+       counts.turn_end, counts.turn_cut, counts.throttled_rules, counts.throttled_namespaces, counts.throttled_by, counts.next_token_at,
+       counts.tokens_given_back, false AS governed
+FROM (SELECT (SELECT count(*) FILTER (WHERE finished.ignored) FROM finished) AS ignored_stale,
+             (SELECT coalesce(array_agg(finished.namespace) FILTER (WHERE NOT finished.ignored), '{}')
+              FROM finished) AS dead_lettered_in,
+             (SELECT count(*) FROM ended_claims) AS leases_expired,
+             (SELECT max(f.last_examined) FROM flow AS f) AS turn_end,
+             (SELECT coalesce(bool_or(f.turn_cut), false) FROM flow AS f) AS turn_cut,
+             (SELECT coalesce(array_agg(f.rule_pattern ORDER BY f.position), '{}') FROM flow AS f
+              WHERE f.held_back IS NOT NULL) AS throttled_rules,
+             (SELECT coalesce(array_agg(f.namespace ORDER BY f.position), '{}') FROM flow AS f
+              WHERE f.held_back IS NOT NULL) AS throttled_namespaces,
+             (SELECT coalesce(array_agg(f.held_back ORDER BY f.position), '{}') FROM flow AS f
+              WHERE f.held_back IS NOT NULL) AS throttled_by,
+             (SELECT min(f.next_token_at) FROM flow AS f) AS next_token_at,
+             (SELECT coalesce(sum(inboxd_flow_give_back(f.namespace, f.cap - used.events)), 0)
+              FROM flow AS f
+              CROSS JOIN LATERAL (SELECT count(*)::integer AS events FROM claimed AS c
+                                  WHERE c.namespace = f.namespace) AS used
+              WHERE f.rate IS NOT NULL AND f.cap > used.events) AS tokens_given_back) AS counts
+-- use: claim_answer
+
+-- name: event_claim_one
+-- The commonest Claim, one named namespace, when no flow-control rule
+-- governs it: event_claim's statement without the turn (store/claims.py
+-- runs this one first for such a Claim). The turn's function call and the
+-- turn's summary cost a Claim of one namespace 7% of its PostgreSQL time
+-- (docs/benchmarks.md, fair claiming ÷ the claim before it), for nothing when
+-- there is nothing to be fair between and no rule to apply. Whether a rule
+-- governs the namespace is looked up here, in the statement's snapshot, as
+-- the turn would: if one does, `flow` is empty, nothing is claimed, and the
+-- answer says `governed`: the caller then runs event_claim, whose turn
+-- applies the rule. Same parameters as event_claim; the turn's columns are
+-- those of a turn over one namespace that no rule held back.
+WITH flow AS MATERIALIZED (
+    SELECT (%(namespaces)s::text[])[1] AS namespace, 1::bigint AS position, 1 AS weight, %(max_events)s::integer AS cap
+    WHERE NOT EXISTS (SELECT FROM inbox_flow_rules AS r
+                      WHERE r.pattern = (%(namespaces)s::text[])[1]
+                         OR r.is_pattern AND (%(namespaces)s::text[])[1] LIKE r.like_pattern)
+-- use: claim_from_the_turn
+SELECT claimed.*, ledger.actions, counts.*
+FROM (SELECT (SELECT count(*) FILTER (WHERE finished.ignored) FROM finished) AS ignored_stale,
+             (SELECT coalesce(array_agg(finished.namespace) FILTER (WHERE NOT finished.ignored), '{}')
+              FROM finished) AS dead_lettered_in,
+             (SELECT count(*) FROM ended_claims) AS leases_expired,
+             NULL::text AS turn_end, false AS turn_cut, '{}'::text[] AS throttled_rules,
+             '{}'::text[] AS throttled_namespaces, '{}'::text[] AS throttled_by,
+             NULL::timestamptz AS next_token_at, 0 AS tokens_given_back,
+             NOT EXISTS (SELECT FROM flow) AS governed) AS counts
+-- use: claim_answer
+
+-- part: claim_from_the_turn
+-- The turn's events claimed (both claim statements): `due` takes each
+-- namespace of `flow` in turn up to its cap; then the ordering keys, the
+-- answer's size, the dead letters and stale revisions, the leases and the
+-- claims ledger.
 ), due AS (
     -- The turn's events: each namespace's oldest due ones up to its cap,
     -- taken in turn (one round of the weights, then the next), oldest first
@@ -208,36 +275,9 @@ WITH flow AS MATERIALIZED (
            inboxd_moment(%(now)s)
     FROM claimed
 )
--- One row per claimed event, its action ledger as a JSON array; when none was
--- claimed, one row of NULLs that still carries the counts (the dead letters
--- as the namespace of each, for the console's per-namespace trends) and the
--- turn: the last namespace it looked at (`turn_end`: where the next turn
--- starts when this one served none; store/claims.py finds the last one it
--- served from the events themselves), whether the walks stopped short
--- of the ring's end (`turn_cut`), the rules that held events back and why,
--- and when a rate's next token is due. Tokens taken and not used go back to
--- their buckets here (inboxd_flow_give_back), after `claimed` has run.
-SELECT claimed.*, ledger.actions, counts.ignored_stale, counts.dead_lettered_in, counts.leases_expired,
-       counts.turn_end, counts.turn_cut, counts.throttled_rules, counts.throttled_namespaces, counts.throttled_by, counts.next_token_at,
-       counts.tokens_given_back
-FROM (SELECT (SELECT count(*) FILTER (WHERE finished.ignored) FROM finished) AS ignored_stale,
-             (SELECT coalesce(array_agg(finished.namespace) FILTER (WHERE NOT finished.ignored), '{}')
-              FROM finished) AS dead_lettered_in,
-             (SELECT count(*) FROM ended_claims) AS leases_expired,
-             (SELECT max(f.last_examined) FROM flow AS f) AS turn_end,
-             (SELECT coalesce(bool_or(f.turn_cut), false) FROM flow AS f) AS turn_cut,
-             (SELECT coalesce(array_agg(f.rule_pattern ORDER BY f.position), '{}') FROM flow AS f
-              WHERE f.held_back IS NOT NULL) AS throttled_rules,
-             (SELECT coalesce(array_agg(f.namespace ORDER BY f.position), '{}') FROM flow AS f
-              WHERE f.held_back IS NOT NULL) AS throttled_namespaces,
-             (SELECT coalesce(array_agg(f.held_back ORDER BY f.position), '{}') FROM flow AS f
-              WHERE f.held_back IS NOT NULL) AS throttled_by,
-             (SELECT min(f.next_token_at) FROM flow AS f) AS next_token_at,
-             (SELECT coalesce(sum(inboxd_flow_give_back(f.namespace, f.cap - used.events)), 0)
-              FROM flow AS f
-              CROSS JOIN LATERAL (SELECT count(*)::integer AS events FROM claimed AS c
-                                  WHERE c.namespace = f.namespace) AS used
-              WHERE f.rate IS NOT NULL AND f.cap > used.events) AS tokens_given_back) AS counts
+
+-- part: claim_answer
+-- The answer's rows: one per claimed event with its action ledger, or one of NULLs carrying the counts.
 LEFT JOIN claimed ON true
 LEFT JOIN LATERAL (
     SELECT jsonb_agg(jsonb_build_object(
