@@ -102,7 +102,9 @@ def buffers_read(plan: dict[str, Any]) -> int:
     return int(top.get("Shared Hit Blocks", 0) + top.get("Shared Read Blocks", 0))
 
 
-async def explain_claim(conn: Any, plan_cache_mode: str, query: str = "event_claim", **request: Any) -> dict[str, Any]:
+async def explain_claim(
+    conn: Any, plan_cache_mode: str, *, query: str = "event_claim", **request: Any
+) -> dict[str, Any]:
     """EXPLAIN ANALYZE of one execution of the prepared claim (`query`), rolled back."""
     values = {
         "now": None,
@@ -161,7 +163,7 @@ async def load_backlog(conn: Any, namespace: str) -> None:
     await conn.execute("ANALYZE inbox_events")
 
 
-CLAIM_SHAPES = {
+CLAIM_SHAPES: dict[str, dict[str, Any]] = {
     "one namespace": {"namespaces": ["tenant-b/empty"]},
     "several namespaces": {"namespaces": ["tenant-b/empty", "tenant-c/empty"]},
     "several namespaces and a type": {"namespaces": ["tenant-b/empty", "tenant-c/x"], "event_types": ["test.event"]},
@@ -186,7 +188,7 @@ async def test_the_plain_claim_of_one_empty_namespace_reads_a_bounded_number_of_
 ) -> None:
     # The statement a Claim of one named namespace runs first (store/claims.py), no rule governing it.
     async with await psycopg.AsyncConnection.connect(backlog_url, autocommit=True) as conn:
-        plan = await explain_claim(conn, plan_cache_mode, "event_claim_one", namespaces=["tenant-b/empty"])
+        plan = await explain_claim(conn, plan_cache_mode, query="event_claim_one", namespaces=["tenant-b/empty"])
     assert rows_read(plan) < BOUND, json.dumps(plan["Plan"], indent=1)[:4000]
     assert buffers_read(plan) < BOUND, json.dumps(plan["Plan"], indent=1)[:4000]
 
