@@ -63,7 +63,8 @@ def flow(bench: dict[str, Any]) -> list[str]:
         g = figs[PLAN]["generic"]
         out += [
             f"The generic plan of a Claim over every namespace ({figs[PLAN]['namespaces']:,} namespaces with "
-            f"backlog), {g['execution_ms']:.2f} ms, {g['rows_read']:,} rows read, {g['buffers']:,} buffers:",
+            f"backlog), {g['execution_ms']:.2f} ms (the median of {len(g.get('samples_ms') or [0])} runs), "
+            f"{g['rows_read']:,} rows read, {g['buffers']:,} buffers (the last run's plan):",
             "",
             "```",
             g["plan"],

@@ -134,21 +134,12 @@ $$;
 
 
 --
--- Name: inboxd_claim_turn(text[], text[], text[], text, integer, integer, text[], timestamp with time zone); Type: FUNCTION; Schema: public; Owner: -
+-- Name: inboxd_claim_ring(text[], text[], text[], text, integer); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.inboxd_claim_turn(p_namespaces text[], p_patterns text[], p_prefixes text[], p_after text, p_turn_limit integer, p_max_events integer, p_event_types text[], p_now timestamp with time zone) RETURNS TABLE(namespace text, "position" bigint, weight integer, share integer, allowed integer, cap integer, rate double precision, rule_pattern text, next_token_at timestamp with time zone, held_back text, turn_cut boolean, last_examined text)
-    LANGUAGE plpgsql ROWS 20
+CREATE FUNCTION public.inboxd_claim_ring(p_namespaces text[], p_patterns text[], p_prefixes text[], p_after text, p_turn_limit integer) RETURNS TABLE(namespace text, "position" bigint, cut boolean)
+    LANGUAGE sql STABLE
     AS $$
-#variable_conflict use_column
-BEGIN
-    IF cardinality(p_prefixes) = 0 AND cardinality(p_namespaces) = 1
-       AND NOT EXISTS (SELECT FROM inboxd_flow_rule(p_namespaces[1])) THEN
-        RETURN QUERY SELECT p_namespaces[1], 1::bigint, 1, p_max_events, p_max_events, p_max_events,
-                            NULL::double precision, NULL::text, NULL::timestamptz, NULL::text, false, p_namespaces[1];
-        RETURN;
-    END IF;
-    RETURN QUERY
     WITH RECURSIVE ring AS (
         -- Per prefix, the namespaces with open rows in byte order, starting after
         -- the cursor (p_after, where this process's last turn for the same
@@ -198,6 +189,65 @@ BEGIN
             SELECT r.namespace, r.wrapped FROM ring AS r
             WHERE cardinality(p_patterns::text[]) = 0 OR r.namespace LIKE ANY(p_patterns::text[])
         ) AS x
+    )
+    SELECT x.namespace, x.position, false FROM examined AS x
+    UNION ALL
+    SELECT NULL::text, NULL::bigint, EXISTS (SELECT FROM ring AS r WHERE r.depth >= p_turn_limit)
+$$;
+
+
+--
+-- Name: inboxd_claim_turn(text[], text[], text[], text, integer, integer, text[], timestamp with time zone); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.inboxd_claim_turn(p_namespaces text[], p_patterns text[], p_prefixes text[], p_after text, p_turn_limit integer, p_max_events integer, p_event_types text[], p_now timestamp with time zone) RETURNS TABLE(namespace text, "position" bigint, weight integer, share integer, allowed integer, cap integer, rate double precision, rule_pattern text, next_token_at timestamp with time zone, held_back text, turn_cut boolean, last_examined text)
+    LANGUAGE plpgsql ROWS 20
+    AS $$
+#variable_conflict use_column
+BEGIN
+    IF cardinality(p_prefixes) = 0 AND cardinality(p_namespaces) = 1
+       AND NOT EXISTS (SELECT FROM inboxd_flow_rule(p_namespaces[1])) THEN
+        RETURN QUERY SELECT p_namespaces[1], 1::bigint, 1, p_max_events, p_max_events, p_max_events,
+                            NULL::double precision, NULL::text, NULL::timestamptz, NULL::text, false, p_namespaces[1];
+        RETURN;
+    END IF;
+    IF NOT EXISTS (SELECT FROM inbox_flow_rules) THEN
+        -- No rule anywhere: every namespace of the turn weighs 1, has room and no rate, so the turn is
+        -- the first max_events examined namespaces with a due event, sharing max_events equally.
+        RETURN QUERY
+    WITH walked AS MATERIALIZED (
+        -- The walk round the ring and the named namespaces (inboxd_claim_ring), and a last row of no
+        -- namespace that says whether the walk stopped short of the ring's end.
+        SELECT w.* FROM inboxd_claim_ring(p_namespaces, p_patterns, p_prefixes, p_after, p_turn_limit) AS w
+    ), examined AS (
+        SELECT w.namespace, w.position FROM walked AS w WHERE w.namespace IS NOT NULL
+    ), turn AS MATERIALIZED (
+        -- The oldest due event, not EXISTS, as the whole turn's probe below (0024).
+        SELECT x.namespace, x.position FROM examined AS x
+        WHERE (SELECT e.due_at FROM inbox_events AS e
+               WHERE e.namespace COLLATE "C" = x.namespace AND e.due_at <= p_now
+                 AND (cardinality(p_event_types::text[]) = 0 OR e.event_type = ANY(p_event_types::text[]))
+               ORDER BY e.due_at LIMIT 1) IS NOT NULL
+        ORDER BY x.position
+        LIMIT p_max_events
+    )
+    SELECT t.namespace, t.position, 1, s.events, s.events, s.events, NULL::double precision, NULL::text,
+           NULL::timestamptz, NULL::text, false, NULL::text
+    FROM turn AS t
+    CROSS JOIN (SELECT ceil(p_max_events::numeric / greatest(1, (SELECT count(*) FROM turn)))::integer AS events) AS s
+    UNION ALL
+    SELECT NULL::text, NULL::bigint, NULL::integer, 0, 0, 0, NULL::double precision, NULL::text, NULL::timestamptz,
+           NULL::text, (SELECT w.cut FROM walked AS w WHERE w.namespace IS NULL),
+           (SELECT x.namespace FROM examined AS x ORDER BY x.position DESC LIMIT 1);
+        RETURN;
+    END IF;
+    RETURN QUERY
+    WITH walked AS MATERIALIZED (
+        -- The walk round the ring and the named namespaces (inboxd_claim_ring), and a last row of no
+        -- namespace that says whether the walk stopped short of the ring's end.
+        SELECT w.* FROM inboxd_claim_ring(p_namespaces, p_patterns, p_prefixes, p_after, p_turn_limit) AS w
+    ), examined AS (
+        SELECT w.namespace, w.position FROM walked AS w WHERE w.namespace IS NOT NULL
     ), contenders AS MATERIALIZED (
         -- The examined namespaces that have a due event for this Claim and are
         -- not paused, each with the flow-control rule that governs it
@@ -283,7 +333,7 @@ BEGIN
     WHERE NOT (c.below_limit AND c.has_tokens)
     UNION ALL
     SELECT NULL::text, NULL::bigint, NULL::integer, 0, 0, 0, NULL::double precision, NULL::text, NULL::timestamptz,
-           NULL::text, EXISTS (SELECT FROM ring AS r WHERE r.depth >= p_turn_limit),
+           NULL::text, (SELECT w.cut FROM walked AS w WHERE w.namespace IS NULL),
            (SELECT x.namespace FROM examined AS x ORDER BY x.position DESC LIMIT 1);
 END $$;
 
