@@ -48,7 +48,7 @@ def check_trace_context(field: str, traceparent: str, tracestate: str) -> TraceC
     """The context of an AcceptRequest's trace_context field; raises InvalidArgument naming the bad header.
 
     An empty traceparent is no trace (and then a tracestate alone means nothing: dropped, as W3C's
-    receivers drop it).
+    receivers drop it); so is a tracestate over MAX_HEADER_BYTES, the trace kept.
     """
     if not traceparent:
         return None
@@ -58,6 +58,10 @@ def check_trace_context(field: str, traceparent: str, tracestate: str) -> TraceC
             f"{field}.traceparent",
             "is not a W3C traceparent (00-<32 hex trace id>-<16 hex span id>-<2 hex flags>, lowercase, ids not zero)",
         )
+    if len(tracestate.encode("utf-8", "replace")) > MAX_HEADER_BYTES:
+        # W3C lets a receiver drop a tracestate it will not carry whole; OpenTelemetry's may reach 8 KiB, and
+        # refusing the delivery over a header the trace does not need would lose more than it keeps.
+        return TraceContext(traceparent, "")
     check_text(f"{field}.tracestate", tracestate, MAX_HEADER_BYTES)
     return TraceContext(traceparent, tracestate)
 
