@@ -5,26 +5,31 @@ the signature before the body is parsed, and the provider hears 2xx only once
 inboxd has answered Accept with OK. The body goes to Accept as it arrived,
 with its Content-Type, and the signature's inputs with it (inboxd_edge.evidence).
 Each request logs one line: route, status, outcome, event type and delivery
-id. Never the body, the key or a secret.
+id (and, when traced, the trace and span ids). Never the body, the key or a
+secret. With tracing on, each request is one SERVER span (inboxd_edge.tracing)
+whose context goes on the Accept; off, the provider's own context does.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
 from aiohttp import web
+from opentelemetry.trace import Tracer
 
+from inboxd_client.v1 import types_pb2
 from inboxd_edge.bodies import document
 from inboxd_edge.config import EdgeConfig, Route
 from inboxd_edge.evidence import signature_metadata
 from inboxd_edge.forward import Answer, Forwarder
 from inboxd_edge.identity import constrained_path, placeholder_values_fit
-from inboxd_edge.keys import UnsupportedType, resolve
+from inboxd_edge.keys import ResolvedEvent, UnsupportedType, resolve
 from inboxd_edge.signatures import SignatureError
 from inboxd_edge.sources import MissingValue, Request
+from inboxd_edge.tracing import forwarded_context, request_span
 from inboxd_edge.twilio_signature import public_url
 
 log = logging.getLogger("inboxd_edge")
@@ -43,19 +48,31 @@ class Reply:
     reason: str = ""
     event_type: str = ""
     delivery_id: str = ""
+    # The event as named and sent to Accept (None when the request stopped before): for the request's span.
+    event: ResolvedEvent | None = None
 
 
-def build_app(config: EdgeConfig, forwarder: Forwarder, *, clock: Clock = time.time) -> web.Application:
-    """An aiohttp application with one POST handler per configured route."""
+def build_app(
+    config: EdgeConfig, forwarder: Forwarder, *, clock: Clock = time.time, tracer: Tracer | None = None
+) -> web.Application:
+    """An aiohttp application with one POST handler per configured route; `tracer` None is tracing off."""
     app = web.Application()
     for route in config.routes:
-        app.router.add_post(constrained_path(route.path), _handler(route, forwarder, clock))
+        app.router.add_post(constrained_path(route.path), _handler(route, forwarder, clock, tracer))
     return app
 
 
-def _handler(route: Route, forwarder: Forwarder, clock: Clock) -> Handler:
+def _handler(route: Route, forwarder: Forwarder, clock: Clock, tracer: Tracer | None) -> Handler:
     async def handle(request: web.Request) -> web.Response:
-        reply = await receive(route, forwarder, clock, request)
+        traced: Mapping[str, str] = {}
+        if tracer is None:
+            # Tracing off is free: no span, only the provider's own context passed on, if it sent a valid one.
+            reply = await receive(route, forwarder, clock, request, forwarded_context(request.headers))
+        else:
+            with request_span(tracer, route.path, request) as span:
+                reply = await receive(route, forwarder, clock, request, span.trace_context)
+                span.answered(reply.answer.status, reply.answer.outcome, reply.event)
+                traced = span.log_fields
         # A 500 is the edge's or inboxd's own fault (a refused token, say), which no provider retry fixes: an error.
         log.log(
             logging.ERROR if reply.answer.status == 500 else logging.INFO,
@@ -67,6 +84,7 @@ def _handler(route: Route, forwarder: Forwarder, clock: Clock) -> Handler:
                 reason=reply.reason or "-",
                 type=reply.event_type or "-",
                 delivery=reply.delivery_id or "-",
+                **traced,
             ),
         )
         headers = {"Retry-After": RETRY_AFTER_SECONDS} if reply.answer.status == 503 else None
@@ -98,8 +116,14 @@ def _escaped(value: str) -> str:
     return "".join(out)
 
 
-async def receive(route: Route, forwarder: Forwarder, clock: Clock, request: web.Request) -> Reply:
-    """Runs one webhook through the route and says what to answer."""
+async def receive(
+    route: Route,
+    forwarder: Forwarder,
+    clock: Clock,
+    request: web.Request,
+    trace_context: types_pb2.TraceContext | None = None,
+) -> Reply:
+    """Runs one webhook through the route and says what to answer; `trace_context` goes on its Accept."""
     verifier = route.verifier_for(request.match_info)
     if verifier is None or not placeholder_values_fit(request.match_info):
         # No secret for this account (or no account by that name could be configured): nothing to verify with.
@@ -126,8 +150,8 @@ async def receive(route: Route, forwarder: Forwarder, clock: Clock, request: web
         return Reply(Answer(422, "unsupported_type"), event_type=str(exc))
     except MissingValue as exc:
         return Reply(Answer(400, "malformed"), reason=str(exc))
-    answer = await forwarder.accept(event)
-    return Reply(answer, event_type=event.event_type, delivery_id=event.delivery_id)
+    answer = await forwarder.accept(event, trace_context)
+    return Reply(answer, event_type=event.event_type, delivery_id=event.delivery_id, event=event)
 
 
 async def _read_limited(request: web.Request, limit: int) -> bytes | None:

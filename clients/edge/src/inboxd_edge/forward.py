@@ -17,7 +17,7 @@ import grpc
 import grpc.aio
 
 from inboxd_client.errors import InboxError
-from inboxd_client.v1 import inbox_pb2
+from inboxd_client.v1 import inbox_pb2, types_pb2
 from inboxd_edge.keys import ResolvedEvent
 from inboxd_edge.stream_pool import StreamEnded, StreamPool
 
@@ -102,8 +102,8 @@ class Forwarder:
         """True while deliveries go over AcceptStream."""
         return self.pool is not None
 
-    async def accept(self, event: ResolvedEvent) -> Answer:
-        """Accepts the event and says what to answer the provider."""
+    async def accept(self, event: ResolvedEvent, trace_context: types_pb2.TraceContext | None = None) -> Answer:
+        """Accepts the event and says what to answer the provider; `trace_context` is the delivery's trace."""
         request = inbox_pb2.AcceptRequest(
             namespace=event.namespace,
             event_key=event.event_key,
@@ -114,6 +114,9 @@ class Forwarder:
             message_id=event.message_id,
             ordering_key=event.ordering_key,
         )
+        if trace_context is not None:
+            # The field, not the call's metadata: a stream carries many deliveries, each of its own trace.
+            request.trace_context.CopyFrom(trace_context)
         pool = self.pool
         if pool is None:
             return await self._unary(request, self._deadline)
@@ -136,8 +139,12 @@ class Forwarder:
         return _answer(response)
 
     async def _unary(self, request: inbox_pb2.AcceptRequest, deadline: float) -> Answer:
+        metadata = self._metadata
+        if request.HasField("trace_context"):
+            # The field says it already; the headers too, for anything between the edge and inboxd that traces.
+            metadata = (*(metadata or ()), *_trace_headers(request.trace_context))
         try:
-            response = await self._accept(request, timeout=deadline, metadata=self._metadata)
+            response = await self._accept(request, timeout=deadline, metadata=metadata)
         except grpc.aio.AioRpcError as exc:
             return answer_for_error(exc.code())
         return _answer(response)
@@ -153,6 +160,13 @@ class Forwarder:
         """Half-closes the streams once their items are answered."""
         if self.pool is not None:
             await self.pool.close()
+
+
+def _trace_headers(context: types_pb2.TraceContext) -> tuple[tuple[str, str], ...]:
+    """W3C's two headers for the unary call's metadata (no `tracestate` when it is empty)."""
+    if context.tracestate:
+        return (("traceparent", context.traceparent), ("tracestate", context.tracestate))
+    return (("traceparent", context.traceparent),)
 
 
 def _answer(response: inbox_pb2.AcceptResponse) -> Answer:

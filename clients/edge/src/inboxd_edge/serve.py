@@ -1,8 +1,9 @@
-"""Starting and stopping a running edge: its gRPC channel to inboxd and its HTTP listener."""
+"""Starting and stopping a running edge: its gRPC channel to inboxd, its HTTP listener and its tracing."""
 
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,6 +11,7 @@ from pathlib import Path
 import grpc
 import grpc.aio
 from aiohttp import web
+from opentelemetry.trace import TracerProvider
 
 from inboxd_client.connection import call_metadata
 from inboxd_client.plaintext import PlaintextTokenRefused, refuse_plaintext_token, trusted_network_from
@@ -18,6 +20,7 @@ from inboxd_edge.config import ConfigError, EdgeConfig
 from inboxd_edge.forward import Forwarder
 from inboxd_edge.inboxd_settings import InboxdSettings
 from inboxd_edge.stream_pool import StreamPool
+from inboxd_edge.tracing import EdgeTracing, start_tracing, tracing_with
 
 
 @dataclass
@@ -29,16 +32,20 @@ class RunningEdge:
     forwarder: Forwarder
     host: str
     port: int
+    # None: tracing is off.
+    tracing: EdgeTracing | None = None
 
     @property
     def url(self) -> str:
         return f"http://{self.host}:{self.port}"
 
     async def stop(self) -> None:
-        """Stops taking requests, lets those in flight finish, then closes the streams and the channels."""
+        """Stops taking requests, lets those in flight finish, closes the streams and channels, flushes the spans."""
         await self.runner.cleanup()
         await self.forwarder.close()
         await self.channel.close(None)
+        if self.tracing is not None:
+            await self.tracing.stop()
 
 
 def open_channel(settings: InboxdSettings, options: Sequence[tuple[str, int]] = ()) -> grpc.aio.Channel:
@@ -76,8 +83,13 @@ async def start_edge(
     listen: str | None = None,
     environ: Mapping[str, str] = os.environ,
     clock: Clock | None = None,
+    tracer_provider: TracerProvider | None = None,
 ) -> RunningEdge:
-    """Opens the channel and starts listening; `listen` overrides the configured address."""
+    """Opens the channel and starts listening; `listen` overrides the configured address.
+
+    Tracing follows `environ`'s OTEL_* variables (the SDK's provider, made and shut down by the edge), unless
+    `tracer_provider` is given: the application's own, which it shuts down itself.
+    """
     host, _, port = (listen or config.listen).rpartition(":")
     token = environ.get(config.inboxd.token_env) or None
     try:
@@ -89,13 +101,21 @@ async def start_edge(
         )
     except PlaintextTokenRefused as exc:
         raise ConfigError(f"[inboxd] {exc}") from exc
-    channel = open_channel(config.inboxd)
-    forwarder = build_forwarder(config.inboxd, channel, token)
-    app = build_app(config, forwarder) if clock is None else build_app(config, forwarder, clock=clock)
-    # The edge logs its own one line per request; aiohttp's access log would repeat it.
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, host or "127.0.0.1", int(port))
-    await site.start()
+    # Before anything opens: an exporter the edge cannot export with is refused at start.
+    tracing = tracing_with(tracer_provider) if tracer_provider is not None else start_tracing(environ)
+    try:
+        channel = open_channel(config.inboxd)
+        forwarder = build_forwarder(config.inboxd, channel, token)
+        tracer = tracing.tracer if tracing is not None else None
+        app = build_app(config, forwarder, clock=clock or time.time, tracer=tracer)
+        # The edge logs its own one line per request; aiohttp's access log would repeat it.
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, host or "127.0.0.1", int(port))
+        await site.start()
+    except BaseException:
+        if tracing is not None:
+            await tracing.stop()
+        raise
     bound = runner.addresses[0]
-    return RunningEdge(runner, channel, forwarder, str(bound[0]), int(bound[1]))
+    return RunningEdge(runner, channel, forwarder, str(bound[0]), int(bound[1]), tracing)
