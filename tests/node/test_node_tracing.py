@@ -1,0 +1,25 @@
+"""The Node client's and runtime's tracing (clients/node/test/tracing.test.js) against the session's inboxd.
+
+The Node file registers a real OpenTelemetry SDK provider with an in-memory exporter and checks the
+handler's `process` span (a child of the event's stored context, or a new root linked to it for a
+replay or an old trace), the `action` spans, and the trace context each call carries, on a grpc-js
+proxy; a worker in a child process installs the SDK from OTEL_* alone (console exporter). It runs on
+the Work stream and on unary Claims, as the worker tests do.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from inboxd.serving.server import RunningServer
+from tests.node.runner import NODE_TESTS, run_node_tests, tap_count
+
+TRACING_TESTS = 17
+
+
+@pytest.mark.parametrize("transport", ["work", "claim"])
+async def test_node_worker_spans_join_the_delivery_trace_and_its_calls_carry_them(
+    server: RunningServer, transport: str
+) -> None:
+    output = await run_node_tests(server, [NODE_TESTS / "tracing.test.js"], {"INBOXD_WORKER_TRANSPORT": transport})
+    assert tap_count(output, "pass") == TRACING_TESTS
