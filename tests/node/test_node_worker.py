@@ -54,7 +54,16 @@ async def event_states(db: Database, namespace: str) -> dict[str, tuple[str, lis
 
 
 # Run by wrappers of their own, which also check what the server saw: not run twice.
-OWN_WRAPPERS = frozenset({"action-cases.test.js", "idle-claims.test.js", "payloads.test.js", "readme-stripe.test.js"})
+OWN_WRAPPERS = frozenset(
+    {
+        "action-cases.test.js",
+        "idle-claims.test.js",
+        "payloads.test.js",
+        "readme-stripe.test.js",
+        "tracing.test.js",
+        "tracing-setup.test.js",
+    }
+)
 
 
 # The worker tests that hold for either path, run again on unary Claims (the edge's events included).

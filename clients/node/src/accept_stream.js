@@ -16,12 +16,14 @@
 // had committed answers DUPLICATE. Nothing answered is lost, and every caller gets an answer or an
 // error (DEADLINE_EXCEEDED after deadlineMs at the latest, resends included). A stream refused for
 // good (UNAUTHENTICATED, PERMISSION_DENIED, UNIMPLEMENTED) fails its items and every later accept().
+// Each item carries the caller's current trace context as its AcceptRequest.trace_context.
 
 import grpc from '@grpc/grpc-js';
 
 import { ItemError } from './item_error.js';
 import { ReopeningStream } from './reopening.js';
 import { acceptRequest } from './requests.js';
+import { currentTraceContext } from './trace_context.js';
 
 const { status } = grpc;
 
@@ -86,6 +88,12 @@ export class AcceptStream {
     if (this.closing) return Promise.reject(new Error('the AcceptStream is closed'));
     const sequence = String(this.nextSequence++);
     const item = { sequence, accept: acceptRequest(event) };
+    // Each item is a delivery of its own trace (the stream's metadata is once per stream); one the
+    // caller gave (an edge forwarding its provider's context) stands.
+    if (!item.accept.traceContext) {
+      const traceContext = currentTraceContext();
+      if (traceContext !== null) item.accept.traceContext = traceContext;
+    }
     return new Promise((resolve, reject) => {
       const entry = { item, resolve, reject, timer: null };
       entry.timer = setTimeout(() => this.#expire(entry), deadlineMs);

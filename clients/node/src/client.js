@@ -7,12 +7,16 @@
 // decimal strings, enums as names, Timestamps as {seconds, nanos} (see toDate).
 // A failed call rejects with grpc-js's ServiceError; compare `err.code` with
 // `status` (re-exported from @grpc/grpc-js).
+//
+// Every call carries the caller's current trace context (`traceparent`, `tracestate` metadata)
+// when a valid OpenTelemetry span is current (src/trace_context.js); nothing otherwise.
 
 import grpc from '@grpc/grpc-js';
 
 import { AcceptStream } from './accept_stream.js';
 import { duration } from './convert.js';
 import { loadInboxd } from './protos.js';
+import { addTraceMetadata } from './trace_context.js';
 import {
   acceptRequest,
   completeItem,
@@ -154,6 +158,8 @@ export class InboxClient {
   #metadata() {
     const metadata = new grpc.Metadata();
     if (this.token) metadata.set('authorization', `Bearer ${this.token}`);
+    // The caller's current span, when one is: the server's span for this call becomes its child.
+    addTraceMetadata(metadata);
     return metadata;
   }
 

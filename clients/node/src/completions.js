@@ -9,8 +9,12 @@
 // (holdForClaims(true)): the loop take()s the due items, carries them, and hands their outcomes to
 // answer(). Otherwise (the loop is long-polling, pausing after a failed Claim, or stopping) they go
 // out as a CompleteBatch when the window closes, since a long-poll would keep them waiting.
+// A CompleteBatch goes in the trace context of its first item (the handler span that finished
+// first), whatever timer or loop happens to send it; a Claim that carries completions stays the
+// claim loop's own, since the events it hands out are not that handler's work.
 
 import grpc from '@grpc/grpc-js';
+import { context } from '@opentelemetry/api';
 
 const { status } = grpc;
 
@@ -54,7 +58,7 @@ export class CompletionBatcher {
   complete(item) {
     if (this.oneByOne) return this.client.complete(item).then(() => undefined);
     return new Promise((resolve, reject) => {
-      this.pending.push({ item, resolve, reject });
+      this.pending.push({ item, resolve, reject, context: context.active() });
       if (this.pending.length >= this.maxItems) this.#windowClosed();
       else if (this.timer === null && !this.due) this.timer = setTimeout(() => this.#windowClosed(), this.windowMs);
     });
@@ -133,7 +137,8 @@ export class CompletionBatcher {
     this.calls += 1;
     let outcomes;
     try {
-      outcomes = await this.client.completeMany(batch.map((entry) => entry.item));
+      const items = batch.map((entry) => entry.item);
+      outcomes = await context.with(batch[0].context, () => this.client.completeMany(items));
     } catch (err) {
       if (err?.code === status.UNIMPLEMENTED) {
         this.oneByOne = true;
@@ -158,9 +163,9 @@ export class CompletionBatcher {
     await Promise.all(retries);
   }
 
-  async #alone({ item, resolve, reject }) {
+  async #alone({ item, resolve, reject, context: itemContext }) {
     try {
-      await this.client.complete(item);
+      await context.with(itemContext, () => this.client.complete(item));
       resolve();
     } catch (err) {
       reject(err);

@@ -6,6 +6,8 @@
 // (Overdue) until it really returns, or the worker would run more handlers at once than its
 // concurrency, and might run the same event again beside it. A process warning says so.
 
+import { logIds } from './worker_tracing.js';
+
 // 15 minutes: far beyond a webhook's work, short of "for ever", and the age at
 // which inboxd already counts an INTENDED action as unresolved.
 export const DEFAULT_HANDLER_TIMEOUT_MS = 15 * 60_000;
@@ -62,10 +64,12 @@ export class Overdue {
     if (entry.handlerReturned || !entry.returned) return false;
     this.entries.add(entry);
     const { namespace, eventKey } = entry.event;
+    // Traced, the warning names the handler's span, so it can be found beside the trace.
+    const ids = logIds(entry.span);
     process.emitWarning(
       `the handler of ${namespace} ${eventKey} is still running after ${entry.timedOut?.message ?? 'its event settled'}; ` +
         `its event was ${outcome}, and its concurrency slot stays taken until it returns`,
-      { code: 'INBOXD_HANDLER_OVERDUE' },
+      { code: 'INBOXD_HANDLER_OVERDUE', detail: ids ? `trace_id=${ids.trace_id} span_id=${ids.span_id}` : undefined },
     );
     entry.returned.then(() => {
       this.entries.delete(entry);

@@ -11,3 +11,5 @@ export { Job, ActionFailed, ActionUnresolved } from './job.js';
 export { NotJsonPayload, isJsonType, DEFAULT_CONTENT_TYPE } from './payloads.js';
 export { duration, timestamp, toDate, compareInt64 } from './convert.js';
 export { loadInboxd, DEFAULT_PROTOS_DIR } from './protos.js';
+export { TracingConfigError, tracingRule } from './tracing_rule.js';
+export { eventRef } from './worker_tracing.js';

@@ -13,6 +13,7 @@
 // action throws ActionUnresolved instead of calling perform() again.
 
 import { DEFAULT_CONTENT_TYPE, isJsonType, parseJson } from './payloads.js';
+import { runtimeTracer, traceAction } from './worker_tracing.js';
 
 /** Thrown by a perform function when the outside world certainly did not act: recorded as FAILED. */
 export class ActionFailed extends Error {
@@ -126,7 +127,13 @@ export class Job {
    *   reconcile asks the outside world what became of an earlier, uncertain attempt.
    * @returns {Promise<{performed: boolean, record: object, result?: unknown}>}
    */
-  async action(name, perform, { reconcile } = {}) {
+  async action(name, perform, options = {}) {
+    // Traced, it runs in an `action` span of its own, a child of the handler's (src/worker_tracing.js).
+    if (runtimeTracer() === null) return this.#act(name, perform, options);
+    return traceAction(this, name, () => this.#act(name, perform, options));
+  }
+
+  async #act(name, perform, { reconcile }) {
     const prior = this.actions.get(name);
     if (prior?.state === SUCCEEDED) return { performed: false, record: prior };
     if (prior?.state === UNKNOWN || prior?.state === INTENDED) {

@@ -20,6 +20,7 @@ import grpc from '@grpc/grpc-js';
 import { duration } from './convert.js';
 import { ItemError } from './item_error.js';
 import { ReopeningStream } from './reopening.js';
+import { currentTraceContext } from './trace_context.js';
 import {
   completeItem,
   completeRequest,
@@ -147,6 +148,9 @@ export class WorkStream {
   #send(kind, request, deadlineMs = this.deadlineMs) {
     const sequence = String(this.nextSequence++);
     const message = { sequence, [kind]: request };
+    // The stream's metadata is once per stream; each call says which span made it (sent again with it).
+    const traceContext = currentTraceContext();
+    if (traceContext !== null) message.traceContext = traceContext;
     return new Promise((resolve, reject) => {
       const entry = { kind, message, resolve, reject };
       entry.timer = setTimeout(() => {

@@ -33,8 +33,15 @@
 // completed, ignored, failed, released, superseded, unfinished; 'renewed'
 // {event, leaseExpiresAt}; 'leaseLost' {event, error}; 'claimError' (a failed
 // Claim, a broken stream), 'renewError' and 'finishError' with the grpc error.
+//
+// Tracing (src/worker_tracing.js): with the application's tracer provider, or the SDK's when the
+// OTEL_* variables ask for export, each handler run is a `process` span, a child of the event's
+// stored trace (or a new root linked to it, for a replay or an old trace), active while the
+// handler and every fenced call of its claim run; it ends before the event is reported settled.
 
 import { EventEmitter } from 'node:events';
+
+import { context, trace } from '@opentelemetry/api';
 
 import { ClaimLoop } from './claim_loop.js';
 import { CompletionBatcher, DEFAULT_MAX_ITEMS, DEFAULT_WINDOW_MS } from './completions.js';
@@ -44,6 +51,7 @@ import { DEFAULT_HANDLER_TIMEOUT_MS, HANDLER_TIMEOUT_GRACE_MS, Overdue, runLimit
 import { Job } from './job.js';
 import { LeaseKeeper } from './renewals.js';
 import { WorkLoop } from './work_loop.js';
+import { endProcessSpan, runtimeTracer, startProcessSpan, startTracing } from './worker_tracing.js';
 
 const TRANSPORTS = new Set(['auto', 'work', 'claim']);
 
@@ -76,6 +84,9 @@ export class Worker extends EventEmitter {
    *   against a server without it ('auto'), or either alone.
    * @param {{minMs?: number, maxMs?: number}} [options.streamBackoff] the pause before a broken
    *   Work stream is opened again (50 ms doubling to 2 s, jittered).
+   * @param {() => number} [options.clock] now, in ms since the epoch: when a handler starts, for the
+   *   tracing rule (a trace accepted an hour ago or more is linked, not extended).
+   * @param {{info: (line: string) => void}} [options.logger] where the runtime's rare notices go (console).
    */
   constructor(client, options) {
     super();
@@ -100,6 +111,8 @@ export class Worker extends EventEmitter {
     this.workerId = options.workerId ?? `node-${process.pid}`;
     this.transport = options.transport ?? 'auto';
     this.streamBackoff = options.streamBackoff;
+    this.clock = options.clock ?? Date.now;
+    this.logger = options.logger ?? console;
     if (!TRANSPORTS.has(this.transport)) throw new RangeError(`transport=${this.transport}: 'auto', 'work' or 'claim'`);
     // Each handler's event still gets its own answer; only the round trip is shared.
     this.completeOptions = {
@@ -127,14 +140,24 @@ export class Worker extends EventEmitter {
   async run() {
     if (this.started) throw new Error('a Worker runs once');
     this.started = true;
+    let stopTracing = null;
+    try {
+      // A misconfigured OTEL_* variable rejects here, naming it, before anything is claimed.
+      stopTracing = await startTracing({ logger: this.logger });
+      await this.#work();
+    } finally {
+      // The spans are exported (when this runtime installed the provider) before stop() resolves.
+      await stopTracing?.();
+      this.resolveFinished();
+    }
+  }
+
+  async #work() {
     this.loop = null;
     if (this.transport !== 'claim') {
       const work = new WorkLoop(this);
       if (await work.run()) this.loop = work;
-      else if (this.transport === 'work') {
-        this.resolveFinished();
-        throw work.unsupported;
-      }
+      else if (this.transport === 'work') throw work.unsupported;
     }
     if (this.loop === null) {
       // A server without Work: unary Claims, decided once for this run.
@@ -144,7 +167,6 @@ export class Worker extends EventEmitter {
     while (this.inflight.size > 0) await this.somethingSettles();
     clearTimeout(this.graceTimer);
     await this.loop.finish();
-    this.resolveFinished();
   }
 
   /** The path this run took: 'work' or 'claim' (null before run() decided). */
@@ -184,6 +206,17 @@ export class Worker extends EventEmitter {
 
   /** Runs a claimed event's handler in a slot of its own (by the loops: src/claim_loop.js, src/work_loop.js). */
   startJob(event) {
+    if (runtimeTracer() === null) {
+      this.#start(event, null, null);
+      return;
+    }
+    // Its span is current for the handler, its renewals and its end: each call says it made them.
+    const span = startProcessSpan(event, this.clock());
+    const traced = trace.setSpan(context.active(), span);
+    context.with(traced, () => this.#start(event, span, traced));
+  }
+
+  #start(event, span, traced) {
     const controller = new AbortController();
     const entry = {
       event,
@@ -191,6 +224,8 @@ export class Worker extends EventEmitter {
       job: new Job(this.calls, event, controller.signal),
       state: 'running',
       lost: false,
+      span,
+      traced,
     };
     entry.settled = new Promise((resolve) => {
       entry.resolveSettled = resolve;
@@ -244,7 +279,9 @@ export class Worker extends EventEmitter {
     if (entry.state !== 'running') return;
     entry.state = 'detached';
     entry.lease.stop();
-    const outcome = await releaseClaim(this.calls, entry.job.fence, (err) => this.emit('finishError', err, entry.event));
+    const release = () => releaseClaim(this.calls, entry.job.fence, (err) => this.emit('finishError', err, entry.event));
+    // Called from stop()'s timer: the Release still belongs to the handler's span.
+    const outcome = await (entry.traced ? context.with(entry.traced, release) : release());
     this.#settle(entry, outcome, null);
   }
 
@@ -252,6 +289,7 @@ export class Worker extends EventEmitter {
     this.inflight.delete(entry.event.claimToken);
     // A timed-out handler that ignored its signal: its slot stays taken until it returns.
     if (entry.timedOut) this.overdue.hold(entry, outcome);
+    if (entry.span) endProcessSpan(entry.span, error);
     entry.resolveSettled();
     this.slotFreed();
     this.emit('settled', { event: entry.event, outcome, error });

@@ -3,7 +3,8 @@
 // or holds it by never calling forward (the caller then sees its deadline pass). On a stream each
 // message from the client goes through the hook, named for what it carries ('Work.renewLease',
 // 'Work.subscribe', 'AcceptStream.accept'). `streams: false` serves the unary methods only: a server
-// older than the streams, which answers them UNIMPLEMENTED.
+// older than the streams, which answers them UNIMPLEMENTED. The hook's fourth argument is the
+// metadata the call (or the stream) came with, to look at; it is not forwarded.
 
 import grpc from '@grpc/grpc-js';
 
@@ -18,7 +19,8 @@ export async function proxy(hook = forwardAll, { streams = true } = {}) {
   const handlers = {};
   for (const [method, definition] of Object.entries(service)) {
     if (!definition.requestStream) {
-      handlers[method] = (call, callback) => hook(method, call.request, (request) => upstream.raw[method](request, callback));
+      handlers[method] = (call, callback) =>
+        hook(method, call.request, (request) => upstream.raw[method](request, callback), call.metadata);
     } else if (streams) {
       handlers[method] = (call) => relayStream(upstream, method, call, hook);
     }
@@ -50,7 +52,7 @@ function relayStream(upstream, method, call, hook) {
   });
   call.on('data', (message) => {
     const kind = message.call ?? (message.accept ? 'accept' : 'credit');
-    hook(`${method}.${kind}`, message, (changed) => onward.write(changed));
+    hook(`${method}.${kind}`, message, (changed) => onward.write(changed), call.metadata);
   });
   call.on('end', () => onward.end());
   call.on('cancelled', () => onward.cancel());
