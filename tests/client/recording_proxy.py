@@ -84,8 +84,10 @@ class _Forward(grpc.GenericRpcHandler):  # type: ignore[type-arg]
     def service(self, handler_call_details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler:  # type: ignore[type-arg]
         method = str(handler_call_details.method)
 
-        def behaviour(requests: AsyncIterator[bytes], context: Any) -> AsyncIterator[bytes]:
-            return self._proxy.forward(requests, context, method)
+        # An async generator function itself: grpc.aio tells a streaming behaviour by its kind.
+        async def behaviour(requests: AsyncIterator[bytes], context: Any) -> AsyncIterator[bytes]:
+            async for response in self._proxy.forward(requests, context, method):
+                yield response
 
         return grpc.stream_stream_rpc_method_handler(behaviour)
 
