@@ -185,3 +185,39 @@ async def test_with_an_exporter_named_a_worker_installs_the_sdk_exports_its_span
     (line,) = [line for line in stderr.splitlines() if "handler failed" in line]
     ids = failed["context"]
     assert line.endswith(f" trace_id={ids['trace_id'][2:]} span_id={ids['span_id'][2:]}"), line
+
+
+# The worker of an installation without the extra: every opentelemetry import fails, as if absent.
+UNTRACEABLE = """
+import asyncio, sys
+sys.modules["opentelemetry"] = None  # `import opentelemetry...` now raises ImportError
+from inboxd_client import AsyncInboxClient, EventContext, Worker, tracing
+
+async def main(target: str, namespace: str) -> None:
+    async with AsyncInboxClient(target) as client:
+        async def handle(ctx: EventContext) -> None:
+            await ctx.run_action("send:v1", lambda key: asyncio.sleep(0, "msg-1"))
+            worker.stop()
+
+        worker = Worker(client, handle, namespaces=[namespace], wait=1.0)
+        await worker.run(handle_signals=False)
+        print(worker.stats.completed, tracing.TRACER)
+
+asyncio.run(main(sys.argv[1], sys.argv[2]))
+"""
+
+
+async def test_without_opentelemetry_installed_a_worker_asked_to_trace_says_so_once_and_works(
+    server: RunningServer, client: AsyncInboxClient, ns: str
+) -> None:
+    await accept(client, ns, "k")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")} | {"OTEL_TRACES_EXPORTER": "otlp"}
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", UNTRACEABLE, f"127.0.0.1:{server.port}", ns,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env,
+    )  # fmt: skip
+    stdout, stderr = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 0, stderr.decode()
+    assert stdout.decode().split() == ["1", "None"]
+    notes = [line for line in stderr.decode().splitlines() if "tracing is off" in line]
+    assert len(notes) == 1 and "pip install 'inboxd-client[tracing]'" in notes[0], stderr.decode()
