@@ -33,6 +33,7 @@ from inboxd_client import builders
 from inboxd_client.backoff import Backoff
 from inboxd_client.connection import Metadata
 from inboxd_client.errors import DeadlineExceeded, InboxError, Unavailable, error_from_code, error_from_status
+from inboxd_client.trace_propagation import fill_trace_context
 from inboxd_client.v1 import inbox_pb2
 
 PATH = "/inboxd.v1.InboxService/AcceptStream"
@@ -148,6 +149,9 @@ class AcceptStream:
         sequence = self._next_sequence
         self._next_sequence += 1
         item = inbox_pb2.AcceptStreamRequest(sequence=sequence, accept=request)
+        # This delivery's caller's span, on the item: the stream's metadata is its opener's, once, for
+        # every item, and is deliberately not traced (an item without a context would join the opener's trace).
+        fill_trace_context(item.accept)
         loop = asyncio.get_running_loop()
         answered: asyncio.Future[inbox_pb2.AcceptResponse] = loop.create_future()
         self._unanswered[sequence] = (item, answered)

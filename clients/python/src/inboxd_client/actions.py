@@ -13,6 +13,9 @@ cancellation (UNKNOWN). A later claim skips a SUCCEEDED action, and settles an
 UNKNOWN one through the user's reconcile hook before acting again. An action
 left INTENDED by an earlier claim (its worker died mid-action) is just as
 uncertain: it is recorded UNKNOWN and reconciled the same way.
+
+With tracing on, each action is an `action` span (`worker_spans.ActionSpan`)
+from its plan to its recorded outcome, current while the body runs.
 """
 
 from __future__ import annotations
@@ -25,11 +28,13 @@ from collections.abc import Awaitable, Callable, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING
 
+from inboxd_client import tracing
 from inboxd_client.outcomes import ActionResult, ActionUnresolved, Reconciled, UncertainOutcome
 from inboxd_client.v1 import inbox_pb2, types_pb2
 
 if TYPE_CHECKING:
     from inboxd_client.fenced_calls import FencedCalls
+    from inboxd_client.worker_spans import ActionSpan
 
 INTENDED = types_pb2.ACTION_STATE_INTENDED
 SUCCEEDED = types_pb2.ACTION_STATE_SUCCEEDED
@@ -85,6 +90,10 @@ class ActionLedger:
     @property
     def records(self) -> Mapping[str, types_pb2.ActionRecord]:
         return dict(self._records)
+
+    @property
+    def event(self) -> inbox_pb2.ClaimedEvent:
+        return self._event
 
     def plan(self, name: str) -> Plan:
         record = self._records.get(name)
@@ -184,6 +193,33 @@ class Action:
         return ActionResult(self.name, self._key, self.external_ref, ran=not self._done)
 
 
+def start_span(ledger: ActionLedger, name: str) -> ActionSpan | None:
+    """The action's span when tracing is on; None (and nothing made) when off."""
+    tracer = tracing.TRACER
+    if tracer is None:
+        return None
+    from inboxd_client.worker_spans import ActionSpan  # OpenTelemetry is there: TRACER is set
+
+    return ActionSpan(tracer, ledger.event, name)
+
+
+def end_span(
+    span: ActionSpan | None,
+    action: Action | None,
+    exc: BaseException | None,
+    uncertain: tuple[type[BaseException], ...],
+) -> None:
+    """Ends the action's span with the outcome the ledger got: as `settle` judges the body's end."""
+    if span is None:
+        return
+    if exc is None:
+        span.end("SUCCEEDED", reused=action is not None and not action.result().ran)
+    elif isinstance(exc, ActionUnresolved) or is_uncertain(exc, uncertain):
+        span.end("UNKNOWN", error=exc)
+    else:
+        span.end("FAILED", error=exc)
+
+
 class AsyncActionScope:
     """`async with ctx.action(name) as act`: records INTENDED on entry and the outcome on exit."""
 
@@ -199,30 +235,41 @@ class AsyncActionScope:
         self._reconcile = reconcile
         self._uncertain = uncertain
         self._action: Action | None = None
+        self._span: ActionSpan | None = None
 
     async def __aenter__(self) -> Action:
         ledger, name = self._ledger, self._name
-        plan = ledger.plan(name)
-        if plan is Plan.RECONCILE:
-            key = await ledger.prepare_reconcile(name)
-            verdict = await self._reconcile(key) if self._reconcile is not None else None
-            asked = self._reconcile is not None
-            plan = Plan.DONE if await ledger.apply_verdict(name, verdict, asked=asked) else Plan.ACT
-        if plan is Plan.DONE:
-            self._action = ledger.already_done(name)
-        else:
-            self._action = Action(name, await ledger.intend(name), done=False)
+        self._span = start_span(ledger, name)
+        try:
+            plan = ledger.plan(name)
+            if plan is Plan.RECONCILE:
+                key = await ledger.prepare_reconcile(name)
+                verdict = await self._reconcile(key) if self._reconcile is not None else None
+                asked = self._reconcile is not None
+                plan = Plan.DONE if await ledger.apply_verdict(name, verdict, asked=asked) else Plan.ACT
+            if plan is Plan.DONE:
+                self._action = ledger.already_done(name)
+            else:
+                self._action = Action(name, await ledger.intend(name), done=False)
+        except BaseException as exc:
+            end_span(self._span, None, exc, self._uncertain)
+            raise
+        if self._span is not None:
+            self._span.keyed(self._action.result().idempotency_key)
         return self._action
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         action = self._action
-        if action is None or not action.result().ran:
-            return
-        # Shielded: the body may have ended in a cancellation, and the outcome
-        # (UNKNOWN then) must still reach the ledger.
-        await asyncio.shield(self._ledger.settle(self._name, exc, action.external_ref, self._uncertain))
+        try:
+            if action is None or not action.result().ran:
+                return
+            # Shielded: the body may have ended in a cancellation, and the outcome
+            # (UNKNOWN then) must still reach the ledger.
+            await asyncio.shield(self._ledger.settle(self._name, exc, action.external_ref, self._uncertain))
+        finally:
+            end_span(self._span, action, exc, self._uncertain)
 
 
 async def run_action_async(scope: AsyncActionScope, fn: Callable[[str], Awaitable[str | None]]) -> ActionResult:

@@ -26,6 +26,7 @@ from inboxd_client.calls import CLAIM_TIMEOUT_MARGIN, DEFAULT_TIMEOUT, Callables
 from inboxd_client.claim_backoff import ClaimPacer
 from inboxd_client.connection import ChannelOption, RetryPolicy, TlsConfig, call_metadata, channel_settings
 from inboxd_client.errors import InboxError, complete_batch_outcomes, error_from_status
+from inboxd_client.trace_propagation import with_trace_metadata
 from inboxd_client.v1 import admin_pb2, inbox_pb2, types_pb2
 from inboxd_client.work_stream import OnEvents, WorkStream
 
@@ -80,7 +81,9 @@ class AsyncInboxClient:
         method = self._callables.of(rpc)
         try:
             response = await method(
-                request, timeout=self.timeout if timeout is None else timeout, metadata=self._metadata
+                request,
+                timeout=self.timeout if timeout is None else timeout,
+                metadata=with_trace_metadata(self._metadata),
             )
         except grpc.aio.AioRpcError as exc:
             raise error_from_status(exc.code(), exc.details(), method=rpc.name) from exc

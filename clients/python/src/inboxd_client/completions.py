@@ -12,11 +12,17 @@ send one at once (`hold_for_claims(True)`): the loop `take`s the due items,
 carries them, and hands their results to `answer`. Otherwise (the loop is
 long-polling, backing off or stopping) the items go out as a CompleteBatch
 when the window closes, since a long-poll would keep them waiting.
+
+A completion made under a span (a worker's `process` span) goes out under
+it when it goes alone, so the server's span for it is that span's child;
+a batch of several goes out under none, having no one parent (a Claim that
+carries completions is the claim loop's call, under its own context).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 from collections.abc import Coroutine, Sequence
 from typing import Any
@@ -25,6 +31,7 @@ from inboxd_client import builders
 from inboxd_client.builders import Fenced
 from inboxd_client.errors import InboxError, Unavailable, Unimplemented
 from inboxd_client.fenced_calls import FencedCalls
+from inboxd_client.trace_propagation import span_is_current
 from inboxd_client.v1 import inbox_pb2, types_pb2
 
 log = logging.getLogger(__name__)
@@ -59,6 +66,8 @@ class CompletionBatcher:
         self._held = False
         # An older server without CompleteBatch: fall back to one Complete per item.
         self._one_by_one = False
+        # The caller's context of each waiting completion made under a valid span (none when nothing traces).
+        self._contexts: dict[asyncio.Future[None], contextvars.Context] = {}
 
     @property
     def waiting(self) -> int:
@@ -80,11 +89,18 @@ class CompletionBatcher:
         loop = asyncio.get_running_loop()
         done: asyncio.Future[None] = loop.create_future()
         self._pending.append((request, done))
+        traced = span_is_current()
+        if traced:
+            self._contexts[done] = contextvars.copy_context()
         if len(self._pending) >= self.max_items:
             self._window_closed()
         elif self._timer is None and not self.due.is_set():
             self._timer = loop.call_later(self.window, self._window_closed)
-        await done
+        try:
+            await done
+        finally:
+            if traced:
+                self._contexts.pop(done, None)
 
     def hold_for_claims(self, held: bool) -> None:
         """Whether due items wait for the claim loop (`take`) rather than go out as a CompleteBatch."""
@@ -112,7 +128,13 @@ class CompletionBatcher:
     def send(self, batch: Sequence[Pending]) -> None:
         """Sends these completions as one CompleteBatch: taken ones a Claim could not settle, say."""
         if batch:
-            self._track(self._send(list(batch)))
+            contexts = [self._contexts.pop(done, None) for _, done in batch]
+            if not any(contexts):
+                self._track(self._send(list(batch)))
+                return
+            # Alone: under its caller's span. Several: under none, rather than the first caller's.
+            only = contexts[0] if len(contexts) == 1 else None
+            self._track(self._send(list(batch)), context=only or contextvars.Context())
 
     def answer(self, batch: Sequence[Pending], outcomes: Sequence[InboxError | None]) -> None:
         """Settles each carried completion with its outcome in the Claim's answer."""
@@ -130,8 +152,8 @@ class CompletionBatcher:
             self._timer.cancel()
             self._timer = None
 
-    def _track(self, sending: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.create_task(sending)
+    def _track(self, sending: Coroutine[Any, Any, None], context: contextvars.Context | None = None) -> None:
+        task = asyncio.create_task(sending, context=context)
         self._sending.add(task)
         task.add_done_callback(self._sending.discard)
 

@@ -4,8 +4,29 @@ from __future__ import annotations
 
 import logging
 
+from inboxd_client import tracing
+
 PACKAGE_LOGGER = "inboxd_client"
-_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
+_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s%(trace_ids)s"
+
+
+class TraceLogFilter(logging.Filter):
+    """Gives each record `trace_id` and `span_id` (hex, "" outside a recording span) and `trace_ids` (" trace_id=...
+    span_id=..." or ""), so a line logged while a worker's span is current names its trace.
+
+    Ours is on the default handler; an application with logging of its own adds it
+    to its handler (`handler.addFilter(TraceLogFilter())`) and formats `%(trace_id)s`.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        ids = None
+        if tracing.TRACER is not None:  # off: no OpenTelemetry call at all
+            from inboxd_client.worker_spans import log_ids
+
+            ids = log_ids()
+        record.trace_id, record.span_id = ids or ("", "")
+        record.trace_ids = f" trace_id={ids[0]} span_id={ids[1]}" if ids else ""
+        return True
 
 
 class _DefaultHandler(logging.StreamHandler):  # type: ignore[type-arg]  # StreamHandler is generic in typeshed
@@ -26,6 +47,7 @@ def log_by_default() -> None:
         return
     handler = _DefaultHandler()
     handler.setFormatter(logging.Formatter(_FORMAT))
+    handler.addFilter(TraceLogFilter())
     package.addHandler(handler)
     if package.level == logging.NOTSET:
         package.setLevel(logging.INFO)

@@ -6,6 +6,10 @@ attempt: a hung handler would otherwise renew its lease for ever. A handler
 that cannot be stopped (a thread, or a coroutine that swallows its
 cancellation) keeps its concurrency slot until it really returns: freeing it
 would run more than `concurrency` handlers, and maybe its event beside itself.
+
+With tracing on (`tracing.TRACER`), the run is a `process` span (`worker_spans`),
+current from before the handler starts until the claim's end is answered, so
+the handler's own spans and the fenced calls it causes are its children.
 """
 
 from __future__ import annotations
@@ -14,12 +18,14 @@ import asyncio
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
+from datetime import datetime
 from typing import cast
 
+from inboxd_client import tracing
 from inboxd_client.context import EventContext, SyncEventContext
 from inboxd_client.fenced_calls import FencedCalls
 from inboxd_client.finishing import Finisher, Job, WorkerStats
-from inboxd_client.outcomes import Ignore
+from inboxd_client.outcomes import HandlerTimeout, Ignore
 from inboxd_client.renewals import keep_renewing
 from inboxd_client.sync_bridge import run_in_daemon_thread
 from inboxd_client.v1 import inbox_pb2
@@ -45,6 +51,7 @@ class HandlerRuns:
         handler_timeout: float | None,
         stats: WorkerStats,
         finisher: Finisher,
+        clock: Callable[[], datetime],
     ) -> None:
         # Where the claims' actions, renewals and finishes go: the unary calls, or the Work stream.
         self.calls = calls
@@ -52,6 +59,7 @@ class HandlerRuns:
         self.handler_timeout = handler_timeout
         self.stats = stats
         self.finisher = finisher
+        self.clock = clock  # "now" for the trace's child-or-link rule
         call = getattr(handler, "__call__", handler)  # noqa: B004 - an object with async __call__ counts
         self.is_async = inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(call)
         self._async_handler = cast(AsyncHandler, handler)
@@ -62,6 +70,25 @@ class HandlerRuns:
 
     async def run(self, job: Job) -> None:
         """Runs the job's handler and ends its claim; returns once the handler has really returned."""
+        tracer = tracing.TRACER
+        if tracer is None:
+            await self._run(job)
+            return
+        from inboxd_client import worker_spans  # OpenTelemetry is there: TRACER is set
+
+        span = worker_spans.start_process(tracer, job.context.event, self.clock)
+        try:
+            with worker_spans.current(span):
+                await self._run(job)
+        finally:
+            handler = job.handler
+            if job.timed_out_after is not None:
+                worker_spans.record_error(span, HandlerTimeout(job.timed_out_after))
+            elif handler is not None and handler.done() and not handler.cancelled() and handler.exception():
+                worker_spans.record_error(span, cast(BaseException, handler.exception()))
+            span.end()
+
+    async def _run(self, job: Job) -> None:
         context = job.context
         loop = asyncio.get_running_loop()
         if self.is_async:

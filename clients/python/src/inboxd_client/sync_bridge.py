@@ -9,13 +9,17 @@ to the loop and waited for.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import threading
 from collections.abc import Callable, Coroutine
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from inboxd_client.actions import Action, ActionLedger, Plan, SyncReconcile
+from inboxd_client.actions import Action, ActionLedger, Plan, SyncReconcile, end_span, start_span
 from inboxd_client.outcomes import ActionResult
+
+if TYPE_CHECKING:
+    from inboxd_client.worker_spans import ActionSpan
 
 T = TypeVar("T")
 
@@ -33,7 +37,10 @@ def run_in_daemon_thread(loop: asyncio.AbstractEventLoop, fn: Callable[[], T], n
     """Starts `fn` in a daemon thread; the future settles when it returns or raises.
 
     Cancelling the future does not stop the thread (nothing can): it stops the
-    waiting. A result that arrives after that is dropped.
+    waiting. A result that arrives after that is dropped. The thread runs in a
+    copy of the caller's context, as `asyncio.to_thread` would: the worker's
+    `process` span stays current in the handler, and in the ledger calls it
+    hands back to the loop.
     """
     future: asyncio.Future[T] = loop.create_future()
 
@@ -59,7 +66,8 @@ def run_in_daemon_thread(loop: asyncio.AbstractEventLoop, fn: Callable[[], T], n
         except RuntimeError:
             pass  # the loop is closed: nobody is waiting any more
 
-    threading.Thread(target=target, name=name, daemon=True).start()
+    context = contextvars.copy_context()
+    threading.Thread(target=context.run, args=(target,), name=name, daemon=True).start()
     return future
 
 
@@ -80,29 +88,40 @@ class SyncActionScope:
         self._reconcile = reconcile
         self._uncertain = uncertain
         self._action: Action | None = None
+        self._span: ActionSpan | None = None
 
     def __enter__(self) -> Action:
         loop, ledger, name = self._loop, self._ledger, self._name
-        plan = ledger.plan(name)
-        if plan is Plan.RECONCILE:
-            key = call_in_loop(loop, ledger.prepare_reconcile(name))
-            # The hook runs here, in the handler's thread, like the body would.
-            verdict = self._reconcile(key) if self._reconcile is not None else None
-            asked = self._reconcile is not None
-            plan = Plan.DONE if call_in_loop(loop, ledger.apply_verdict(name, verdict, asked=asked)) else Plan.ACT
-        if plan is Plan.DONE:
-            self._action = ledger.already_done(name)
-        else:
-            self._action = Action(name, call_in_loop(loop, ledger.intend(name)), done=False)
+        self._span = start_span(ledger, name)
+        try:
+            plan = ledger.plan(name)
+            if plan is Plan.RECONCILE:
+                key = call_in_loop(loop, ledger.prepare_reconcile(name))
+                # The hook runs here, in the handler's thread, like the body would.
+                verdict = self._reconcile(key) if self._reconcile is not None else None
+                asked = self._reconcile is not None
+                plan = Plan.DONE if call_in_loop(loop, ledger.apply_verdict(name, verdict, asked=asked)) else Plan.ACT
+            if plan is Plan.DONE:
+                self._action = ledger.already_done(name)
+            else:
+                self._action = Action(name, call_in_loop(loop, ledger.intend(name)), done=False)
+        except BaseException as exc:
+            end_span(self._span, None, exc, self._uncertain)
+            raise
+        if self._span is not None:
+            self._span.keyed(self._action.result().idempotency_key)
         return self._action
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         action = self._action
-        if action is None or not action.result().ran:
-            return
-        call_in_loop(self._loop, self._ledger.settle(self._name, exc, action.external_ref, self._uncertain))
+        try:
+            if action is None or not action.result().ran:
+                return
+            call_in_loop(self._loop, self._ledger.settle(self._name, exc, action.external_ref, self._uncertain))
+        finally:
+            end_span(self._span, action, exc, self._uncertain)
 
 
 def run_action_sync(scope: SyncActionScope, fn: Callable[[str], str | None]) -> ActionResult:

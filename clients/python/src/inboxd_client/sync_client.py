@@ -23,6 +23,7 @@ from inboxd_client.builders import DurationLike, Fenced
 from inboxd_client.calls import DEFAULT_TIMEOUT, Callables, claim_timeout
 from inboxd_client.connection import ChannelOption, RetryPolicy, TlsConfig, call_metadata, channel_settings
 from inboxd_client.errors import InboxError, complete_batch_outcomes, error_from_status
+from inboxd_client.trace_propagation import with_trace_metadata
 from inboxd_client.v1 import admin_pb2, inbox_pb2, types_pb2
 
 R = TypeVar("R", bound=Message)
@@ -65,7 +66,8 @@ class InboxClient:
     def _call(self, rpc: rpcs.Rpc[R], request: Message, timeout: float | None) -> R:
         method = self._callables.of(rpc)
         try:
-            response = method(request, timeout=self.timeout if timeout is None else timeout, metadata=self._metadata)
+            metadata = with_trace_metadata(self._metadata)
+            response = method(request, timeout=self.timeout if timeout is None else timeout, metadata=metadata)
         except grpc.RpcError as exc:
             raise error_from_status(exc.code(), exc.details(), method=rpc.name) from exc
         return cast(R, response)

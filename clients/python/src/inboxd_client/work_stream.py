@@ -48,6 +48,7 @@ from inboxd_client.errors import (
     error_from_status,
 )
 from inboxd_client.fenced_calls import APPLIED
+from inboxd_client.trace_propagation import fill_trace_context, with_trace_metadata
 from inboxd_client.v1 import inbox_pb2, types_pb2
 
 PATH = "/inboxd.v1.InboxService/Work"
@@ -241,6 +242,7 @@ class WorkStream:
         self._next_sequence += 1
         request = inbox_pb2.WorkRequest(sequence=sequence)
         getattr(request, kind).CopyFrom(message)
+        fill_trace_context(request)  # the caller's span (a handler's), resends included
         self._unanswered[sequence] = _Call(request, answered, resend=kind in RESENT)
         self._outbox.put_nowait(request)
         # A timer, not asyncio.wait_for: no task and no shield per call.
@@ -264,7 +266,7 @@ class WorkStream:
         while True:
             self.opened += 1
             number = self.opened
-            call = self._open_call(None, metadata=self._metadata)  # None: written by _write
+            call = self._open_call(None, metadata=with_trace_metadata(self._metadata))  # None: written by _write
             outbox: asyncio.Queue[inbox_pb2.WorkRequest | None] = asyncio.Queue()
             self._outbox = outbox
             self.subscribed = None

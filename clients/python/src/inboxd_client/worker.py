@@ -28,6 +28,11 @@ finish within `grace` seconds, then cancels the rest and Releases their
 events, which does not count their attempts (`draining`); an event pushed
 meanwhile is released at once. Then the stream half-closes. A second signal
 skips the grace.
+
+Tracing (`tracing`, README "Tracing"): with OpenTelemetry's OTEL_* variables
+set for export, or a tracer provider the application installed, each handler
+run is a `process` span and each action an `action` span; off, nothing of it
+is made.
 """
 
 from __future__ import annotations
@@ -36,9 +41,10 @@ import asyncio
 import logging
 import os
 import socket
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import UTC, datetime
 
-from inboxd_client import builders
+from inboxd_client import builders, tracing
 from inboxd_client.aio_client import AsyncInboxClient
 from inboxd_client.claim_backoff import ClaimPacer
 from inboxd_client.claim_loop import ClaimLoop
@@ -74,7 +80,8 @@ class Worker:
     long-polls, as one CompleteBatch; each handler's event still gets its own
     answer. `use_streams`: None (the default) takes events over the Work
     stream, or by unary Claims from a server without it; True or False
-    forces one way.
+    forces one way. `clock` is the worker's "now" where wall time matters to
+    it: the age of an event's trace, for tracing's child-or-link rule.
     """
 
     def __init__(
@@ -93,6 +100,7 @@ class Worker:
         complete_window: float = DEFAULT_WINDOW,
         complete_batch: int = DEFAULT_MAX_ITEMS,
         use_streams: bool | None = None,
+        clock: Callable[[], datetime] | None = None,
     ) -> None:
         if concurrency < 1:
             raise ValueError(f"concurrency={concurrency}: needs at least 1")
@@ -127,6 +135,7 @@ class Worker:
             handler_timeout=handler_timeout,
             stats=self.stats,
             finisher=self._finisher,
+            clock=clock or _utc_now,
         )
         self._jobs = RunningJobs(self._runs, self._finisher, self.stats, concurrency)
         self._stream: WorkStream | None = None
@@ -175,6 +184,7 @@ class Worker:
         loop = asyncio.get_running_loop()
         self._loop = loop
         log_by_default()
+        tracing.start()  # raises for an OTEL_* setting it cannot honour, before anything is claimed
         log.info(
             "worker %s started: namespaces %s, up to %d events at a time",
             self.worker_id,
@@ -196,6 +206,7 @@ class Worker:
                 if self._stream is not None:
                     await self._close_stream(self._stream)
             finally:
+                tracing.stop()  # the last worker flushes and shuts down the provider set up for it
                 for sig in installed:
                     loop.remove_signal_handler(sig)
                 done = self.stats
@@ -301,3 +312,7 @@ class Worker:
                 self._jobs.release(event)
             else:
                 self._jobs.start(event, stream=stream)
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
