@@ -167,7 +167,7 @@ class _WorkStream:
         self._pusher: asyncio.Task[None] | None = None
         # While tracing is on: the stream's span (current where the handler runs) and its metadata's context.
         self._span = spans.current_span() if tracing.TRACER is not None else None
-        self._stream_trace = trace_context_from_headers(context.invocation_metadata()) if self._span else None
+        self._stream_trace = None if self._span is None else trace_context_from_headers(context.invocation_metadata())
 
     def start(self, requests: AsyncIterator[inbox_pb2.WorkRequest]) -> None:
         self._reader = asyncio.create_task(self._read(requests))
