@@ -9,11 +9,15 @@ PYTHON  ?= python3
 help: ## list the chores
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
 
-setup: $(VENV)/.installed node_modules/.installed clients/node/node_modules/.installed chromium ## install everything into .venv and node_modules (and Chromium, as root)
+setup: $(VENV)/.installed node_modules/.installed clients/node/node_modules/.installed chromium go ## install everything into .venv and node_modules (and Chromium, as root)
 
 .PHONY: chromium
 chromium: ## Debian's Chromium for the console's browser tests (installs it when missing and root)
 	@scripts/install-chromium.sh
+
+.PHONY: go
+go: ## Debian's Go toolchain and Go gRPC packages for the Go example's test (installs them when missing and root)
+	@scripts/ensure-go.sh
 
 $(VENV)/.installed: pyproject.toml clients/python/pyproject.toml clients/edge/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
