@@ -26,25 +26,11 @@ import aiohttp
 import pytest
 
 from tests.edge.rig import STRIPE_NEW_SECRET, as_body, post, sign_stripe
+from tests.edge.test_edge_cli import ROUTES_TOML
 from tests.harness import REPO
 from tests.integration.procs import Serve, embedded_env
 from tests.tracing_support.otlp_receiver import OtlpReceiver, ReceivedSpan, otlp_receiver
 
-ROUTES_TOML = """
-[edge]
-listen = "127.0.0.1:0"
-
-[inboxd]
-target = "{target}"
-
-[[routes]]
-path = "/hooks/stripe"
-scheme = "stripe"
-secrets_env = ["STRIPE_WEBHOOK_SECRET"]
-namespace = "stripe/{{account}}"
-vars = {{ account = "body:/account" }}
-allowed_types = ["payment_intent.succeeded"]
-"""
 # A provider that traces (Stripe does not, but a proxy in front of the edge may): its span is the trace's root.
 PROVIDER_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 PROVIDER_SPAN = "00f067aa0ba902b7"
@@ -175,25 +161,31 @@ async def running(tmp_path: Path, migrated_url: str) -> AsyncIterator[tuple[Otlp
                 yield receiver, serve.target, edge_url
 
 
-async def test_one_trace_joins_the_edge_inboxd_and_the_python_workers_handler_and_action(
-    running: tuple[OtlpReceiver, str, str], tmp_path: Path
+async def traced_through(
+    running: tuple[OtlpReceiver, str, str], folder: Path, worker: str, command: Sequence[str]
 ) -> None:
+    """One delivery at the edge, handled by the worker `command` (given the target, its namespace, 1): one trace."""
     receiver, target, edge_url = running
     account = f"acct_{uuid.uuid4().hex[:8]}"
     async with aiohttp.ClientSession() as http:
-        await deliver(http, edge_url, account, "evt_e2e_python")
-    command = [sys.executable, "-m", "tests.tracing_e2e.py_worker", target, f"stripe/{account}", "1"]
-    await run_worker(command, {**otel_env(receiver, "e2e-python-worker")}, tmp_path, "python-worker")
+        await deliver(http, edge_url, account, f"evt_e2e_{worker}")
+    await run_worker([*command, target, f"stripe/{account}", "1"], otel_env(receiver, worker), folder, worker)
 
     def joined(spans: list[ReceivedSpan]) -> bool:
         try:
-            the_joined_trace(spans, account, "e2e-python-worker")
+            the_joined_trace(spans, account, worker)
         except AssertionError:
             return False
         return True
 
-    spans = await receiver.wait_for(joined, WITHIN, "the delivery's trace through the Python worker")
-    check_trace(the_joined_trace(spans, account, "e2e-python-worker"), account)
+    spans = await receiver.wait_for(joined, WITHIN, f"the delivery's trace through {worker}")
+    check_trace(the_joined_trace(spans, account, worker), account)
+
+
+async def test_one_trace_joins_the_edge_inboxd_and_the_python_workers_handler_and_action(
+    running: tuple[OtlpReceiver, str, str], tmp_path: Path
+) -> None:
+    await traced_through(running, tmp_path, "e2e-python-worker", [sys.executable, "-m", "tests.tracing_e2e.py_worker"])
 
 
 async def test_one_trace_joins_the_edge_inboxd_and_the_node_workers_handler_and_action(
@@ -201,22 +193,8 @@ async def test_one_trace_joins_the_edge_inboxd_and_the_node_workers_handler_and_
 ) -> None:
     node = shutil.which("node")
     assert node is not None, "node is not on PATH: the Node worker needs Node 20+"
-    receiver, target, edge_url = running
-    account = f"acct_{uuid.uuid4().hex[:8]}"
-    async with aiohttp.ClientSession() as http:
-        await deliver(http, edge_url, account, "evt_e2e_node")
-    command = [node, str(REPO / "tests" / "tracing_e2e" / "node_worker.mjs"), target, f"stripe/{account}", "1"]
-    await run_worker(command, otel_env(receiver, "e2e-node-worker"), tmp_path, "node-worker")
-
-    def joined(spans: list[ReceivedSpan]) -> bool:
-        try:
-            the_joined_trace(spans, account, "e2e-node-worker")
-        except AssertionError:
-            return False
-        return True
-
-    spans = await receiver.wait_for(joined, WITHIN, "the delivery's trace through the Node worker")
-    check_trace(the_joined_trace(spans, account, "e2e-node-worker"), account)
+    script = str(REPO / "tests" / "tracing_e2e" / "node_worker.mjs")
+    await traced_through(running, tmp_path, "e2e-node-worker", [node, script])
 
 
 async def test_a_redelivery_is_a_new_trace_whose_accept_links_to_the_first(
