@@ -12,6 +12,7 @@ from typing import Any
 from bench import support
 from bench.config import Config
 from bench.phases.accept import accept_phase
+from bench.phases.bulk import bulk_phase
 from bench.phases.claim import claim_phase
 from bench.phases.flow import flow_phase
 from bench.phases.history import history_phase
@@ -106,6 +107,7 @@ async def run_bench(config: Config) -> dict[str, Any]:
             ("workers", workers_phase),
             ("flow", flow_phase),
             ("history", history_phase),
+            ("bulk", bulk_phase),
         ],
     )
 
