@@ -13,6 +13,11 @@ measured) fed by a reader task: the reader takes a message only while the
 stream holds fewer than `accept_stream_window` unanswered items, so a
 stream that outruns its commits stops being read (HTTP/2 flow control then
 holds the client) and one stream holds at most window x the payload limit.
+
+While tracing is on, each item has a span of its own (named as the unary
+Accept it stands for, a child of the item's context, linked to the
+stream's), current when the item goes to group commit and ended with its
+answer.
 """
 
 from __future__ import annotations
@@ -25,14 +30,17 @@ from dataclasses import dataclass
 from typing import Any
 
 import grpc
+from opentelemetry.trace import Span, use_span
 
 from inboxd.api import convert
 from inboxd.api.identity import current_caller
+from inboxd.api.rpc_spans import start_item_span
 from inboxd.api.status import INTERNAL_ITEM, item_status, within
 from inboxd.config.tokens import Caller
 from inboxd.domain.errors import InboxError, InvalidArgument, RefusedEvent
 from inboxd.domain.trace_context import TraceContext, trace_context_from_headers
 from inboxd.domain.vocabulary import AcceptResult, NewEvent
+from inboxd.observability import spans, tracing
 from inboxd.usecases.inbox import Inbox
 from inboxd_client.v1 import inbox_pb2
 
@@ -91,6 +99,8 @@ class _Stream:
         self._abandoned = False
         # Read and not yet sent (the metric's share of this stream).
         self._held = 0
+        # The stream's span (current where the handler runs), for its items' spans to link to.
+        self._span = spans.current_span() if tracing.TRACER is not None else None
 
     async def read(self, requests: AsyncIterator[inbox_pb2.AcceptStreamRequest]) -> None:
         """Takes items while the window has room; after a half-close, ends once all are answered."""
@@ -129,20 +139,49 @@ class _Stream:
             self._caller.require_namespace(request.accept.namespace, "accept.namespace")
             event = convert.new_event(request.accept, self._inbox.settings.max_payload_bytes, self._call_trace)
         except InboxError as exc:
-            self._queue.put_nowait(_Answer(sequence, True, _refusal(sequence, _in_accept(exc))))
+            refusal = _refusal(sequence, _in_accept(exc))
+            if self._span is not None:
+                self._item_span(request, None).end_refused(refusal)
+            self._queue.put_nowait(_Answer(sequence, True, refusal))
+            return
+        if self._span is not None:
+            self._accept_traced(sequence, event, self._item_span(request, event))
             return
         committed = self._inbox.accept_soon([event])
         self._accepting.add(committed)
         committed.add_done_callback(functools.partial(self._answer, sequence, event))
 
-    def _answer(self, sequence: int, event: NewEvent, committed: asyncio.Future[list[AcceptResult]]) -> None:
+    def _item_span(self, request: inbox_pb2.AcceptStreamRequest, event: NewEvent | None) -> _ItemSpan:
+        assert self._span is not None
+        accept = request.accept
+        attributes = spans.about_request({}, "Accept", accept) if accept.namespace else {}
+        parent = event.trace_context if event is not None else self._call_trace
+        span = start_item_span(
+            self._span, "AcceptStream", "Accept", parent, sequence=request.sequence, attributes=attributes
+        )
+        return _ItemSpan(span)
+
+    def _accept_traced(self, sequence: int, event: NewEvent, item: _ItemSpan) -> None:
+        # Current while submitted: the group commit's span and the item's link to each other.
+        with use_span(item.span, end_on_exit=False):
+            committed = self._inbox.accept_soon([event])
+        self._accepting.add(committed)
+
+        def answer(committed: asyncio.Future[list[AcceptResult]]) -> None:
+            item.end_answered(committed, self._answer(sequence, event, committed))
+
+        committed.add_done_callback(answer)
+
+    def _answer(
+        self, sequence: int, event: NewEvent, committed: asyncio.Future[list[AcceptResult]]
+    ) -> inbox_pb2.AcceptStreamResponse | None:
         """Queues the item's answer once its group committed (or failed); nothing once the stream ended."""
         self._accepting.discard(committed)
         if committed.cancelled():
-            return
+            return None
         failure = committed.exception()  # retrieved even when abandoned: no "never retrieved" warning
         if self._abandoned:
-            return
+            return None
         try:
             if failure is not None:
                 raise failure
@@ -158,6 +197,7 @@ class _Stream:
         else:
             response = inbox_pb2.AcceptStreamResponse(sequence=sequence, accepted=convert.accept_response(result))
         self._queue.put_nowait(_Answer(sequence, True, response))
+        return response
 
     async def answers(self) -> AsyncIterator[inbox_pb2.AcceptStreamResponse]:
         """The answers in completion order; each sent frees its room in the window."""
@@ -182,6 +222,29 @@ class _Stream:
         if self._held:
             self._inbox.observer.accept_stream_held(-self._held)
             self._held = 0
+
+
+@dataclass(frozen=True, slots=True)
+class _ItemSpan:
+    """An item's span while tracing is on: ended with the item's answer."""
+
+    span: Span
+
+    def end_refused(self, refusal: inbox_pb2.AcceptStreamResponse) -> None:
+        spans.set_rpc_code(self.span, refusal.error.code, refusal.error.message)
+        self.span.end()
+
+    def end_answered(
+        self, committed: asyncio.Future[list[AcceptResult]], response: inbox_pb2.AcceptStreamResponse | None
+    ) -> None:
+        if response is None:  # cancelled, or the stream ended before the commit: never answered
+            spans.set_rpc_code(self.span, grpc.StatusCode.CANCELLED.value[0])
+        elif response.HasField("error"):
+            spans.set_rpc_code(self.span, response.error.code, response.error.message)
+        else:
+            spans.accept_answered(self.span, committed.result()[0])
+            spans.set_rpc_code(self.span, grpc.StatusCode.OK.value[0])
+        self.span.end()
 
 
 def _in_accept(exc: InboxError) -> InboxError:

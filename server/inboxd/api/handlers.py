@@ -5,7 +5,9 @@ everything a call needs once `api.admission` has admitted it on its
 metadata (token and scope) and grpc has read its message: the method's size
 limit, the malformed-request check, the bounds of its lists, the namespace
 checks, the deadline check, the mapping of domain errors to status codes
-(one table, `api.status`), and timing for the metrics. One wrapper rather
+(one table, `api.status`), and timing for the metrics. While tracing is
+on, `api.rpc_spans` wraps it once more in the call's span; while it is off,
+the handlers are built without it. One wrapper rather
 than an interceptor and a stack of decorators: each layer is a coroutine per
 call, and this is the hot path.
 
@@ -41,9 +43,11 @@ from inboxd.api.admission import (
 from inboxd.api.auth import authorize_namespaces
 from inboxd.api.convert import check_batch_size
 from inboxd.api.identity import set_caller
+from inboxd.api.rpc_spans import observing_spans, traced_stream, traced_unary
 from inboxd.api.status import status_for
 from inboxd.config.tokens import Caller, TokenRegistry
 from inboxd.domain.errors import InboxError, InvalidArgument, TooManyRequests
+from inboxd.observability import tracing
 
 Behaviour = Callable[[Any, grpc.aio.ServicerContext[Any, Any]], Awaitable[message.Message]]
 # A both-ways streaming method: decoded requests in, answers out.
@@ -202,19 +206,28 @@ def generic_handler(
     """
     limits = receive_limits
     methods = {}
+    # Decided once, here: with tracing off the handlers are exactly the untraced ones.
+    traced = tracing.TRACER is not None
+    observed = observe or _unobserved
+    if traced:
+        observed = observing_spans(observed)
     for method in service.methods:
         request_cls = message_factory.GetMessageClass(method.input_type)
         response_cls = message_factory.GetMessageClass(method.output_type)
         behaviour = getattr(servicer, method.name, None)
         path = f"/{service.full_name}/{method.name}"
         streaming = method.client_streaming and method.server_streaming
+        if streaming:
+            handle = _wrap_stream(method.name, behaviour, observed)
+            if traced:
+                handle = traced_stream(path, handle)
+        else:
+            handle = _wrap(path, method.name, behaviour, registry is not None, observed)
+            if traced:
+                handle = traced_unary(path, handle)
         methods[path] = Method(
             name=method.name,
-            handle=(
-                _wrap_stream(method.name, behaviour, observe or _unobserved)
-                if streaming
-                else _wrap(path, method.name, behaviour, registry is not None, observe or _unobserved)
-            ),
+            handle=handle,
             request_deserializer=_safe_deserializer(
                 request_cls, _NO_LIMIT if limits is None else limits.get(method.name, SMALL_MESSAGE_BYTES)
             ),

@@ -18,6 +18,7 @@ from inboxd.api.work_stream import WorkStreaming
 from inboxd.domain.errors import InboxError, InvalidArgument, RefusedEvent, TooManyRequests
 from inboxd.domain.trace_context import trace_context_from_headers
 from inboxd.domain.vocabulary import ClaimRequest, Completion
+from inboxd.observability import spans, tracing
 from inboxd.usecases.inbox import Inbox
 from inboxd_client.v1 import inbox_pb2
 
@@ -43,6 +44,8 @@ class InboxServicer(AcceptStreaming, WorkStreaming):
             [result] = await self.inbox.accept([event])
         except RefusedEvent as exc:
             raise convert.refusal(exc, [event]) from None
+        if tracing.TRACER is not None:
+            spans.accept_answered(spans.current_span(), result)
         return convert.accept_response(result)
 
     async def AcceptBatch(
@@ -62,6 +65,8 @@ class InboxServicer(AcceptStreaming, WorkStreaming):
             refusal = convert.refusal(exc, events)
             field = refusal.field if exc.index is None else f"events[{exc.index}].{refusal.field}"
             raise InvalidArgument(field, refusal.problem) from None
+        if tracing.TRACER is not None:
+            spans.batch_answered(spans.current_span(), results)
         return inbox_pb2.AcceptBatchResponse(results=convert.accept_responses(results))
 
     async def Claim(self, request: inbox_pb2.ClaimRequest, context: Context) -> inbox_pb2.ClaimResponse:
@@ -82,6 +87,8 @@ class InboxServicer(AcceptStreaming, WorkStreaming):
                 completed = await self._complete_items(request.completions)
                 claim = _within_deadline(claim, context)
             batch = await self.inbox.claim(claim)
+        if tracing.TRACER is not None:
+            spans.handed_out(batch.events, spans.current_span())
         return inbox_pb2.ClaimResponse(
             events=[convert.claimed_event_to_proto(e) for e in batch.events], completion_results=completed
         )

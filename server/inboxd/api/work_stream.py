@@ -14,6 +14,11 @@ fed by tasks: a reader, which takes a message only while the stream has
 room for one more unanswered call (`work_call_window`), and a pusher, which
 claims within the credit (usecases/streams.py). Each call is a task of its
 own, answered in completion order; Complete's share group commit.
+
+While tracing is on, each call has a span named as the unary call it runs
+(a child of the message's `trace_context`, else of the stream's metadata,
+linked to the stream's span), and each pushed event with a stored context a
+`receive` span in the delivery's trace (observability/spans.py).
 """
 
 from __future__ import annotations
@@ -25,15 +30,19 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import grpc
+from opentelemetry.trace import use_span
 
 from inboxd.api import convert
 from inboxd.api.admission import LIST_LIMITS
 from inboxd.api.auth import authorize_namespaces
 from inboxd.api.identity import current_caller
+from inboxd.api.rpc_spans import start_item_span, work_call_trace
 from inboxd.api.status import INTERNAL_ITEM, item_status, status_for, within
 from inboxd.config.tokens import Caller
 from inboxd.domain.errors import InboxError, InvalidArgument, Unavailable
+from inboxd.domain.trace_context import trace_context_from_headers
 from inboxd.domain.vocabulary import ClaimRequest, ClaimToken, EventKey, Fence, Namespace
+from inboxd.observability import spans, tracing
 from inboxd.usecases.inbox import Inbox
 from inboxd.usecases.streams import WorkSession
 from inboxd_client.v1 import inbox_pb2
@@ -153,9 +162,12 @@ class _WorkStream:
         # Set while no push waits in the queue or in grpc's hands.
         self._push_sent = asyncio.Event()
         self._push_sent.set()
-        self.calls: set[asyncio.Task[None]] = set()
+        self.calls: set[asyncio.Task[Any]] = set()
         self._reader: asyncio.Task[None] | None = None
         self._pusher: asyncio.Task[None] | None = None
+        # While tracing is on: the stream's span (current where the handler runs) and its metadata's context.
+        self._span = spans.current_span() if tracing.TRACER is not None else None
+        self._stream_trace = None if self._span is None else trace_context_from_headers(context.invocation_metadata())
 
     def start(self, requests: AsyncIterator[inbox_pb2.WorkRequest]) -> None:
         self._reader = asyncio.create_task(self._read(requests))
@@ -198,7 +210,7 @@ class _WorkStream:
                     continue
                 if name == "subscribe":
                     raise InvalidArgument("subscribe", "a Work stream takes one subscription, its first message")
-                self._take(request.sequence, name, getattr(request, name))
+                self._take(request.sequence, name, getattr(request, name), request)
             # Half-closed: no more pushes; every call answered, then what is still held ends, then OK.
             if self._pusher is not None:
                 self._pusher.cancel()
@@ -211,19 +223,34 @@ class _WorkStream:
         except Exception as exc:  # noqa: BLE001 - ends the stream with it, in the handler's task
             self._queue.put_nowait(_End(exc))
 
-    def _take(self, sequence: int, name: str, request: Any) -> None:
+    def _take(self, sequence: int, name: str, request: Any, message: inbox_pb2.WorkRequest) -> None:
         if sequence in self._unanswered:
             refused = InvalidArgument("sequence", f"{sequence} is already in flight on this stream, unanswered")
             result = inbox_pb2.WorkResult(sequence=sequence, error=item_status(refused))
             self._queue.put_nowait(_Out(inbox_pb2.WorkResponse(result=result), sequence, owns=False))
             return
         self._unanswered.add(sequence)
-        task = asyncio.create_task(self._call(sequence, name, request))
+        task: asyncio.Task[Any]
+        if self._span is None:
+            task = asyncio.create_task(self._call(sequence, name, request))
+        else:
+            task = asyncio.create_task(self._traced_call(sequence, name, request, message))
         self.calls.add(task)
         task.add_done_callback(self.calls.discard)
 
-    async def _call(self, sequence: int, name: str, request: Any) -> None:
-        """Runs the unary method on the call; its answer, or its refusal, is the call's result."""
+    async def _traced_call(self, sequence: int, name: str, request: Any, message: inbox_pb2.WorkRequest) -> None:
+        assert self._span is not None
+        method = CALLS[name]
+        attributes = spans.about_request({}, method, request) if method in spans.EVENT_OPERATIONS else {}
+        parent = work_call_trace(message, self._stream_trace)
+        span = start_item_span(self._span, "Work", method, parent, sequence=sequence, attributes=attributes)
+        # Current in this call's own task: what the call starts (a group commit, its logs) finds it.
+        with use_span(span, end_on_exit=True):
+            result = await self._call(sequence, name, request)
+            spans.set_rpc_code(span, result.error.code if result.HasField("error") else _OK, result.error.message)
+
+    async def _call(self, sequence: int, name: str, request: Any) -> inbox_pb2.WorkResult:
+        """Runs the unary method on the call; its answer, or its refusal, is the call's result (and returned)."""
         method = CALLS[name]
         try:
             authorize_namespaces(self._caller, _INBOX + method, request)
@@ -245,6 +272,7 @@ class _WorkStream:
                         self._settle(item)
             result = inbox_pb2.WorkResult(sequence=sequence, **{name: response})
         self._queue.put_nowait(_Out(inbox_pb2.WorkResponse(result=result), sequence))
+        return result
 
     def _settle(self, request: Any) -> None:
         """The call ended the claim it names, or found it not current: the stream stops holding it."""
@@ -265,6 +293,8 @@ class _WorkStream:
                     log.warning("Work stream push failed: %s", exc)
                     await asyncio.sleep(self._session.retry_seconds)
                     continue
+                if self._span is not None:
+                    spans.handed_out(events, self._span)
                 pushed = inbox_pb2.WorkEvents(events=[convert.claimed_event_to_proto(e) for e in events])
                 self._push_sent.clear()
                 self._queue.put_nowait(_Out(inbox_pb2.WorkResponse(events=pushed)))

@@ -1,7 +1,9 @@
 """Structured logs: JSON lines for machines, logfmt when a person watches a terminal.
 
 A record's structured fields travel in `extra={"fields": {...}}` (see
-`log_fields`). What never goes into a log line: payloads, claim tokens,
+`log_fields`). While tracing is on and a span is recording, a line carries
+its `trace_id` and `span_id`, to go from a line to its trace and back. What
+never goes into a log line: payloads, claim tokens,
 bearer tokens, and raw event keys, which may carry email addresses; an
 event is named by `event_ref`, a short hash of its identity.
 """
@@ -18,8 +20,12 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
-# Fields every record has; the rest of a line is the record's own fields.
-_BASE = ("ts", "level", "logger", "msg")
+from opentelemetry import trace
+
+from inboxd.observability import tracing
+
+# Fields every record has (the span's two while one records); the rest of a line is the record's own fields.
+_BASE = ("ts", "level", "logger", "msg", "trace_id", "span_id")
 
 
 def event_ref(namespace: str, event_key: str) -> str:
@@ -44,6 +50,8 @@ def _fields(record: logging.LogRecord) -> dict[str, Any]:
         "logger": record.name,
         "msg": record.getMessage(),
     }
+    if tracing.TRACER is not None:
+        _add_span(line)
     extra = getattr(record, "fields", None)
     if isinstance(extra, Mapping):
         for key, value in extra.items():
@@ -51,6 +59,14 @@ def _fields(record: logging.LogRecord) -> dict[str, Any]:
     if record.exc_info:
         line["exc"] = logging.Formatter().formatException(record.exc_info)
     return line
+
+
+def _add_span(line: dict[str, Any]) -> None:
+    span = trace.get_current_span()
+    if span.is_recording():
+        context = span.get_span_context()
+        line["trace_id"] = trace.format_trace_id(context.trace_id)
+        line["span_id"] = trace.format_span_id(context.span_id)
 
 
 # What a terminal (or a pager, or a person reading a file with cat) would act on

@@ -10,6 +10,10 @@ concurrent write of their key or a held row, into a later one as well: see
 store/accepts.py and Inbox.complete_many). A group answers repeats only
 after a COMMIT that waits for a synchronous standby as a write's does: the
 statements see to that, and only a group with nothing else to write pays.
+
+While tracing is on, each flushed group is one span (its statement's work),
+linked both ways with the spans of the callers whose items it holds: never
+a span per caller.
 """
 
 from __future__ import annotations
@@ -20,7 +24,10 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from opentelemetry.trace import Span, use_span
+
 from inboxd.domain.errors import InvalidArgument
+from inboxd.observability import spans, tracing
 
 # Under load, a flusher whose last group was not small waits this long before
 # taking a small next one. While the server is busy (64 callers, one core),
@@ -42,6 +49,8 @@ Result = TypeVar("Result")
 class _Submission(Generic[Item, Result]):
     items: Sequence[Item]
     done: asyncio.Future[list[Result]]
+    # The submitter's span, while tracing is on: the group's span and it link to each other.
+    caller: Span | None = None
 
 
 class Coalescer(Generic[Item, Result]):
@@ -55,8 +64,11 @@ class Coalescer(Generic[Item, Result]):
         max_inflight: int = 2,
         parallel_at: int = 64,
         gather_window: float = GATHER_WINDOW,
+        operation: str = "group_commit",
     ) -> None:
         self._run_batch = run_batch
+        # The group's span name and db.operation.name: the store function its batch runs.
+        self._operation = operation
         self._max_items = max_items
         # A second transaction in flight overlaps one commit with the next
         # group's work: worth a statement and a commit of its own only for
@@ -87,7 +99,10 @@ class Coalescer(Generic[Item, Result]):
         per item was 3% of the stream's server samples, before its steps).
         """
         done: asyncio.Future[list[Result]] = asyncio.get_running_loop().create_future()
-        self._queue.append(_Submission(items, done))
+        if tracing.TRACER is None:
+            self._queue.append(_Submission(items, done))
+        else:
+            self._queue.append(_Submission(items, done, spans.current_span()))
         self._queued_items += len(items)
         if self._flushing == 0 or (self._flushing < self._max_inflight and self._queued_items >= self._parallel_at):
             # A flusher drains the queue group by group; at most max_inflight
@@ -123,7 +138,10 @@ class Coalescer(Generic[Item, Result]):
     async def _run_group(self, group: list[_Submission[Item, Result]]) -> None:
         items = [item for submission in group for item in submission.items]
         try:
-            results = await self._run_batch(items)
+            if tracing.TRACER is None:
+                results = await self._run_batch(items)
+            else:
+                results = await self._run_traced(group, items)
         except InvalidArgument as exc:
             if len(group) == 1:
                 _fail(group[0], exc)
@@ -144,6 +162,13 @@ class Coalescer(Generic[Item, Result]):
             if not submission.done.done():
                 submission.done.set_result(results[start:end])
             start = end
+
+    async def _run_traced(self, group: list[_Submission[Item, Result]], items: list[Item]) -> list[Result]:
+        callers = [s.caller for s in group if s.caller is not None]
+        span = spans.start_group_span(self._operation, callers, len(items))
+        # Current while the batch runs, so the store's log lines name it.
+        with use_span(span, end_on_exit=True, record_exception=True, set_status_on_exception=True):
+            return await self._run_batch(items)
 
 
 def _fail(submission: _Submission[Item, Result], exc: BaseException) -> None:

@@ -34,6 +34,7 @@ from inboxd.serving.embedded_pg import EmbeddedPostgres, EmbeddedPostgresError, 
 from inboxd.serving.server import freeze_start_up_objects, start_server
 from inboxd.serving.supervisor import Supervisor
 from inboxd.serving.tls_reload import ServerCertificates
+from inboxd.serving.tracing_setup import start_process_tracing, stop_process_tracing
 from inboxd.store.database import Database
 from inboxd.store.migrate import migrate
 
@@ -206,6 +207,16 @@ async def _serve(settings: Settings) -> None:
     refusal = serving_refusal(settings)
     if refusal is not None:
         raise SystemExit(f"inboxd: {refusal}")
+    # Refused here, before the database starts, as a bad setting is; on, it is this process's (the children start
+    # their own).
+    start_process_tracing()
+    try:
+        await _serve_traced(settings)
+    finally:
+        await stop_process_tracing()
+
+
+async def _serve_traced(settings: Settings) -> None:
     log.info("inboxd %s starting", inboxd.__version__)
     warn_about_forced_settings(settings)
     # Before anything opens a descriptor; --workers children inherit it.

@@ -24,6 +24,7 @@ from inboxd.observability.logs import configure_logging
 from inboxd.serving import event_loop
 from inboxd.serving.server import freeze_start_up_objects, start_server
 from inboxd.serving.tls_reload import ServerCertificates
+from inboxd.serving.tracing_setup import start_process_tracing, stop_process_tracing
 from inboxd.store.database import Database
 
 log = logging.getLogger("inboxd")
@@ -85,6 +86,8 @@ async def serve_child() -> None:
     registry = TokenRegistry(settings.tokens_file) if settings.tokens_file else None
     certificates: list[ServerCertificates] = []
     _reload_on_sighup(registry, spec.index, certificates)
+    # Its own provider, in this fresh interpreter: the parent checked the variables before starting it.
+    start_process_tracing()
     db = Database(spec.database_url, max_size=settings.pool_size)
     await db.open()
     try:
@@ -103,6 +106,7 @@ async def serve_child() -> None:
         await running.stop(settings.shutdown_grace.total_seconds())
     finally:
         await db.close()
+        await stop_process_tracing()
 
 
 def main() -> int:

@@ -99,8 +99,10 @@ class Inbox(Claiming):
     # -- accepting --
 
     def __post_init__(self) -> None:
-        self._accepts: Coalescer[NewEvent, AcceptResult] = Coalescer(self._accept_group)
-        self._completions: Coalescer[Completion, InboxError | None] = Coalescer(self._complete_group)
+        self._accepts: Coalescer[NewEvent, AcceptResult] = Coalescer(self._accept_group, operation="accept_events")
+        self._completions: Coalescer[Completion, InboxError | None] = Coalescer(
+            self._complete_group, operation="complete_events"
+        )
         self._poller = DuePoller(self.db, self.bus, self.clock, lambda: self.fallback_poll_seconds, self._ignore_stale)
         self._turns = {}
         self._at_limit = {}

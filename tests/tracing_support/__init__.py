@@ -1,0 +1,1 @@
+"""What the tracing tests share: a real OTLP/gRPC receiver (otlp_receiver.py)."""
