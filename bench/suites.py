@@ -22,6 +22,7 @@ from bench.phases.profiling import ACCEPT, ACCEPT_BATCH, ACCEPT_STREAM, CLAIM10,
 from bench.phases.scaling import workers_phase
 from bench.phases.startup import startup_phase
 from bench.phases.streams import streams_phase
+from bench.phases.tracing import tracing_phase
 from bench.phases.work import recovery_phase, work_claim_phase, work_wakeup_phase
 from bench.run import Run
 
@@ -108,6 +109,7 @@ async def run_bench(config: Config) -> dict[str, Any]:
             ("flow", flow_phase),
             ("history", history_phase),
             ("bulk", bulk_phase),
+            ("tracing", tracing_phase),
         ],
     )
 

@@ -196,6 +196,7 @@ def targets(bench: Results) -> list[Target]:
     from bench.flow_targets import flow_targets
     from bench.raw_body_targets import raw_body_targets  # they build on this module's measures
     from bench.stream_targets import stream_targets
+    from bench.tracing_targets import tracing_targets
 
     c = bench["config"]
     top = max(c["concurrency"])
@@ -347,6 +348,7 @@ def targets(bench: Results) -> list[Target]:
         *raw_body_targets(bench),
         *flow_targets(bench),
         *bulk_targets(bench),
+        *tracing_targets(bench),
     ]
 
 
