@@ -33,7 +33,7 @@ What a run does:
 Modules: `config` (sizes), `run` (a run: cluster, server, probe, figures),
 `suites` and `peer_suite` (the order of the phases), `phases/` (accept,
 streams, claim, work, profiling, startup, idle, idle_streams, scaling,
-flow, history), `node_load` and `loadgen/` (the Node generator; `streams.mjs`
+flow, history, bulk, tracing), `node_load` and `loadgen/` (the Node generator; `streams.mjs`
 its AcceptStream and Work workloads), `grpc_load` (grpc.aio callers:
 wake-up, long-polls, the peers' Python side), `work_streams` (Work streams
 from this process: the probes, wake-up, recovery), `peer_work` (the drain
@@ -44,7 +44,9 @@ through Work), `raw` (the raw baseline), `plans`
 `flow_ledger` (issue 28's counts from the claims ledger, the rules it
 sets), `flow_workers` (grpc.aio workers that keep claiming under a rule),
 `flow_baseline` (fair claiming beside the claim statement at 37c09d5),
-`targets`, `stream_targets`, `raw_body_targets` and `flow_targets` (what
-is compared with what), `report`,
-`report_sections`, `report_streams` and `chart` (the page).
+`targets`, `stream_targets`, `raw_body_targets`, `flow_targets`,
+`bulk_targets` and `tracing_targets` (what is compared with what),
+`report`, `report_sections`, `report_streams`, `report_flow`,
+`report_bulk`, `report_tracing` and `chart` (the page), `otlp_sink` (the
+tracing phase's OTLP receiver, in its own process).
 """

@@ -42,6 +42,14 @@ class Config:
     flow_rate_seconds: float = 30.0
     flow_other_rules: int = 20
     flow_rounds: int = 1
+    # Issue 30 (bulk operations): dead letters replayed at bulk_rate per second over the admin API, while
+    # bulk_claimers Claim 10 -> CompleteBatch a backlog of another namespace (big enough to outlast the run).
+    bulk_events: int = 50_000
+    bulk_rate: float = 2000.0
+    bulk_claimers: int = 8
+    bulk_claim_backlog: int = 300_000
+    # Issue 31 (tracing): rounds of windows A B C C B A (the server at 1bc5f2c, this one off, this one on).
+    tracing_rounds: int = 1
     peer_jobs: int = 20_000
     # An unmeasured drain of this many jobs per system before the measured rounds.
     peer_priming_jobs: int = 2000
@@ -79,6 +87,8 @@ class Config:
             profile_rate=100,
             flow_in_flight_events=1_000,
             flow_rate_seconds=4.0,
+            bulk_events=4_000,
+            bulk_claim_backlog=40_000,
             peer_jobs=1_000,
             peer_priming_jobs=300,
             peer_rounds=1,

@@ -12,6 +12,7 @@ from typing import Any
 from bench import support
 from bench.config import Config
 from bench.phases.accept import accept_phase
+from bench.phases.bulk import bulk_phase
 from bench.phases.claim import claim_phase
 from bench.phases.flow import flow_phase
 from bench.phases.history import history_phase
@@ -21,6 +22,7 @@ from bench.phases.profiling import ACCEPT, ACCEPT_BATCH, ACCEPT_STREAM, CLAIM10,
 from bench.phases.scaling import workers_phase
 from bench.phases.startup import startup_phase
 from bench.phases.streams import streams_phase
+from bench.phases.tracing import tracing_phase
 from bench.phases.work import recovery_phase, work_claim_phase, work_wakeup_phase
 from bench.run import Run
 
@@ -106,6 +108,8 @@ async def run_bench(config: Config) -> dict[str, Any]:
             ("workers", workers_phase),
             ("flow", flow_phase),
             ("history", history_phase),
+            ("bulk", bulk_phase),
+            ("tracing", tracing_phase),
         ],
     )
 
