@@ -6,7 +6,7 @@ matplotlib, PgQueuer, Procrastinate).
 
 Commands (from the repository root):
 
-    make bench          # python -m bench run:   inboxd against raw PostgreSQL, with profiles, about 12 min
+    make bench          # python -m bench run:   inboxd against raw PostgreSQL, with profiles, about 16 min
     make bench-peers    # python -m bench peers: inboxd beside PgQueuer and Procrastinate, about 6 min
     make bench-quick    # both with --quick: a smoke run; results in bench/results/quick/, never published
     python -m bench profile         # only the server profiles: the "before" of a change

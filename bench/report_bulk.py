@@ -41,7 +41,10 @@ def bulk(bench: dict[str, Any]) -> list[str]:
         f = figs[RATE]
         counts = ", ".join(f"{n:,}" for n in f["per_second"])
         out += [
-            f"Events replayed in each second from the first chunk (audit rows): {counts}. The replayed events come "
+            f"Events replayed in each second from the first chunk (audit rows): {counts}. The first chunk's rows "
+            f"are {f.get('first_chunk_after_s') or 0.0:.2f} s after the operation's start (numbering its matches, "
+            "then the runner's first chunk), time the whole-run rate counts and the audit rows' rate does not. "
+            "The replayed events come "
             f"due over {f['due_spread_s']:.1f} s (the spread of their due_at), so they become claimable at the "
             "rate, not at once.",
             "",

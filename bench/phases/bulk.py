@@ -237,7 +237,8 @@ async def counts(run: Run, op: admin_pb2.BulkOperation) -> None:
         replayed = await (await conn.execute(REPLAYED, {"namespace": DEAD_NS})).fetchone()
     assert row is not None and replayed is not None
     rows, distinct = int(row[0]), int(row[1])
-    seconds = op.finished_at.ToDatetime().timestamp() - op.started_at.ToDatetime().timestamp()
+    started = op.started_at.ToDatetime().timestamp()
+    seconds = op.finished_at.ToDatetime().timestamp() - started
     first = min(times, default=0.0)
     per_second = [0] * (int(max(times, default=0.0) - first) + 1 if times else 0)
     for t in times:
@@ -253,6 +254,8 @@ async def counts(run: Run, op: admin_pb2.BulkOperation) -> None:
         "audit_rate": round(audit_rate(times), 1),
         "per_second": per_second,
         "due_spread_s": round(float(replayed[1] or 0.0), 3),
+        # From the start (the matches numbered in its transaction) to the first chunk's audit rows.
+        "first_chunk_after_s": round(first - started, 3) if times else None,
         "state": state,
     }
     run.figures[CHANGED] = {

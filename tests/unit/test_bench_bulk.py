@@ -56,6 +56,7 @@ def bulk_results() -> dict[str, Any]:
                 "audit_rate": 2001.0,
                 "per_second": [1500, 2000, 2000, 1999, 500],
                 "due_spread_s": 25.0,
+                "first_chunk_after_s": 1.25,
             },
             CHANGED: {
                 "value": 50_000.0,
@@ -137,6 +138,7 @@ def test_the_bulk_section_shows_the_audit_seconds_and_both_claim_windows() -> No
     page = "\n".join(bulk(bench))
     assert "each second from the first chunk (audit rows): 1,500, 2,000, 2,000, 1,999, 500" in page
     assert "come due over 25.0 s" in page
+    assert "first chunk's rows are 1.25 s after the operation's start" in page
     assert "| idle | 8,000 | 1,000 | 2.00 ms | 4.00 ms | 6.00 ms | 12.00 ms | server 50%, postgres 25% |" in page
     assert "| during the replay | 20,000 |" in page
     assert "no raw-PostgreSQL baseline for the rate" in page
