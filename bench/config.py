@@ -49,7 +49,7 @@ class Config:
     bulk_claimers: int = 8
     bulk_claim_backlog: int = 300_000
     # Issue 31 (tracing): rounds of windows A B C C B A (the server at 1bc5f2c, this one off, this one on).
-    tracing_rounds: int = 1
+    tracing_rounds: int = 2
     peer_jobs: int = 20_000
     # An unmeasured drain of this many jobs per system before the measured rounds.
     peer_priming_jobs: int = 2000
