@@ -107,7 +107,7 @@ $(VENV)/.bench-installed: $(VENV)/.installed pyproject.toml
 	$(PY) -m pip install --quiet -e '.[bench]'
 	touch $@
 
-bench: setup $(VENV)/.bench-installed ## benchmark inboxd against raw PostgreSQL, with profiles (~12 min, never in CI); writes docs/benchmarks.md
+bench: setup $(VENV)/.bench-installed ## benchmark inboxd against raw PostgreSQL, with profiles (~20 min, never in CI); writes docs/benchmarks.md
 	$(PY) -m bench run
 
 bench-peers: setup $(VENV)/.bench-installed ## benchmark inboxd beside PgQueuer and Procrastinate (~6 min); adds to docs/benchmarks.md
