@@ -6,6 +6,17 @@
 # module proxy is needed.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
+for tool in go protoc protoc-gen-go protoc-gen-go-grpc; do
+  if ! command -v "$tool" >/dev/null 2>&1; then
+    echo "go-example: $tool is missing: run scripts/ensure-go.sh as root (docs/other-languages.md lists the packages)" >&2
+    exit 1
+  fi
+done
+# protoc-gen-go before 1.20 (golang-goprotobuf-dev's) has no --version and makes APIv1 code that panics at run time.
+if ! protoc-gen-go --version >/dev/null 2>&1; then
+  echo "go-example: $(command -v protoc-gen-go) is the old APIv1 plugin: remove golang-goprotobuf-dev, install protoc-gen-go" >&2
+  exit 1
+fi
 out="$(mkdir -p "$1" && cd "$1" && pwd)"
 gopath="$out/gopath"
 rm -rf "$gopath"
