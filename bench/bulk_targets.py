@@ -10,33 +10,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from bench.phase_figures import PhaseFigures
 from bench.phases.bulk import BATCH, CHANGED, CLAIM_DURING, CLAIM_IDLE, RATE, UNMEASURED
 from bench.targets import Bar, Measured, Results, Target
-
-Measure = Callable[[Results, Results | None], Measured]
 
 RATE_TOLERANCE = 0.15
 CLAIM_P99_BAR = Bar(2.0, at_most=True)
 
 
-def missing(bench: Results, name: str) -> Measured:
-    why = (bench.get(UNMEASURED) or {}).get(name)
-    if why:
-        return Measured(None, missing=f"not measured: {why}")
-    failed = (bench.get("failed_phases") or {}).get("bulk")
-    if failed:
-        return Measured(None, missing=f"not measured: phase bulk failed: {failed}")
-    if "bulk_events" not in bench["config"]:
-        return Measured(None, missing="not measured: this run's harness had no bulk phase (run `make bench`)")
-    return Measured(None, missing=f"not measured: no `{name}` in this run")
-
-
-def _figure(name: str, show: Callable[[dict[str, Any]], Measured]) -> Measure:
-    def measure(bench: Results, _peers: Results | None) -> Measured:
-        fig = bench["figures"].get(name)
-        return show(fig) if fig else missing(bench, name)
-
-    return measure
+FIGURES = PhaseFigures("bulk", "bulk_events", UNMEASURED)
+missing = FIGURES.missing
+_figure = FIGURES.figure
 
 
 def _rate(fig: dict[str, Any]) -> Measured:

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from bench.flow_baseline import BASELINE, BASELINE_COMMIT, BEFORE, FAIR
+from bench.phase_figures import Measure, PhaseFigures
 from bench.phases.flow import (
     BATCH,
     DRAIN_NONE,
@@ -31,8 +32,6 @@ from bench.phases.flow import (
 )
 from bench.targets import Bar, Measured, Results, Target
 
-Measure = Callable[[Results, Results | None], Measured]
-
 FAIRNESS_BAR = Bar(20.0, at_most=True)
 PLAN_MS = Bar(2.0, at_most=True)
 # "A bounded number of rows": a hundred per event a Claim of 10 asks for, whatever the namespaces hold.
@@ -42,25 +41,9 @@ DRAIN_BAR = Bar(0.9)
 FAIR_BAR = Bar(0.95)
 
 
-def missing(bench: Results, name: str) -> Measured:
-    """Why figure `name` has no value: its own failure, its phase's, or the phase did not run."""
-    why = (bench.get(UNMEASURED) or {}).get(name)
-    if why:
-        return Measured(None, missing=f"not measured: {why}")
-    failed = (bench.get("failed_phases") or {}).get("flow")
-    if failed:
-        return Measured(None, missing=f"not measured: phase flow failed: {failed}")
-    if "flow_noisy" not in bench["config"]:
-        return Measured(None, missing="not measured: this run's harness had no flow phase (run `make bench`)")
-    return Measured(None, missing=f"not measured: no `{name}` in this run")
-
-
-def _figure(name: str, show: Callable[[dict[str, Any]], Measured]) -> Measure:
-    def measure(bench: Results, _peers: Results | None) -> Measured:
-        fig = bench["figures"].get(name)
-        return show(fig) if fig else missing(bench, name)
-
-    return measure
+FIGURES = PhaseFigures("flow", "flow_noisy", UNMEASURED)
+missing = FIGURES.missing
+_figure = FIGURES.figure
 
 
 def _fairness(fig: dict[str, Any]) -> Measured:

@@ -7,28 +7,18 @@ server in CPU, which the issue asks to be measured and shown, with no bar.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
+from bench.phase_figures import Measure, PhaseFigures
 from bench.phases.tracing import BEFORE, BEFORE_COMMIT, CALLERS, OFF, ON, UNMEASURED, figure_name
 from bench.record import server_us_per
 from bench.targets import Bar, Measured, Results, Target
 
-Measure = Callable[[Results, Results | None], Measured]
-
 OFF_BAR = Bar(0.98)
 
 
-def missing(bench: Results, name: str) -> Measured:
-    why = (bench.get(UNMEASURED) or {}).get(name)
-    if why:
-        return Measured(None, missing=f"not measured: {why}")
-    failed = (bench.get("failed_phases") or {}).get("tracing")
-    if failed:
-        return Measured(None, missing=f"not measured: phase tracing failed: {failed}")
-    if "tracing_rounds" not in bench["config"]:
-        return Measured(None, missing="not measured: this run's harness had no tracing phase (run `make bench`)")
-    return Measured(None, missing=f"not measured: no `{name}` in this run")
+FIGURES = PhaseFigures("tracing", "tracing_rounds", UNMEASURED)
+missing = FIGURES.missing
 
 
 def _pair(bench: Results, kind: str, a: str, b: str) -> tuple[dict[str, Any], dict[str, Any]] | Measured:
