@@ -52,7 +52,8 @@ async def test_a_renewal_that_hangs_is_tried_again_at_once_and_the_lease_survive
                     "SELECT pg_cancel_backend(pid) FROM pg_stat_activity"
                     " WHERE pg_backend_pid() = ANY(pg_blocking_pids(pid))"
                 )
-        assert worker.stats.renewals == 0
+                # Asked while the lock is still held: once it is released, the retry in flight may land at once.
+                assert worker.stats.renewals == 0
         await eventually(lambda: worker.stats.renewals >= 1, "a renewal got through once the lock was gone")
         renewed = await read_event(db, ns, "k")
         finish.set()
