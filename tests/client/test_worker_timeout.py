@@ -26,10 +26,14 @@ async def test_a_hung_async_handler_is_cancelled_and_its_event_failed_counting_t
             await asyncio.Event().wait()  # never set: a call that never answers
         except asyncio.CancelledError:
             cancelled.append(True)
+            # Its Fail's retry is due within a second (full jitter): a worker still claiming would
+            # take it again, and hang and be cancelled again, before the test reads attempt 1.
+            worker.stop()
             raise
 
     await accept(client, ns, "k")
-    worker = Worker(client, hang, namespaces=[ns], wait=1.0, lease=2.0, handler_timeout=0.5)
+    # One slot, held until the handler ends: no other Claim waits to take the retry meanwhile.
+    worker = Worker(client, hang, namespaces=[ns], wait=1.0, lease=2.0, handler_timeout=0.5, concurrency=1)
     async with running(worker):
         await eventually(lambda: worker.stats.failed == 1, "the hung event failed")
     assert cancelled == [True]
