@@ -94,6 +94,13 @@ def server_options(settings: Settings, *, reuse_port: bool = False) -> list[tupl
         ("grpc.max_receive_message_length", size),
         ("grpc.max_send_message_length", send),
         ("grpc.so_reuseport", 1 if reuse_port else 0),
+        # No BDP probing: on a connection that carries data it grows every
+        # stream's window from HTTP/2's 64 KiB to megabytes, and a refused
+        # stranger's body (api/admission.py) is buffered up to that window. A
+        # call whose message is read still gets a window the size of its
+        # message: grpc opens it when the handler asks for the message.
+        # (tests/integration/test_stream_windows.py)
+        ("grpc.http2.bdp_probe", 0),
         *connection_options(settings),
     ]
 
