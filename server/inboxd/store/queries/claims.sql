@@ -52,7 +52,37 @@ WITH flow AS MATERIALIZED (
     SELECT t.* FROM inboxd_claim_turn(%(namespaces)s::text[], %(namespace_patterns)s::text[], %(prefixes)s::text[],
                                       %(after)s, %(turn_limit)s, %(max_events)s, %(event_types)s::text[],
                                       inboxd_now(%(now)s)) AS t
--- use: claim_from_the_turn
+), due AS (
+    -- The turn's events: each namespace's oldest due ones up to its cap,
+    -- taken in turn (one round of the weights, then the next), oldest first
+    -- within a round.
+    SELECT ranked.* FROM (
+        SELECT d.*, f.position, f.weight, row_number() OVER (PARTITION BY d.namespace ORDER BY d.due_at) AS rank
+        FROM flow AS f CROSS JOIN LATERAL (
+            SELECT e.namespace, e.event_key, e.state AS state_before, e.fencing_token AS old_fencing_token,
+                   e.attempt >= %(max_attempts)s AS exhausted, e.due_at, e.ordering_key, e.revision, e.replayed,
+                   CASE WHEN %(max_events)s > 1
+                        THEN coalesce(octet_length(e.raw_payload), octet_length(e.payload::text))
+                             + octet_length(e.metadata::text)
+                             + octet_length(coalesce(e.last_error, '')) + 4096
+                        ELSE 0 END AS answer_bytes
+            FROM inbox_events AS e
+            WHERE e.namespace COLLATE "C" = f.namespace
+              AND e.due_at <= inboxd_now(%(now)s)
+              AND (cardinality(%(event_types)s::text[]) = 0 OR e.event_type = ANY(%(event_types)s::text[]))
+              AND (e.ordering_key = '' OR inboxd_next_of_key(e.namespace, e.ordering_key, e.event_key, e.revision,
+                                                             e.accepted_at, %(ignore_stale)s AND NOT e.replayed))
+            ORDER BY e.due_at
+            LIMIT f.cap
+            FOR UPDATE OF e SKIP LOCKED
+        ) AS d
+        WHERE f.cap > 0
+    ) AS ranked
+    -- Each namespace may lock up to its cap; the ones not kept here are
+    -- unlocked when the statement ends.
+    ORDER BY ceil(ranked.rank::numeric / ranked.weight), ranked.position, ranked.due_at
+    LIMIT %(max_events)s
+-- use: claim_from_due
 -- One row per claimed event, its action ledger as a JSON array; when none was
 -- claimed, one row of NULLs that still carries the counts (the dead letters
 -- as the namespace of each, for the console's per-namespace trends) and the
@@ -88,21 +118,45 @@ FROM (SELECT (SELECT count(*) FILTER (WHERE finished.ignored) FROM finished) AS 
 -- name: event_claim_one
 -- The commonest Claim, one named namespace, when no flow-control rule
 -- governs it: event_claim's statement without the turn (store/claims.py
--- runs this one first for such a Claim). The turn's function call and the
--- turn's summary cost a Claim of one namespace 7% of its PostgreSQL time
--- (docs/benchmarks.md, fair claiming ÷ the claim before it), for nothing when
--- there is nothing to be fair between and no rule to apply. Whether a rule
--- governs the namespace is looked up here, in the statement's snapshot, as
--- the turn would: if one does, `flow` is empty, nothing is claimed, and the
--- answer says `governed`: the caller then runs event_claim, whose turn
--- applies the rule. Same parameters as event_claim; the turn's columns are
--- those of a turn over one namespace that no rule held back.
+-- runs this one first for such a Claim). The turn's function call, its
+-- rounds and its summary cost a Claim of one namespace 7% of its PostgreSQL
+-- time (docs/benchmarks.md, fair claiming ÷ the claim before it), for
+-- nothing when there is nothing to be fair between and no rule to apply.
+-- Whether a rule governs the namespace is looked up here, in the
+-- statement's snapshot, as the turn would: if one does, `flow` is empty,
+-- nothing is claimed, and the answer says `governed`: the caller then runs
+-- event_claim, whose turn applies the rule. Same parameters as event_claim;
+-- the turn's columns are those of a turn over one namespace that no rule
+-- held back.
 WITH flow AS MATERIALIZED (
-    SELECT (%(namespaces)s::text[])[1] AS namespace, 1::bigint AS position, 1 AS weight, %(max_events)s::integer AS cap
+    SELECT true AS ungoverned
     WHERE NOT EXISTS (SELECT FROM inbox_flow_rules AS r
                       WHERE r.pattern = (%(namespaces)s::text[])[1]
                          OR r.is_pattern AND (%(namespaces)s::text[])[1] LIKE r.like_pattern)
--- use: claim_from_the_turn
+), due AS (
+    -- The namespace's oldest due events, as the turn's lateral takes them
+    -- but without it: no rank, no weights, no sort of the turn's rounds
+    -- (3% of a claim-10 and its completion on one connection, measured beside
+    -- the turn's `due`). `flow` is a one-time filter: a governed namespace
+    -- reads no rows.
+    SELECT e.namespace, e.event_key, e.state AS state_before, e.fencing_token AS old_fencing_token,
+           e.attempt >= %(max_attempts)s AS exhausted, e.due_at, e.ordering_key, e.revision, e.replayed,
+           CASE WHEN %(max_events)s > 1
+                THEN coalesce(octet_length(e.raw_payload), octet_length(e.payload::text))
+                     + octet_length(e.metadata::text)
+                     + octet_length(coalesce(e.last_error, '')) + 4096
+                ELSE 0 END AS answer_bytes
+    FROM inbox_events AS e
+    WHERE e.namespace COLLATE "C" = (%(namespaces)s::text[])[1]
+      AND EXISTS (SELECT FROM flow)
+      AND e.due_at <= inboxd_now(%(now)s)
+      AND (cardinality(%(event_types)s::text[]) = 0 OR e.event_type = ANY(%(event_types)s::text[]))
+      AND (e.ordering_key = '' OR inboxd_next_of_key(e.namespace, e.ordering_key, e.event_key, e.revision,
+                                                     e.accepted_at, %(ignore_stale)s AND NOT e.replayed))
+    ORDER BY e.due_at
+    LIMIT %(max_events)s
+    FOR UPDATE OF e SKIP LOCKED
+-- use: claim_from_due
 SELECT claimed.*, ledger.actions, counts.*
 FROM (SELECT (SELECT count(*) FILTER (WHERE finished.ignored) FROM finished) AS ignored_stale,
              (SELECT coalesce(array_agg(finished.namespace) FILTER (WHERE NOT finished.ignored), '{}')
@@ -114,41 +168,10 @@ FROM (SELECT (SELECT count(*) FILTER (WHERE finished.ignored) FROM finished) AS 
              NOT EXISTS (SELECT FROM flow) AS governed) AS counts
 -- use: claim_answer
 
--- part: claim_from_the_turn
--- The turn's events claimed (both claim statements): `due` takes each
--- namespace of `flow` in turn up to its cap; then the ordering keys, the
--- answer's size, the dead letters and stale revisions, the leases and the
--- claims ledger.
-), due AS (
-    -- The turn's events: each namespace's oldest due ones up to its cap,
-    -- taken in turn (one round of the weights, then the next), oldest first
-    -- within a round.
-    SELECT ranked.* FROM (
-        SELECT d.*, f.position, f.weight, row_number() OVER (PARTITION BY d.namespace ORDER BY d.due_at) AS rank
-        FROM flow AS f CROSS JOIN LATERAL (
-            SELECT e.namespace, e.event_key, e.state AS state_before, e.fencing_token AS old_fencing_token,
-                   e.attempt >= %(max_attempts)s AS exhausted, e.due_at, e.ordering_key, e.revision, e.replayed,
-                   CASE WHEN %(max_events)s > 1
-                        THEN coalesce(octet_length(e.raw_payload), octet_length(e.payload::text))
-                             + octet_length(e.metadata::text)
-                             + octet_length(coalesce(e.last_error, '')) + 4096
-                        ELSE 0 END AS answer_bytes
-            FROM inbox_events AS e
-            WHERE e.namespace COLLATE "C" = f.namespace
-              AND e.due_at <= inboxd_now(%(now)s)
-              AND (cardinality(%(event_types)s::text[]) = 0 OR e.event_type = ANY(%(event_types)s::text[]))
-              AND (e.ordering_key = '' OR inboxd_next_of_key(e.namespace, e.ordering_key, e.event_key, e.revision,
-                                                             e.accepted_at, %(ignore_stale)s AND NOT e.replayed))
-            ORDER BY e.due_at
-            LIMIT f.cap
-            FOR UPDATE OF e SKIP LOCKED
-        ) AS d
-        WHERE f.cap > 0
-    ) AS ranked
-    -- Each namespace may lock up to its cap; the ones not kept here are
-    -- unlocked when the statement ends.
-    ORDER BY ceil(ranked.rank::numeric / ranked.weight), ranked.position, ranked.due_at
-    LIMIT %(max_events)s
+-- part: claim_from_due
+-- The events of `due` claimed (both claim statements): the ordering keys,
+-- the answer's size, the dead letters and stale revisions, the leases and
+-- the claims ledger.
 ), picked AS (
     -- One row of parallel arrays. Under a generic plan `due` is estimated at
     -- a tenth of the table (LIMIT of a parameter), and the writes below
