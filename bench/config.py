@@ -41,7 +41,7 @@ class Config:
     flow_in_flight_events: int = 10_000
     flow_rate_seconds: float = 30.0
     flow_other_rules: int = 20
-    flow_rounds: int = 1
+    flow_rounds: int = 2
     # Issue 30 (bulk operations): dead letters replayed at bulk_rate per second over the admin API, while
     # bulk_claimers Claim 10 -> CompleteBatch a backlog of another namespace (big enough to outlast the run).
     bulk_events: int = 50_000
