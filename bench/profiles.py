@@ -7,8 +7,10 @@ its inclusive samples are those where it is anywhere on the stack (once per
 stack). Lines are dropped from the key, so a function counts once however
 many of its lines were sampled. Only Python frames are seen: time spent in C
 (grpc's core, psycopg's C parts, the kernel) is charged to the Python frame
-that called it. Idle threads are not sampled. The inclusive list leaves out the frames
-every stack runs through (asyncio's loop, runpy, threading, inboxd's CLI).
+that called it. Idle threads are not sampled, but a thread waiting for a core
+is, in the frame it stopped in (bench/thread_time.py measures how much). The
+inclusive list leaves out the frames every stack runs through (asyncio's
+loop, runpy, threading, inboxd's CLI).
 """
 
 from __future__ import annotations
@@ -18,11 +20,13 @@ import gzip
 import logging
 import re
 import sys
+import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from bench import thread_time
 from bench.cpu import children_of
 
 log = logging.getLogger("bench")
@@ -151,14 +155,19 @@ async def profile_during(
     parts = [out.with_name(f"{out.stem}.{p}.txt") for p in pids]
     spies = [await record(p, seconds, rate, part) for p, part in zip(pids, parts, strict=True)]
     busy = asyncio.ensure_future(load())
+    started, times_before = time.monotonic(), thread_time.snapshot(pids)
     for spy in spies:
         _, stderr = await spy.communicate()
         if spy.returncode != 0:
             busy.cancel()
             raise RuntimeError(f"py-spy failed ({spy.returncode}): {stderr.decode(errors='replace').strip()[-500:]}")
+    # The threads' times over the same window: how much of the samples was waiting for a core, not CPU.
+    threads = thread_time.between(times_before, thread_time.snapshot(pids), time.monotonic() - started)
     await busy
     summary = await asyncio.to_thread(_keep_raw, parts, out)
     summary.update({"seconds": seconds, "rate": rate, "processes": len(pids), "raw": out.with_suffix(".txt.gz").name})
+    if threads:
+        summary["threads"] = threads
     log.info("profile %s: %d samples; top own: %s", out.stem, summary["samples"], _first(summary))
     return summary
 

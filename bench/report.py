@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from bench import report_profiles, thread_time
 from bench import report_sections as sections
 from bench.chart import chart
 from bench.figures import Figures, cpu_line, per_unit_line
@@ -37,7 +38,7 @@ def markdown(bench: dict[str, Any] | None, peers: dict[str, Any] | None, before:
     out.append("")
     if bench is None:
         out += ["No `make bench` results yet.", ""]
-        out += sections.profiles({}, before)
+        out += report_profiles.profiles({}, before)
     else:
         out += _header(bench)
         out += targets_section(bench, peers)
@@ -45,7 +46,7 @@ def markdown(bench: dict[str, Any] | None, peers: dict[str, Any] | None, before:
         out += sections.pairs_table(bench)
         out += ["![inboxd against raw PostgreSQL and its peers](benchmarks.png)", ""]
         out += sections.cpu_table(bench)
-        out += sections.profiles(bench, before)
+        out += report_profiles.profiles(bench, before)
         out += sections.waiting(bench)
         out += streams(bench)
         out += flow(bench)
@@ -130,6 +131,13 @@ def _facts(t: Target, m: Measured, bench: dict[str, Any]) -> list[str]:
         parts = ", ".join(f"{k} {v:.0f}%" for k, v in profile["parts"].items())
         out.append(f"  - profile `{t.profile}` ({profile['samples']:,} samples): own samples by part: {parts}.")
         out.append(f"  - its top frames by own samples: {own}.")
+        threads = profile.get("threads")
+        if threads:
+            share = thread_time.waiting_share(threads)
+            out.append(
+                f"  - its threads over the window: {thread_time.described(threads)}"
+                + (f" ({share:.0f}% of the event loop's samples were waiting, not CPU)." if share is not None else ".")
+            )
     return out
 
 

@@ -80,69 +80,6 @@ def cpu_table(bench: dict[str, Any]) -> list[str]:
     return [*out, ""]
 
 
-def _frames(profile: dict[str, Any] | None, key: str) -> dict[str, float]:
-    if not profile or key not in profile:
-        return {}
-    return {f"`{f['function']}` ({f['file']})": float(f["percent"]) for f in profile[key]}
-
-
-def profiles(bench: dict[str, Any], before: dict[str, Any] | None) -> list[str]:
-    after = bench.get("profiles", {})
-    earlier = (before or {}).get("profiles", {})
-    if not after and not earlier:
-        return []
-    out = [
-        "## Server profiles",
-        "",
-        "py-spy (`-f raw`, idle threads not sampled) on the server process while the Node generator drives "
-        "the workload, in windows of their own after the measured ones. Only Python frames are seen: time in C "
-        "(grpc's core, psycopg's C parts, the kernel) is charged to the Python frame that called it. Own: the "
-        "function was the leaf; inclusive: it was on the stack (the event loop's, runpy's and threading's "
-        "frames, on every stack, are left out). In % of the profile's samples. A leaf of `Handle._run` or "
-        "`Thread.run` is time in code py-spy does not see (C, Cython) called straight from an event-loop "
-        "callback or a thread; which code, the profile does not say. By part: a sample counts for the part "
-        "(inboxd, psycopg, grpc, asyncio, logging, json, prometheus_client) of the frame nearest its leaf that "
-        "belongs to one; other standard modules (re, threading, enum ...) count for their caller's part.",
-    ]
-    if before:
-        busy = before.get("busy_before_start")
-        busy_then = f" (other processes used {busy:.0f}% of a core just before it started)" if busy is not None else ""
-        out += [
-            "",
-            f"Before: `python -m bench profile` at commit {before['git']} on {before['date']}{busy_then}. "
-            "After: this run.",
-        ]
-    out.append("")
-    for name in dict.fromkeys([*after, *earlier]):
-        now, then = after.get(name), earlier.get(name)
-        label = (now or then or {}).get("workload", name)
-        failed = [f"{which}: {p['error']}" for which, p in (("before", then), ("after", now)) if p and "error" in p]
-        now = now if now and "error" not in now else None
-        then = then if then and "error" not in then else None
-        samples = " / ".join(
-            f"{which} {p['samples']:,} samples" for which, p in (("before", then), ("after", now)) if p
-        )
-        out += [f"### {label} (`{name}`; {samples or 'no samples'})", ""]
-        if failed:
-            out += [f"No profile ({'; '.join(failed)}).", ""]
-        parts_then, parts_now = (then or {}).get("parts", {}), (now or {}).get("parts", {})
-        out += ["| own samples by part | before | after |", "|---|---|---|"]
-        for part in dict.fromkeys([*parts_now, *parts_then]):
-            out.append(f"| {part} | {_pct(parts_then.get(part))} | {_pct(parts_now.get(part))} |")
-        out.append("")
-        for key, title in (("own", "by own samples"), ("inclusive", "by inclusive samples")):
-            rows_then, rows_now = _frames(then, key), _frames(now, key)
-            out += [f"| top frames {title} | before | after |", "|---|---|---|"]
-            for frame in dict.fromkeys([*rows_now, *rows_then]):
-                out.append(f"| {frame} | {_pct(rows_then.get(frame))} | {_pct(rows_now.get(frame))} |")
-            out.append("")
-    return out
-
-
-def _pct(v: float | None) -> str:
-    return "-" if v is None else f"{v:.1f}%"
-
-
 def waiting(bench: dict[str, Any]) -> list[str]:
     figs: Figures = bench["figures"]
     out: list[str] = []

@@ -9,7 +9,7 @@ import re
 from typing import Any
 
 from bench.report import targets_section
-from bench.report_sections import profiles
+from bench.report_profiles import profiles
 from bench.targets import targets, verdict
 
 TOP = 64
@@ -57,6 +57,10 @@ def results(share: float, *, scale: float = 1.0, generator_us: float = 50.0) -> 
         "parts": {"asyncio": 60.0 * share, "inboxd": 100 - 60.0 * share},
         "own": [{"function": "_run", "file": "asyncio/events.py", "percent": 50.0 * share}],
         "inclusive": [],
+        "threads": {
+            "event loop": {"on_cpu_percent": 90.0 * share, "waiting_percent": 40.0 * share, "slices_per_s": 1700},
+            "other threads": {"on_cpu_percent": 3.0 * scale, "waiting_percent": 12.0 * scale, "slices_per_s": 900},
+        },
     }
     return {
         "config": {
@@ -96,6 +100,9 @@ def test_a_missed_target_is_followed_by_its_figures_and_no_sentence_written_in_a
 # verdict written in advance ("... cannot reach this target", "so most of the loss is ..."): not a fact.
 FACT_WORDS = {"wanted", "CPU", "in", "of", "a", "core", "per", "call", "row", "µs", "profile", "samples"}
 FACT_WORDS |= {"own", "by", "part", "its", "top", "frames", "server", "postgres", "loadgen", "client", "other"}
+# The profile's threads (bench/thread_time.py): each kind's share of the window on a CPU and waiting for one.
+FACT_WORDS |= {"threads", "over", "the", "window", "event", "loop", "on", "waiting", "for", "one", "were", "not"}
+FACT_WORDS |= {"loop's"}
 
 
 def without(line: str, known: list[str]) -> str:
