@@ -92,17 +92,30 @@ def start(env: Mapping[str, str] | None = None) -> None:
 
 def stop() -> None:
     """A worker stopped: the last one flushes and shuts down the provider this module installed, if any."""
+    provider = detach()
+    if provider is not None:
+        provider.shutdown()
+
+
+def detach() -> TracerProvider | None:
+    """A worker stopped: the last one turns tracing off; the provider this module installed, for the caller
+    to shut down (None: nothing to shut down).
+
+    Shutting down flushes the batch processor, and an OTLP exporter retries an
+    unreachable collector until its timeout (10 s by default): a worker does
+    it off its event loop (`Worker.run`), so other tasks are not held up.
+    """
     global TRACER, _users, _ours  # noqa: PLW0603 - the module-level switch the hot path reads
     if _users == 0:
-        return
+        return None
     _users -= 1
     if _users:
-        return
+        return None
     TRACER = None
-    if _ours is not None:
-        provider, _ours = _ours, None
+    provider, _ours = _ours, None
+    if provider is not None:
         _retired.append(provider)
-        provider.shutdown()  # flushes what the batch processor holds, then closes the exporter
+    return provider
 
 
 def _tracer(exporters: tuple[str, ...], env: Mapping[str, str]) -> Tracer | None:

@@ -206,7 +206,7 @@ class Worker:
                 if self._stream is not None:
                     await self._close_stream(self._stream)
             finally:
-                tracing.stop()  # the last worker flushes and shuts down the provider set up for it
+                retired = tracing.detach()  # the last worker takes down the provider set up for it (below)
                 for sig in installed:
                     loop.remove_signal_handler(sig)
                 done = self.stats
@@ -219,6 +219,9 @@ class Worker:
                     done.dead_lettered,
                     done.released,
                 )
+                if retired is not None:
+                    # Its flush may wait for an unreachable collector up to the exporter's timeout: not on the loop.
+                    await asyncio.to_thread(retired.shutdown)
 
     async def _drain(self) -> None:
         """Lets running handlers finish until the grace period ends, then releases the rest."""

@@ -1,0 +1,79 @@
+"""A worker's stop never blocks its event loop on a tracing flush, however long the collector takes to fail.
+
+The provider a worker installed is shut down at its stop: the batch processor
+exports what it holds, and an OTLP exporter retries an unreachable collector
+until its timeout. That runs off the event loop, so the application's other
+tasks (a web server beside the worker, another worker) keep running meanwhile.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import sys
+
+from inboxd.serving.server import RunningServer
+from inboxd_client import AsyncInboxClient
+from tests.client.helpers import accept
+
+# A worker process whose OTLP collector never answers: it handles one event (a span to export) and
+# stops; it says how long its stop took and the longest its event loop went without running a ticker.
+STOPPING = """
+import asyncio, json, sys, time
+from inboxd_client import AsyncInboxClient, EventContext, Worker, tracing
+
+async def main(target: str, namespace: str) -> None:
+    ticks = [time.monotonic()]
+    async def tick() -> None:
+        while True:
+            await asyncio.sleep(0.02)
+            ticks.append(time.monotonic())
+
+    async with AsyncInboxClient(target) as client:
+        stopped_at = []
+        async def handle(ctx: EventContext) -> None:
+            stopped_at.append(time.monotonic())
+            worker.stop()
+
+        worker = Worker(client, handle, namespaces=[namespace], concurrency=1, wait=1.0)
+        ticker = asyncio.create_task(tick())
+        await worker.run(handle_signals=False)
+        ticks.append(time.monotonic())
+        stop_took = ticks[-1] - stopped_at[0]
+        ticker.cancel()
+    longest_gap = max(later - earlier for earlier, later in zip(ticks, ticks[1:]))
+    print(json.dumps({"stop_took": stop_took, "longest_gap": longest_gap, "traced_after": tracing.TRACER is not None}))
+
+asyncio.run(main(sys.argv[1], sys.argv[2]))
+"""
+
+EXPORT_TIMEOUT_S = 3
+
+
+async def test_a_worker_stopping_with_an_unreachable_collector_keeps_its_event_loop_running(
+    server: RunningServer, client: AsyncInboxClient, ns: str
+) -> None:
+    await accept(client, ns, "k")
+    with socket.socket() as closed:  # a port nobody listens on: every export is refused, and retried
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    otel = {
+        "OTEL_TRACES_EXPORTER": "otlp",
+        "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{port}",
+        "OTEL_EXPORTER_OTLP_TIMEOUT": str(EXPORT_TIMEOUT_S),
+    }
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")} | otel
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", STOPPING, f"127.0.0.1:{server.port}", ns,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env,
+    )  # fmt: skip
+    stdout, stderr = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 0, stderr.decode()
+    said = json.loads(stdout.decode().strip().splitlines()[-1])
+    assert said["traced_after"] is False
+    # The flush was tried (the exporter's retries took their time) ...
+    assert said["stop_took"] >= 1.0, said
+    # ... while the loop ran on: a ticker every 20 ms never waited half a second.
+    assert said["longest_gap"] < 0.5, said
