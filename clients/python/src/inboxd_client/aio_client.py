@@ -25,7 +25,8 @@ from inboxd_client.builders import DurationLike, Fenced
 from inboxd_client.calls import CLAIM_TIMEOUT_MARGIN, DEFAULT_TIMEOUT, Callables, claim_timeout
 from inboxd_client.claim_backoff import ClaimPacer
 from inboxd_client.connection import ChannelOption, RetryPolicy, TlsConfig, call_metadata, channel_settings
-from inboxd_client.errors import InboxError, complete_batch_outcomes, error_from_status
+from inboxd_client.errors import error_from_status
+from inboxd_client.fenced_requests import FencedRequests
 from inboxd_client.trace_propagation import with_trace_metadata
 from inboxd_client.v1 import admin_pb2, inbox_pb2, types_pb2
 from inboxd_client.work_stream import OnEvents, WorkStream
@@ -36,7 +37,7 @@ __all__ = ["CLAIM_TIMEOUT_MARGIN", "DEFAULT_TIMEOUT", "AsyncInboxClient", "claim
 R = TypeVar("R", bound=Message)
 
 
-class AsyncInboxClient:
+class AsyncInboxClient(FencedRequests):
     """The async client for InboxService and InboxAdminService.
 
     `target` is host:port. `token` is sent as `authorization: Bearer <token>`.
@@ -190,69 +191,6 @@ class AsyncInboxClient:
             completions=completions,
         )
         return await self._call(rpcs.CLAIM, request, claim_timeout(wait, timeout))
-
-    async def renew_lease(
-        self, event: Fenced, *, lease: DurationLike | None = None, timeout: float | None = None
-    ) -> inbox_pb2.RenewLeaseResponse:
-        return await self._call(rpcs.RENEW_LEASE, builders.renew_lease_request(event, lease), timeout)
-
-    async def complete(
-        self,
-        event: Fenced,
-        *,
-        disposition: types_pb2.Disposition = types_pb2.DISPOSITION_APPLIED,
-        reason: str = "",
-        timeout: float | None = None,
-    ) -> inbox_pb2.CompleteResponse:
-        """Finishes the event; DISPOSITION_IGNORED needs a `reason`."""
-        return await self._call(rpcs.COMPLETE, builders.complete_request(event, disposition, reason), timeout)
-
-    async def complete_many(
-        self, items: Iterable[Fenced | inbox_pb2.CompleteRequest], *, timeout: float | None = None
-    ) -> list[InboxError | None]:
-        """Finishes up to 500 events in one call (CompleteBatch), each judged alone.
-
-        Pass claimed events (completed as APPLIED) or `CompleteRequest`s (see
-        `builders.complete_request`, for IGNORED with a reason). Answers one
-        entry per item, in order: None when it completed (or this same claim
-        had completed it), else the error `complete` would have raised for it
-        (`ClaimSuperseded`, `NotFound`, `PermissionDenied`, ...), returned, not
-        raised. Raises only for the call as a whole (UNAUTHENTICATED, UNAVAILABLE ...).
-        """
-        request = builders.complete_batch_request(items)
-        response = await self._call(rpcs.COMPLETE_BATCH, request, timeout)
-        return complete_batch_outcomes(response, len(request.completions))
-
-    async def fail(
-        self,
-        event: Fenced,
-        error: str,
-        *,
-        permanent: bool = False,
-        retry_after: DurationLike | None = None,
-        timeout: float | None = None,
-    ) -> inbox_pb2.FailResponse:
-        """Schedules a retry (backoff, or `retry_after`) or dead-letters; never put the payload in `error`."""
-        request = builders.fail_request(event, error, permanent=permanent, retry_after=retry_after)
-        return await self._call(rpcs.FAIL, request, timeout)
-
-    async def release(self, event: Fenced, *, timeout: float | None = None) -> inbox_pb2.ReleaseResponse:
-        """Gives the event back at once, without counting the attempt."""
-        return await self._call(rpcs.RELEASE, builders.release_request(event), timeout)
-
-    async def record_action_outcome(
-        self,
-        event: Fenced,
-        action: str,
-        state: types_pb2.ActionState,
-        *,
-        external_ref: str = "",
-        detail: str = "",
-        timeout: float | None = None,
-    ) -> inbox_pb2.RecordActionOutcomeResponse:
-        """Writes one step of an external action to the event's ledger; INTENDED mints the idempotency key."""
-        request = builders.record_action_outcome_request(event, action, state, external_ref, detail)
-        return await self._call(rpcs.RECORD_ACTION_OUTCOME, request, timeout)
 
     # -- InboxAdminService --
 

@@ -28,33 +28,41 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import grpc
 from google.protobuf.message import Message
 
-from inboxd_client import builders
-from inboxd_client.builders import DurationLike, Fenced
+from inboxd_client import builders, rpcs
+from inboxd_client.builders import Fenced
 from inboxd_client.claim_backoff import TRANSIENT_CLAIM_ERRORS, ClaimPacer
 from inboxd_client.connection import Metadata
 from inboxd_client.errors import (
     DeadlineExceeded,
     InboxError,
     Unavailable,
-    complete_batch_outcomes,
     error_from_code,
     error_from_status,
 )
-from inboxd_client.fenced_calls import APPLIED
+from inboxd_client.fenced_requests import FencedRequests
 from inboxd_client.trace_propagation import fill_trace_context, with_trace_metadata
-from inboxd_client.v1 import inbox_pb2, types_pb2
+from inboxd_client.v1 import inbox_pb2
+
+R = TypeVar("R", bound=Message)
 
 PATH = "/inboxd.v1.InboxService/Work"
 METHOD = "Work"
-# The calls a repeat cannot harm (rpcs' retry column): sent again on the next stream after a break.
-RESENT = frozenset({"complete", "complete_batch", "renew_lease", "record_action_outcome"})
+# The WorkRequest field each fenced call travels in.
+WORK_FIELDS: dict[rpcs.Rpc[Any], str] = {
+    rpcs.COMPLETE: "complete",
+    rpcs.COMPLETE_BATCH: "complete_batch",
+    rpcs.FAIL: "fail",
+    rpcs.RELEASE: "release",
+    rpcs.RENEW_LEASE: "renew_lease",
+    rpcs.RECORD_ACTION_OUTCOME: "record_action_outcome",
+}
 _CLOSE = None  # the writer's cue to half-close
 
 OnEvents = Callable[[int, Sequence[inbox_pb2.ClaimedEvent]], None]
@@ -70,7 +78,7 @@ class _Call:
     written_on: int = 0
 
 
-class WorkStream:
+class WorkStream(FencedRequests):
     """A worker's Work stream, kept open (and reopened after a break) from `open()` until `close()`.
 
     `free_slots()` says how many more events the worker can run now: the
@@ -133,7 +141,7 @@ class WorkStream:
         what is outstanding, then ends the stream (`close` waits for that).
         """
         self.stop_crediting()
-        sent = [self._send("release", builders.release_request(event), None) for event in releasing]
+        sent = [self._send(rpcs.RELEASE, builders.release_request(event), None) for event in releasing]
         if not self._closing:
             self._closing = True
             self._half_closed.set()
@@ -170,65 +178,13 @@ class WorkStream:
         free = self._free_slots()
         return self._pacer.max_events(free) if free > 0 else 0
 
-    # -- the fenced calls, as the unary ones (`fenced_calls.FencedCalls`) --
+    # -- the fenced calls (FencedRequests), each on the stream with a sequence --
 
-    async def complete(
-        self,
-        event: Fenced,
-        *,
-        disposition: types_pb2.Disposition = APPLIED,
-        reason: str = "",
-        timeout: float | None = None,
-    ) -> inbox_pb2.CompleteResponse:
-        request = builders.complete_request(event, disposition, reason)
-        return cast(inbox_pb2.CompleteResponse, await self._call("complete", request, timeout))
-
-    async def complete_many(
-        self, items: Iterable[Fenced | inbox_pb2.CompleteRequest], *, timeout: float | None = None
-    ) -> list[InboxError | None]:
-        request = builders.complete_batch_request(items)
-        answer = cast(inbox_pb2.CompleteBatchResponse, await self._call("complete_batch", request, timeout))
-        return complete_batch_outcomes(answer, len(request.completions))
-
-    async def fail(
-        self,
-        event: Fenced,
-        error: str,
-        *,
-        permanent: bool = False,
-        retry_after: DurationLike | None = None,
-        timeout: float | None = None,
-    ) -> inbox_pb2.FailResponse:
-        request = builders.fail_request(event, error, permanent=permanent, retry_after=retry_after)
-        return cast(inbox_pb2.FailResponse, await self._call("fail", request, timeout))
-
-    async def release(self, event: Fenced, *, timeout: float | None = None) -> inbox_pb2.ReleaseResponse:
-        return cast(inbox_pb2.ReleaseResponse, await self._call("release", builders.release_request(event), timeout))
-
-    async def renew_lease(
-        self, event: Fenced, *, lease: DurationLike | None = None, timeout: float | None = None
-    ) -> inbox_pb2.RenewLeaseResponse:
-        request = builders.renew_lease_request(event, lease)
-        return cast(inbox_pb2.RenewLeaseResponse, await self._call("renew_lease", request, timeout))
-
-    async def record_action_outcome(
-        self,
-        event: Fenced,
-        action: str,
-        state: types_pb2.ActionState,
-        *,
-        external_ref: str = "",
-        detail: str = "",
-        timeout: float | None = None,
-    ) -> inbox_pb2.RecordActionOutcomeResponse:
-        request = builders.record_action_outcome_request(event, action, state, external_ref, detail)
-        return cast(inbox_pb2.RecordActionOutcomeResponse, await self._call("record_action_outcome", request, timeout))
-
-    async def _call(self, kind: str, message: Message, timeout: float | None) -> Any:
+    async def _call(self, rpc: rpcs.Rpc[R], request: Message, timeout: float | None) -> R:
         """Sends one call with a fresh sequence; its result's answer, or the call's own error raised."""
-        return await self._send(kind, message, timeout)
+        return cast(R, await self._send(rpc, request, timeout))
 
-    def _send(self, kind: str, message: Message, timeout: float | None) -> asyncio.Future[Any]:
+    def _send(self, rpc: rpcs.Rpc[Any], message: Message, timeout: float | None) -> asyncio.Future[Any]:
         """Queues one call now, in order, with a fresh sequence; the future of its answer."""
         loop = asyncio.get_running_loop()
         answered: asyncio.Future[Any] = loop.create_future()
@@ -241,9 +197,10 @@ class WorkStream:
         sequence = self._next_sequence
         self._next_sequence += 1
         request = inbox_pb2.WorkRequest(sequence=sequence)
-        getattr(request, kind).CopyFrom(message)
+        getattr(request, WORK_FIELDS[rpc]).CopyFrom(message)
         fill_trace_context(request)  # the caller's span (a handler's), resends included
-        self._unanswered[sequence] = _Call(request, answered, resend=kind in RESENT)
+        # Sent again on the next stream after a break when a repeat cannot harm: rpcs' retry column.
+        self._unanswered[sequence] = _Call(request, answered, resend=rpc.retry_safe)
         self._outbox.put_nowait(request)
         # A timer, not asyncio.wait_for: no task and no shield per call.
         deadline = loop.call_later(self.timeout if timeout is None else timeout, self._expire, sequence)
