@@ -74,6 +74,8 @@ class CallRoute:
     A call whose claim came from a stream that broke goes over the next one
     (or unary): it is refused ABORTED all the same, since that stream's end
     ended the claim, and an action's outcome is recorded from any claim.
+    It forwards the public calls, not `FencedRequests._call`: a client
+    subclass's own `complete` (instrumentation, a test's recorder) still runs.
     """
 
     def __init__(self, client: FencedCalls) -> None:
