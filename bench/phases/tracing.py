@@ -27,7 +27,7 @@ from bench.cluster import checkpoint, execute
 from bench.node_load import NodeLoad, run_node
 from bench.otlp_sink import Sink, otlp_sink
 from bench.phases.claim import prime_node
-from bench.record import from_node
+from bench.record import combined, from_node
 from bench.run import Run
 from bench.workload import CLEAR_EVENTS, EVENT_TYPE, PAYLOAD_BYTES, RUN_ID
 
@@ -77,41 +77,6 @@ def order(rounds: int) -> list[str]:
 
 def otel_variables(environ: dict[str, str]) -> list[str]:
     return sorted(name for name in environ if name.startswith("OTEL_"))
-
-
-def combined(windows: list[dict[str, Any]]) -> dict[str, Any]:
-    """One figure from a server's windows: their units over their seconds, CPU summed, each window kept.
-
-    Percentiles do not add up: p50 and p99 are the worst window's, and each window's are kept beside.
-    """
-    unit = windows[0]["unit"]
-    seconds = sum(float(w["seconds"]) for w in windows)
-    ops = sum(int(w["ops"]) for w in windows)
-    units = sum(int(w["units"]) for w in windows)
-    used: dict[str, float] = {}
-    cpu_seconds = 0.0
-    for w in windows:
-        cpu = w.get("cpu") or {"seconds": 0.0, "used": {}}
-        cpu_seconds += float(cpu["seconds"])
-        for part, s in cpu["used"].items():
-            used[part] = used.get(part, 0.0) + float(s)
-    count = units if unit == "rows/s" else ops
-    return {
-        "value": round(count / seconds, 1) if seconds > 0 else 0.0,
-        "unit": unit,
-        "ops": ops,
-        "units": units,
-        "seconds": round(seconds, 3),
-        "p50_ms": max(float(w["p50_ms"]) for w in windows),
-        "p99_ms": max(float(w["p99_ms"]) for w in windows),
-        "errors": sum(int(w["errors"]) for w in windows),
-        "first_error": next((w["first_error"] for w in windows if w["first_error"]), ""),
-        "cpu": {"seconds": round(cpu_seconds, 3), "used": {k: round(v, 3) for k, v in used.items()}},
-        "generator": windows[0].get("generator"),
-        "windows": [
-            {k: w[k] for k in ("value", "seconds", "p50_ms", "p99_ms", "cpu", "position") if k in w} for w in windows
-        ],
-    }
 
 
 def drain_load(run: Run) -> NodeLoad:
