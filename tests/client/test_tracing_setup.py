@@ -6,11 +6,8 @@ global provider is set once per process, and this test process has one.
 
 from __future__ import annotations
 
-import asyncio
 import importlib.util
 import json
-import os
-import sys
 from typing import Any
 
 import pytest
@@ -21,7 +18,7 @@ from inboxd_client.tracing import TracingConfigError, exporters_from_env, otlp_p
 from inboxd_client.v1 import inbox_pb2
 from tests.client.helpers import accept
 from tests.client.recording_proxy import recording_proxy
-from tests.client.tracing_support import app_exporter
+from tests.client.tracing_support import app_exporter, run_script
 
 
 @pytest.mark.parametrize(
@@ -128,14 +125,7 @@ asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3] == "stream", int(sys.argv
 
 
 async def run_worker(target: str, ns: str, path: str, count: int, **otel: str) -> tuple[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")} | otel
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", WORKER, target, ns, path, str(count),
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env,
-    )  # fmt: skip
-    stdout, stderr = await asyncio.wait_for(proc.communicate(), 60)
-    assert proc.returncode == 0, stderr.decode()
-    return stdout.decode(), stderr.decode()
+    return await run_script(WORKER, target, ns, path, str(count), **otel)
 
 
 def json_documents(text: str) -> list[Any]:
@@ -211,13 +201,7 @@ async def test_without_opentelemetry_installed_a_worker_asked_to_trace_says_so_o
     server: RunningServer, client: AsyncInboxClient, ns: str
 ) -> None:
     await accept(client, ns, "k")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")} | {"OTEL_TRACES_EXPORTER": "otlp"}
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", UNTRACEABLE, f"127.0.0.1:{server.port}", ns,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env,
-    )  # fmt: skip
-    stdout, stderr = await asyncio.wait_for(proc.communicate(), 60)
-    assert proc.returncode == 0, stderr.decode()
-    assert stdout.decode().split() == ["1", "None"]
-    notes = [line for line in stderr.decode().splitlines() if "tracing is off" in line]
-    assert len(notes) == 1 and "pip install 'inboxd-client[tracing]'" in notes[0], stderr.decode()
+    stdout, stderr = await run_script(UNTRACEABLE, f"127.0.0.1:{server.port}", ns, OTEL_TRACES_EXPORTER="otlp")
+    assert stdout.split() == ["1", "None"]
+    notes = [line for line in stderr.splitlines() if "tracing is off" in line]
+    assert len(notes) == 1 and "pip install 'inboxd-client[tracing]'" in notes[0], stderr

@@ -8,15 +8,13 @@ tasks (a web server beside the worker, another worker) keep running meanwhile.
 
 from __future__ import annotations
 
-import asyncio
 import json
-import os
 import socket
-import sys
 
 from inboxd.serving.server import RunningServer
 from inboxd_client import AsyncInboxClient
 from tests.client.helpers import accept
+from tests.client.tracing_support import run_script
 
 # A worker process whose OTLP collector never answers: it handles one event (a span to export) and
 # stops; it says how long its stop took and the longest its event loop went without running a ticker.
@@ -59,19 +57,15 @@ async def test_a_worker_stopping_with_an_unreachable_collector_keeps_its_event_l
     with socket.socket() as closed:  # a port nobody listens on: every export is refused, and retried
         closed.bind(("127.0.0.1", 0))
         port = closed.getsockname()[1]
-    otel = {
-        "OTEL_TRACES_EXPORTER": "otlp",
-        "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{port}",
-        "OTEL_EXPORTER_OTLP_TIMEOUT": str(EXPORT_TIMEOUT_S),
-    }
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")} | otel
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", STOPPING, f"127.0.0.1:{server.port}", ns,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env,
-    )  # fmt: skip
-    stdout, stderr = await asyncio.wait_for(proc.communicate(), 60)
-    assert proc.returncode == 0, stderr.decode()
-    said = json.loads(stdout.decode().strip().splitlines()[-1])
+    stdout, _ = await run_script(
+        STOPPING,
+        f"127.0.0.1:{server.port}",
+        ns,
+        OTEL_TRACES_EXPORTER="otlp",
+        OTEL_EXPORTER_OTLP_ENDPOINT=f"http://127.0.0.1:{port}",
+        OTEL_EXPORTER_OTLP_TIMEOUT=str(EXPORT_TIMEOUT_S),
+    )
+    said = json.loads(stdout.strip().splitlines()[-1])
     assert said["traced_after"] is False
     # The flush was tried (the exporter's retries took their time) ...
     assert said["stop_took"] >= 1.0, said

@@ -8,6 +8,10 @@ the same provider).
 
 from __future__ import annotations
 
+import asyncio
+import os
+import sys
+
 from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -40,3 +44,15 @@ def worker_spans(exporter: InMemorySpanExporter, name: str | None = None) -> lis
         if span.instrumentation_scope is not None and span.instrumentation_scope.name == SCOPE
     ]
     return [span for span in spans if name is None or span.name == name]
+
+
+async def run_script(script: str, *args: str, **otel: str) -> tuple[str, str]:
+    """Runs `script` in a Python process of its own, with `otel` as its only OTEL_* variables; its stdout and
+    stderr, once it exited 0 (the test fails otherwise, showing its stderr)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")} | otel
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", script, *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env
+    )
+    stdout, stderr = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 0, stderr.decode()
+    return stdout.decode(), stderr.decode()

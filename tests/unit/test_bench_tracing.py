@@ -15,7 +15,8 @@ from opentelemetry.proto.trace.v1 import trace_pb2
 
 from bench.checkout import check_imports, python_path
 from bench.otlp_sink import span_count
-from bench.phases.tracing import BEFORE, OFF, ON, combined, figure_name, order, otel_variables
+from bench.phases.tracing import BEFORE, OFF, ON, figure_name, order, otel_variables
+from bench.record import combined
 from bench.report import targets_section
 from bench.report_tracing import tracing
 from bench.targets import targets, verdict
