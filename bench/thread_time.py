@@ -55,15 +55,17 @@ def snapshot(pids: list[int]) -> Snapshot:
 
 def between(before: Snapshot, after: Snapshot, seconds: float) -> dict[str, Any]:
     """The window's figures, in % of the window (summed over processes), per kind of thread; {} without data."""
+    if seconds <= 0:
+        return {}
     sums = {"event loop": [0, 0, 0], "other threads": [0, 0, 0]}
     for key, end in after.items():
         start = before.get(key)
-        if start is None or seconds <= 0:
+        if start is None:
             continue
-        kind = sums["event loop" if end.main else "other threads"]
-        kind[0] += end.on_cpu_ns - start.on_cpu_ns
-        kind[1] += end.waiting_ns - start.waiting_ns
-        kind[2] += end.slices - start.slices
+        totals = sums["event loop" if end.main else "other threads"]
+        totals[0] += end.on_cpu_ns - start.on_cpu_ns
+        totals[1] += end.waiting_ns - start.waiting_ns
+        totals[2] += end.slices - start.slices
     if not any(any(v) for v in sums.values()):
         return {}
     window_ns = seconds * 1e9
