@@ -11,7 +11,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from inboxd.serving.embedded_pg import EmbeddedPostgres
+from inboxd.serving.embedded_pg import EmbeddedPostgres, EmbeddedPostgresError
 from tests.harness import searchable_folder
 
 PASSFILE = "inboxd.pgpass"
@@ -73,3 +73,26 @@ def test_a_cluster_made_by_an_older_inboxd_with_trust_is_switched_to_passwords(f
         _accepts_its_own_url(again)
     finally:
         again.stop()
+
+
+def test_a_password_file_linked_elsewhere_is_refused_and_its_target_untouched(folder: Path) -> None:
+    """`postgres` owns the cluster's folder: a link it plants there must not make root rewrite or chown a file."""
+    pg = EmbeddedPostgres(data_dir=folder / "data", durable=False, app_role="inboxd")
+    pg.start()
+    pg.stop()
+    victim = folder / "root-owned"
+    victim.write_text("not for postgres\n")
+    os.chmod(victim, 0o644)
+    before = victim.stat()
+    passfile = pg.data_dir / PASSFILE
+    passfile.unlink()
+    passfile.symlink_to(victim)
+    again = EmbeddedPostgres(data_dir=folder / "data", durable=False, app_role="inboxd")
+    try:
+        with pytest.raises(EmbeddedPostgresError, match="symbolic link"):
+            again.start()
+    finally:
+        again.stop()
+    after = victim.stat()
+    assert victim.read_text() == "not for postgres\n"
+    assert (after.st_uid, after.st_gid, stat.S_IMODE(after.st_mode)) == (before.st_uid, before.st_gid, 0o644)

@@ -17,6 +17,7 @@ from typing import Any
 import grpc
 
 from inboxd.domain.payload_display import is_json_content_type
+from inboxd.domain.unprintable import escape_unprintable
 from inboxd.serving import admin_output as out
 from inboxd.serving import bulk_cli, flow_cli, operator_cli
 from inboxd_client.plaintext import PlaintextTokenRefused, refuse_plaintext_token, trusted_network_from
@@ -192,7 +193,9 @@ def _show(client: _Client, args: argparse.Namespace) -> int:
     event = client.call("GetEvent", request).event
     if args.raw:
         return _write_raw(event)
-    print(json.dumps(out.as_json(event), indent=2, ensure_ascii=False) if args.json else out.event_text(event))
+    # ensure_ascii=False keeps a person's text readable; DEL, C1 and bidi marks still come out escaped.
+    shown = escape_unprintable(json.dumps(out.as_json(event), indent=2, ensure_ascii=False), keep="\n")
+    print(shown if args.json else out.event_text(event))
     return 0
 
 

@@ -15,6 +15,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from inboxd.domain.operator_views import format_age
 from inboxd.domain.payload_display import Shape, charset, display_payload, is_json_content_type
+from inboxd.domain.unprintable import UNPRINTABLE, escape_unprintable
 from inboxd.domain.validation import DEFAULT_CONTENT_TYPE
 from inboxd_client.v1 import admin_pb2, types_pb2
 
@@ -29,7 +30,8 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 
 def _cell(value: str) -> str:
-    text = " ".join(value.split())
+    # Escaped at the output boundary: a worker id, an error or a namespace is anybody's text.
+    text = escape_unprintable(" ".join(value.split()))
     return text if len(text) <= MAX_CELL else text[: MAX_CELL - 1] + "…"
 
 
@@ -116,7 +118,14 @@ def terminal_safe(text: str, *, lines: bool = True) -> str:
     Newlines and tabs are kept when `lines`; C1 controls (\\x9b is a CSI) are escaped too.
     """
     kept = "\n\t" if lines else ""
-    return "".join(c if c in kept or unicodedata.category(c) != "Cc" else repr(c)[1:-1] for c in text)
+    return UNPRINTABLE.sub(lambda m: m.group() if m.group() in kept else _escape_one(m.group()), text)
+
+
+def _escape_one(char: str) -> str:
+    """\\x1b for a control character (as Python writes it), \\u202e for the rest (bidi, zero-width, separators)."""
+    if unicodedata.category(char) == "Cc":
+        return repr(char)[1:-1]
+    return f"\\u{ord(char):04x}"
 
 
 def payload_text(title: str, payload: bytes, content_type: str) -> str:
@@ -168,7 +177,7 @@ def event_text(event: admin_pb2.Event) -> str:
         ("last error", s.last_error),
     ]
     width = max(len(name) for name, _ in fields)
-    parts = ["\n".join(f"{name.ljust(width)}  {value or '-'}" for name, value in fields)]
+    parts = ["\n".join(f"{name.ljust(width)}  {escape_unprintable(value) or '-'}" for name, value in fields)]
     claims = [
         [str(c.fencing_token), c.worker_id, str(c.attempt), when(c.claimed_at), when(c.ended_at), c.outcome or "live"]
         for c in event.claims
@@ -215,7 +224,8 @@ def event_text(event: admin_pb2.Event) -> str:
         for a in event.operator_actions
     ]
     parts.append("operator actions\n" + table(["ACT", "ACTION", "ACTOR", "WHEN", "BEFORE", "AFTER", "REASON"], acts))
-    parts.append("metadata\n" + (json.dumps(dict(event.metadata), indent=2, sort_keys=True) if event.metadata else "-"))
+    metadata = json.dumps(dict(event.metadata), indent=2, sort_keys=True) if event.metadata else "-"
+    parts.append("metadata\n" + escape_unprintable(metadata, keep="\n"))
     parts.extend(
         payload_text(f"conflicting copy {number}'s payload", c.payload, c.content_type)
         for number, c in enumerate(event.conflicts, start=1)

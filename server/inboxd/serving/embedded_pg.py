@@ -34,7 +34,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from inboxd.serving.pg_binaries import EmbeddedPostgresError, find_binaries
-from inboxd.serving.pgpass import read_entries, write_entries, write_private
+from inboxd.serving.pgpass import UnsafeFileError, read_entries, read_private, write_entries, write_private
 from inboxd.store.bootstrap import create_database_if_absent, ensure_owner_role, set_superuser_password
 
 __all__ = ["EmbeddedPostgres", "EmbeddedPostgresError", "find_binaries", "free_port", "private_parent"]
@@ -123,6 +123,12 @@ class EmbeddedPostgres:
 
     def start(self) -> str:
         """Creates the cluster if needed, starts it, creates the database; returns the URL."""
+        try:
+            return self._start()
+        except UnsafeFileError as exc:
+            raise EmbeddedPostgresError(str(exc)) from None
+
+    def _start(self) -> str:
         self.data_dir = self.data_dir.resolve()
         self._ensure_runnable_dir()
         if not (self.data_dir / "PG_VERSION").exists():
@@ -203,8 +209,8 @@ class EmbeddedPostgres:
         # initdb wants an empty data folder, so its copy of the secret waits in a private one.
         with tempfile.TemporaryDirectory(prefix="inboxd-initdb-") as folder:
             pwfile = Path(folder) / "pw"
-            write_private(pwfile, secret + "\n")
-            self._give_to_postgres(Path(folder), pwfile)
+            write_private(pwfile, secret + "\n", self._postgres_owner())
+            self._give_to_postgres(Path(folder))
             self._run(
                 [
                     str(self.bin_dir / "initdb"),
@@ -223,8 +229,7 @@ class EmbeddedPostgres:
 
     def _write_passfile(self, secret: str, user: str = "postgres") -> None:
         """Sets `user`'s line of the password file, keeping the others."""
-        write_entries(self.passfile, {**read_entries(self.passfile), user: secret})
-        self._give_to_postgres(self.passfile)
+        write_entries(self.passfile, {**read_entries(self.passfile), user: secret}, self._postgres_owner())
 
     def _hand_database_to_app_role(self, role: str) -> None:
         """The app role exists, logs in with its own secret, and owns the database and its objects."""
@@ -243,6 +248,13 @@ class EmbeddedPostgres:
             return False
         return len(lines) > 5 and bool(lines[5].strip())
 
+    def _postgres_owner(self) -> tuple[int, int] | None:
+        """(uid, gid) of `postgres` when running as root, whose files the cluster's are; else None."""
+        if not self._as_postgres():
+            return None
+        owner = pwd.getpwnam("postgres")
+        return owner.pw_uid, owner.pw_gid
+
     def _give_to_postgres(self, *paths: Path) -> None:
         """As root, the cluster's files belong to `postgres` (root still reads them)."""
         if self._as_postgres():
@@ -252,7 +264,7 @@ class EmbeddedPostgres:
 
     def _trusts_local_users(self) -> bool:
         """True for a cluster made by an older inboxd: pg_hba.conf has a `trust` rule."""
-        for line in (self.data_dir / "pg_hba.conf").read_text().splitlines():
+        for line in read_private(self.data_dir / "pg_hba.conf").splitlines():
             words = line.split("#", 1)[0].split()
             if words and words[-1] == "trust":
                 return True
@@ -272,8 +284,7 @@ class EmbeddedPostgres:
         secret = secrets.token_urlsafe(32)
         set_superuser_password(self.url("postgres"), secret)
         self._write_passfile(secret)
-        hba = self.data_dir / "pg_hba.conf"
-        hba.write_text(_HBA)  # the file keeps its owner and mode
+        write_private(self.data_dir / "pg_hba.conf", _HBA, self._postgres_owner())
         # A restart, not a reload: a reload is applied some time after pg_ctl returns.
         self.stop()
         self._start_server(keep_port=True)

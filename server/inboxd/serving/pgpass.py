@@ -1,15 +1,29 @@
-"""The embedded cluster's libpq password file: one line per login, readable by its owner alone."""
+"""The embedded cluster's private files (inboxd.pgpass, pg_hba.conf), never read or written through a link.
+
+The cluster's folder belongs to `postgres`, and inboxd may run as root: a
+link planted there by `postgres` must never make root read, truncate or chown
+a file elsewhere. So every file is opened with O_NOFOLLOW, written under a
+fresh name and renamed over the old one (a rename replaces a link, never its
+target), and handed over with fchown on the descriptor.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import secrets
+import stat
 from pathlib import Path
+
+
+class UnsafeFileError(OSError):
+    """A private file is a link or not a regular file: refused, never followed."""
 
 
 def read_entries(path: Path) -> dict[str, str]:
     """user -> secret, from the file's lines (host:port:database:user:secret); {} when there is no file."""
     try:
-        lines = path.read_text().splitlines()
+        lines = read_private(path).splitlines()
     except FileNotFoundError:
         return {}
     entries = {}
@@ -20,14 +34,50 @@ def read_entries(path: Path) -> dict[str, str]:
     return entries
 
 
-def write_entries(path: Path, entries: dict[str, str]) -> None:
+def write_entries(path: Path, entries: dict[str, str], owner: tuple[int, int] | None = None) -> None:
     """One line per login, for any host and port: 127.0.0.1 or the socket's folder, the port picked at each start."""
-    write_private(path, "".join(f"*:*:*:{user}:{secret}\n" for user, secret in entries.items()))
+    write_private(path, "".join(f"*:*:*:{user}:{secret}\n" for user, secret in entries.items()), owner)
 
 
-def write_private(path: Path, text: str) -> None:
-    """Writes `text` readable by the owner alone, from the first byte (libpq ignores looser files)."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    os.fchmod(fd, 0o600)
-    with os.fdopen(fd, "w") as out:
-        out.write(text)
+def read_private(path: Path) -> str:
+    """The file's text; UnsafeFileError when `path` is a link or not a regular file."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as err:
+        if os.path.islink(path):
+            raise _refused(path) from err
+        raise
+    with os.fdopen(fd, "r") as source:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise _refused(path)
+        return source.read()
+
+
+def write_private(path: Path, text: str, owner: tuple[int, int] | None = None) -> None:
+    """Replaces `path` with `text`, readable by the owner alone from the first byte (libpq ignores looser files).
+
+    `owner` (uid, gid) hands the new file over through its descriptor. An
+    existing `path` that is a link or not a regular file is refused, not replaced.
+    """
+    if os.path.lexists(path) and not stat.S_ISREG(os.lstat(path).st_mode):
+        raise _refused(path)
+    fresh = path.with_name(f".{path.name}.{secrets.token_hex(8)}")
+    fd = os.open(fresh, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
+        with os.fdopen(fd, "w") as out:
+            os.fchmod(fd, 0o600)
+            if owner is not None:
+                os.fchown(fd, *owner)
+            out.write(text)
+        os.rename(fresh, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(fresh)
+        raise
+
+
+def _refused(path: Path) -> UnsafeFileError:
+    return UnsafeFileError(
+        f"{path} is a symbolic link or not a regular file: inboxd refuses to follow it"
+        " (the cluster's folder belongs to 'postgres'; remove it and start again)"
+    )
