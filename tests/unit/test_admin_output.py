@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 
 from inboxd.domain.operator_views import format_age
-from inboxd.serving.admin_output import as_json, event_text, table
+from inboxd.serving.admin_output import as_json, dead_letters_table, event_text, events_table, stats_table, table
 from inboxd_client.v1 import admin_pb2, types_pb2
 
 
@@ -139,3 +139,29 @@ def test_json_output_inlines_each_payload_by_its_content_type() -> None:
     assert (binary["payload"], binary["payload_encoding"]) == ("/wA=", "base64")
     assert latin["payload"] == "café" and "payload_encoding" not in latin
     assert cloud["payload"] == {"n": 1}
+
+
+HOSTILE = "evil\x1b]0;owned\x07\rfake\u202egnp.exe\u200b"
+
+
+def _raw_controls(text: str) -> list[str]:
+    return [c for c in text if c in "\x1b\x07\r\u202e\u200b"]
+
+
+def test_show_and_stats_print_no_terminal_controls_from_any_field() -> None:
+    """Types, errors, worker ids, actions, references and namespaces are anybody's text: printed as escapes."""
+    summary = admin_pb2.EventSummary(
+        namespace=HOSTILE, event_key=HOSTILE, event_type=HOSTILE, last_error=HOSTILE, worker_id=HOSTILE
+    )
+    event = admin_pb2.Event(
+        summary=summary,
+        disposition_reason=HOSTILE,
+        claims=[admin_pb2.ClaimRecord(worker_id=HOSTILE, outcome=HOSTILE)],
+        actions=[types_pb2.ActionRecord(action=HOSTILE, external_ref=HOSTILE, idempotency_key=HOSTILE)],
+        metadata={HOSTILE: HOSTILE},
+    )
+    stats = admin_pb2.StatsResponse(namespaces=[admin_pb2.NamespaceStats(namespace=HOSTILE, flow_rule=HOSTILE)])
+    for shown in (event_text(event), stats_table(stats), events_table([summary]), dead_letters_table([summary])):
+        assert _raw_controls(shown) == []
+        # A table cell is one line (its CR became a space); a field keeps it as an escape.
+        assert "\\u001b]0;owned\\u0007" in shown and "fake\\u202egnp.exe\\u200b" in shown

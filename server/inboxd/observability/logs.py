@@ -14,7 +14,6 @@ import hashlib
 import json
 import logging
 import os
-import re
 import sys
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -22,6 +21,7 @@ from typing import Any, TextIO
 
 from opentelemetry import trace
 
+from inboxd.domain.unprintable import UNPRINTABLE, escape_unprintable
 from inboxd.observability import tracing
 
 # Fields every record has (the span's two while one records); the rest of a line is the record's own fields.
@@ -69,19 +69,9 @@ def _add_span(line: dict[str, Any]) -> None:
         line["span_id"] = trace.format_span_id(context.span_id)
 
 
-# What a terminal (or a pager, or a person reading a file with cat) would act on
-# rather than show: C0 controls (ESC, CR, LF, NUL...), DEL, C1 controls (8-bit
-# CSI), line and paragraph separators, the invisible marks that reorder or hide
-# text (bidi overrides, zero-width characters), and lone surrogates. Any caller
-# can put them in an event type; they come out as \u escapes, never raw.
-_UNPRINTABLE = re.compile(
-    "[\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\ud800-\udfff]"
-)
-
-
 def _escape_unprintable(text: str) -> str:
     """`text` (JSON, or logfmt's JSON-quoted values) with every unprintable character as a \\uXXXX escape."""
-    return _UNPRINTABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return escape_unprintable(text)
 
 
 class JsonFormatter(logging.Formatter):
@@ -102,7 +92,7 @@ class LogfmtFormatter(logging.Formatter):
 
 def _logfmt_value(value: object) -> str:
     text = value if isinstance(value, str) else json.dumps(value, default=str)
-    if text and not any(c in text for c in ' ="\\') and _UNPRINTABLE.search(text) is None:
+    if text and not any(c in text for c in ' ="\\') and UNPRINTABLE.search(text) is None:
         return text
     return _escape_unprintable(json.dumps(text, ensure_ascii=False))
 
