@@ -106,3 +106,15 @@ async def test_sighup_reloads_the_certificate_of_a_running_inboxd_serve(
         assert server.terminate() == 0
     finally:
         server.kill()
+
+
+async def test_a_key_anybody_may_rewrite_is_refused_and_the_old_pair_stays(
+    tls_server: RunningServer, old_and_new: tuple[Certs, Certs], tmp_path: Path
+) -> None:
+    old, new = old_and_new
+    _, key = install(new, tmp_path / "tls")
+    key.chmod(0o666)
+    assert tls_server.certificates is not None
+    with pytest.raises(ConfigError, match=r"INBOXD_TLS_KEY refused: .* is writable by every local account"):
+        tls_server.certificates.reload()
+    assert await serving(tls_server.port, old.ca)

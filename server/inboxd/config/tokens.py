@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from inboxd.config.file_modes import others_may_rewrite
 from inboxd.domain.errors import PermissionDenied, Unauthenticated
 from inboxd.domain.namespace_patterns import grant_to_like, like_matcher
 
@@ -127,6 +128,9 @@ _ENTRY_KEYS = ("name", "sha256", "scopes", "namespaces")
 
 def load_tokens_file(path: Path) -> tuple[_Entry, ...]:
     """The entries of a tokens file; raises TokensFileError, naming the file and the entry, for anything else."""
+    unsafe = others_may_rewrite(path)
+    if unsafe is not None:
+        raise TokensFileError(f"tokens file refused: {unsafe}")
     try:
         data = tomllib.loads(path.read_bytes().decode("utf-8"))
     except OSError as exc:

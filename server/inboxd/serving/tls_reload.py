@@ -8,6 +8,7 @@ from pathlib import Path
 
 import grpc
 
+from inboxd.config.file_modes import others_may_rewrite
 from inboxd.config.settings import ConfigError
 
 
@@ -50,6 +51,9 @@ class ServerCertificates:
         return fresh
 
     def _read(self) -> grpc.ServerCertificateConfiguration:
+        unsafe = others_may_rewrite(self.key)
+        if unsafe is not None:
+            raise ConfigError(f"INBOXD_TLS_KEY refused: {unsafe}")
         try:
             cert = self.cert.read_bytes()
             key = self.key.read_bytes()
