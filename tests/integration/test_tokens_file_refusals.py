@@ -110,7 +110,7 @@ def test_a_tokens_file_in_a_folder_anybody_may_write_is_refused(tmp_path: Path) 
     file = folder / "tokens.toml"
     file.write_text(entry_toml("edge", new_token(), [Scope.ACCEPT], ["*"]))
     os.chmod(file, 0o600)
-    with pytest.raises(TokensFileError, match="folder .* is writable by every local account"):
+    with pytest.raises(TokensFileError, match=r"folder .* is writable by every local account"):
         load_tokens_file(file)
     os.chmod(folder, 0o1777)  # sticky, as /tmp: nobody may replace another's file
     assert len(load_tokens_file(file)) == 1

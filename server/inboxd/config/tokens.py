@@ -128,17 +128,7 @@ _ENTRY_KEYS = ("name", "sha256", "scopes", "namespaces")
 
 def load_tokens_file(path: Path) -> tuple[_Entry, ...]:
     """The entries of a tokens file; raises TokensFileError, naming the file and the entry, for anything else."""
-    unsafe = others_may_rewrite(path)
-    if unsafe is not None:
-        raise TokensFileError(f"tokens file refused: {unsafe}")
-    try:
-        data = tomllib.loads(path.read_bytes().decode("utf-8"))
-    except OSError as exc:
-        raise TokensFileError(f"cannot read tokens file {path}: {exc.strerror}") from None
-    except UnicodeDecodeError as exc:
-        raise TokensFileError(f"tokens file {path} is not UTF-8 (byte {exc.start})") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise TokensFileError(f"tokens file {path} is not valid TOML: {exc}") from None
+    data = _read_toml(path)
     for key in data:
         if key != "token":
             raise TokensFileError(f"tokens file {path}: unknown key {key!r}: each entry goes under [[token]]")
@@ -170,6 +160,20 @@ def load_tokens_file(path: Path) -> tuple[_Entry, ...]:
         owners[hashed] = name
         entries.append(_Entry(hashed, _caller(where, raw)))
     return tuple(entries)
+
+
+def _read_toml(path: Path) -> dict[str, object]:
+    unsafe = others_may_rewrite(path)
+    if unsafe is not None:
+        raise TokensFileError(f"tokens file refused: {unsafe}")
+    try:
+        return tomllib.loads(path.read_bytes().decode("utf-8"))
+    except OSError as exc:
+        raise TokensFileError(f"cannot read tokens file {path}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise TokensFileError(f"tokens file {path} is not UTF-8 (byte {exc.start})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise TokensFileError(f"tokens file {path} is not valid TOML: {exc}") from None
 
 
 def _caller(where: str, raw: dict[str, object]) -> Caller:
