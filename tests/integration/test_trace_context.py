@@ -165,3 +165,42 @@ async def test_the_work_stream_pushes_the_stored_context(inbox: InboxServiceStub
         assert context_of(pushed) == (FIRST, "v=1")
     finally:
         worker.call.cancel()
+
+
+@pytest.mark.parametrize("tracestate", ["a=1\r\nx-injected: 1", "a=1\nb=2", "Upper=1", "a=\x1b[2J"])
+async def test_a_tracestate_a_worker_could_not_re_emit_as_a_header_is_refused_by_name(
+    inbox: InboxServiceStub, ns: str, tracestate: str
+) -> None:
+    error = await expect_status(inbox.Accept(traced(ns, "k", FIRST, tracestate)), grpc.StatusCode.INVALID_ARGUMENT)
+    assert "trace_context.tracestate: is not a W3C tracestate" in (error.details() or "")
+
+
+async def test_a_malformed_tracestate_in_metadata_is_dropped_and_the_trace_kept(
+    inbox: InboxServiceStub, ns: str
+) -> None:
+    answer = await inbox.Accept(accept_request(ns, "k"), metadata=(("traceparent", FIRST), ("tracestate", "a=1 ,=x")))
+    assert answer.outcome == ACCEPTED
+    assert context_of(await claim_one(inbox, ns)) == (FIRST, "")
+
+
+@pytest.mark.parametrize(
+    "content_type", ["text/plain\r\nx-injected: 1", "text/plain; a=\x1b[2J", "json", "text/plain; charset=utf 8"]
+)
+async def test_a_content_type_that_is_not_an_rfc_9110_media_type_is_refused_by_name(
+    inbox: InboxServiceStub, ns: str, content_type: str
+) -> None:
+    request = accept_request(ns, "k", b"hello", content_type=content_type)
+    error = await expect_status(inbox.Accept(request), grpc.StatusCode.INVALID_ARGUMENT)
+    assert "content_type: is not a media type" in (error.details() or "")
+
+
+@pytest.mark.parametrize(
+    "content_type",
+    ['text/xml; charset="utf-8"', "application/json; charset=UTF-8;", "multipart/form-data; boundary=x-1"],
+)
+async def test_media_types_with_parameters_are_accepted_and_handed_back_as_sent(
+    inbox: InboxServiceStub, ns: str, content_type: str
+) -> None:
+    payload = b"{}" if "json" in content_type else b"hello"
+    assert (await inbox.Accept(accept_request(ns, "k", payload, content_type=content_type))).outcome == ACCEPTED
+    assert (await claim_one(inbox, ns)).content_type == content_type

@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 
 from inboxd.domain.errors import InvalidArgument
-from inboxd.domain.trace_context import TraceContext, check_trace_context, is_traceparent, trace_context_from_headers
+from inboxd.domain.trace_context import (
+    TraceContext,
+    check_trace_context,
+    is_traceparent,
+    is_tracestate,
+    trace_context_from_headers,
+)
 
 VALID = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 
@@ -51,3 +57,28 @@ def test_metadata_is_read_as_str_or_bytes_and_what_is_malformed_ignored() -> Non
         VALID, ""
     )
     assert TraceContext(VALID).trace_id == "0af7651916cd43dd8448eb211c80319c"
+
+
+def test_a_later_versions_extra_fields_are_capped_at_128_visible_characters() -> None:
+    head = "01-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+    assert is_traceparent(f"{head}-{'a' * 128}")
+    assert not is_traceparent(f"{head}-{'a' * 129}")
+    assert not is_traceparent(f"{head}-a b")
+
+
+@pytest.mark.parametrize(
+    ("value", "valid"),
+    [
+        ("", True),
+        ("rojo=00f067aa0ba902b7,congo=t61rcWkgMzE", True),
+        ("a=1 , b=2,,", True),
+        ("tenant@system=v", True),
+        ("a=1\r\nx: y", False),
+        ("A=1", False),
+        ("a=", False),
+        ("a==b", False),
+        (",".join(f"k{i}=v" for i in range(33)), False),
+    ],
+)
+def test_tracestates_are_judged_by_the_w3c_grammar(value: str, valid: bool) -> None:
+    assert is_tracestate(value) is valid

@@ -21,7 +21,16 @@ MAX_HEADER_BYTES = 512
 
 # version-trace_id-parent_id-flags, lowercase hex. A version above 00 may append fields after a dash
 # (the specification's rule for versions it does not know); ff is invalid.
-_TRACEPARENT = re.compile(r"(?!ff)[0-9a-f]{2}-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}(-[ -~]*)?")
+# The fields after them are capped at 128 visible characters: a worker may re-emit the header as it came.
+_TRACEPARENT = re.compile(r"(?!ff)[0-9a-f]{2}-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}(-[!-~]{0,128})?")
+
+# W3C tracestate: up to 32 comma-separated members (empty ones allowed), each key=value; a key is
+# lcalpha then [a-z0-9_*/-], or tenant@system; a value is up to 256 visible characters but ',' and '=',
+# its last not a space. Nothing else, so no CR, LF or control reaches a worker that re-emits it.
+_TRACESTATE_KEY = r"(?:[a-z][a-z0-9_*/-]{0,255}|[a-z0-9][a-z0-9_*/-]{0,240}@[a-z][a-z0-9_*/-]{0,13})"
+_TRACESTATE_VALUE = r"[ !-+\--<>-~]{0,255}[!-+\--<>-~]"
+_TRACESTATE_MEMBER = re.compile(rf"{_TRACESTATE_KEY}={_TRACESTATE_VALUE}")
+MAX_TRACESTATE_MEMBERS = 32
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +53,14 @@ def is_traceparent(value: str) -> bool:
     return not (value.startswith("00-") and len(value) != 55)
 
 
+def is_tracestate(value: str) -> bool:
+    """Whether `value` is a tracestate by W3C's grammar (an empty one is)."""
+    members = [m.strip(" \t") for m in value.split(",")]
+    if len([m for m in members if m]) > MAX_TRACESTATE_MEMBERS:
+        return False
+    return all(not m or _TRACESTATE_MEMBER.fullmatch(m) for m in members)
+
+
 def check_trace_context(field: str, traceparent: str, tracestate: str) -> TraceContext | None:
     """The context of an AcceptRequest's trace_context field; raises InvalidArgument naming the bad header.
 
@@ -63,6 +80,11 @@ def check_trace_context(field: str, traceparent: str, tracestate: str) -> TraceC
         # refusing the delivery over a header the trace does not need would lose more than it keeps.
         return TraceContext(traceparent, "")
     check_text(f"{field}.tracestate", tracestate, MAX_HEADER_BYTES)
+    if not is_tracestate(tracestate):
+        raise InvalidArgument(
+            f"{field}.tracestate",
+            "is not a W3C tracestate (at most 32 comma-separated key=value members; printable ASCII, no control)",
+        )
     return TraceContext(traceparent, tracestate)
 
 
@@ -82,8 +104,8 @@ def trace_context_from_headers(headers: Iterable[tuple[str, str | bytes]] | None
         return None
     traceparent = traceparent.strip()
     tracestate = tracestate.strip()
-    if len(traceparent) > MAX_HEADER_BYTES or not is_traceparent(traceparent) or "\x00" in tracestate:
+    if len(traceparent) > MAX_HEADER_BYTES or not is_traceparent(traceparent):
         return None
-    if len(tracestate.encode("utf-8", "replace")) > MAX_HEADER_BYTES:
-        tracestate = ""  # W3C lets a receiver drop a tracestate it will not carry whole
+    if len(tracestate.encode("utf-8", "replace")) > MAX_HEADER_BYTES or not is_tracestate(tracestate):
+        tracestate = ""  # W3C lets a receiver drop a tracestate it will not carry whole, or cannot parse
     return TraceContext(traceparent, tracestate)

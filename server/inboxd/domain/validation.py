@@ -87,11 +87,21 @@ DEFAULT_CONTENT_TYPE = "application/json"
 _MEDIA_TYPE = re.compile(r"[A-Za-z0-9!#$&^_.+/-]+")
 
 
+# RFC 9110's media-type: type "/" subtype *( OWS ";" OWS [ parameter ] ), a parameter's value a token or a
+# quoted-string. A worker may re-emit the type as a header, so CR, LF and every other control are refused.
+_TCHARS = r"[!#$%&'*+.^_`|~0-9A-Za-z-]+"
+_QUOTED = r'"(?:[\t !#-\[\]-~\x80-\xff]|\\[\t -~\x80-\xff])*"'
+_RFC9110_MEDIA_TYPE = re.compile(rf"{_TCHARS}/{_TCHARS}(?:[ \t]*;[ \t]*(?:{_TCHARS}=(?:{_TCHARS}|{_QUOTED}))?)*")
+
+
 def check_content_type(field: str, value: str) -> str:
-    """A payload's content type as stored: empty means application/json; at most 255 bytes, no NUL."""
+    """A payload's content type as stored: empty means application/json; an RFC 9110 media type of at most 255 bytes."""
     if not value:
         return DEFAULT_CONTENT_TYPE
-    return check_text(field, value, MAX_CONTENT_TYPE_BYTES)
+    check_text(field, value, MAX_CONTENT_TYPE_BYTES)
+    if _RFC9110_MEDIA_TYPE.fullmatch(value) is None:
+        raise InvalidArgument(field, 'is not a media type (RFC 9110: type/subtype, then ; name=value or name="value")')
+    return value
 
 
 def is_json_type(content_type: str) -> bool:
