@@ -14,6 +14,7 @@ would fail.
 from __future__ import annotations
 
 import contextlib
+import traceback
 from collections.abc import AsyncGenerator, AsyncIterable, Callable
 from typing import Any
 
@@ -64,13 +65,27 @@ def traced_unary(path: str, handle: Handle) -> Handle:
         except grpc.aio.AbortError:
             raise
         except Exception as exc:
-            span.record_exception(exc)
+            record_unexpected(span, exc)
             raise
         finally:
             otel_context.detach(token)
             span.end()
 
     return traced
+
+
+def record_unexpected(span: Span, exc: BaseException) -> None:
+    """An unexpected exception on `span`: its type and frames, never its text.
+
+    A database error's text runs on with PostgreSQL's DETAIL line, which names
+    the row (`Key (namespace, event_key)=(shop, alice@example.com)`): keys must
+    not leave in a span any more than in a log line. The server's log has it.
+    """
+    frames = "".join(traceback.format_tb(exc.__traceback__))
+    withheld = f"{type(exc).__name__} (its text is withheld from traces: it may carry event keys)"
+    span.record_exception(
+        exc, attributes={"exception.message": withheld, "exception.stacktrace": f"{frames}{type(exc).__name__}"}
+    )
 
 
 def traced_stream(path: str, handle: StreamHandle) -> StreamHandle:
