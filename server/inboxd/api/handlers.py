@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
+import traceback
 from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -48,6 +50,8 @@ from inboxd.api.status import status_for
 from inboxd.config.tokens import Caller, TokenRegistry
 from inboxd.domain.errors import InboxError, InvalidArgument, TooManyRequests
 from inboxd.observability import tracing
+
+log = logging.getLogger(__name__)
 
 Behaviour = Callable[[Any, grpc.aio.ServicerContext[Any, Any]], Awaitable[message.Message]]
 # A both-ways streaming method: decoded requests in, answers out.
@@ -124,6 +128,13 @@ def _wrap(
                 code = status_for(exc)
                 await context.abort(code, str(exc))
                 raise AssertionError("unreachable: abort raises") from None
+            except grpc.aio.AbortError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - logged without its text, answered INTERNAL
+                code = grpc.StatusCode.INTERNAL
+                _log_unexpected(method_name, exc)
+                await context.abort(code, "internal error")
+                raise AssertionError("unreachable: abort raises") from None
         except asyncio.CancelledError:
             code = grpc.StatusCode.CANCELLED
             raise
@@ -173,6 +184,12 @@ def _wrap_stream(method_name: str, behaviour: StreamBehaviour | None, observe: O
             except InboxError as exc:
                 code = status_for(exc)
                 await context.abort(code, str(exc))
+            except grpc.aio.AbortError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - logged without its text, answered INTERNAL
+                code = grpc.StatusCode.INTERNAL
+                _log_unexpected(method_name, exc)
+                await context.abort(code, "internal error")
         except (asyncio.CancelledError, GeneratorExit):
             code = grpc.StatusCode.CANCELLED
             raise
@@ -180,6 +197,18 @@ def _wrap_stream(method_name: str, behaviour: StreamBehaviour | None, observe: O
             observe(method_name, code, time.perf_counter() - started)
 
     return handle
+
+
+def _log_unexpected(method_name: str, exc: Exception) -> None:
+    """An unexpected exception, logged by its type, first line and frames, never its whole text.
+
+    grpc's own log of it would print the text whole, and a database error's
+    runs on with PostgreSQL's DETAIL line, which names the row's raw key.
+    """
+    text = str(exc).strip()
+    first = text.splitlines()[0] if text else ""
+    frames = "".join(traceback.format_tb(exc.__traceback__))
+    log.error("unexpected %s in %s: %s\n%s", type(exc).__name__, method_name, first, frames.rstrip())
 
 
 # Beyond anything grpc takes (its limits are a C int).
