@@ -7,7 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
 from inboxd.config.tokens import Scope, entry_toml, new_token
+from inboxd.serving.pgpass import read_entries
 from tests.integration.procs import Serve, embedded_env
 
 
@@ -90,6 +93,42 @@ async def test_metrics_beyond_loopback_serve_when_the_operator_says_so_and_say_s
     try:
         await asyncio.to_thread(serve.start)
         assert "INBOXD_METRICS_BEYOND_LOOPBACK is set: /metrics on 0.0.0.0:0 answers anyone" in serve.log_tail()
+        assert await asyncio.to_thread(serve.terminate) == 0
+    finally:
+        serve.kill()
+
+
+def test_a_production_shaped_server_without_database_url_refuses_to_start(tmp_path: Path) -> None:
+    """A lost DATABASE_URL must not become a fresh embedded database behind a tokens file."""
+    env = embedded_env(tmp_path, INBOXD_TOKENS_FILE=str(tokens_file(tmp_path)))
+    done = serve_exits(env)
+    assert done.returncode == 2, done.stderr
+    assert "inboxd: DATABASE_URL is not set, and this server is configured for production: a tokens file" in done.stderr
+    assert "INBOXD_EMBEDDED=1" in done.stderr
+    assert not (tmp_path / "postgres").exists(), "no cluster was made"
+
+
+def test_a_misspelt_database_url_is_named_in_the_refusal(migrated_url: str, tmp_path: Path) -> None:
+    env = embedded_env(
+        tmp_path, DATABSE_URL=migrated_url, INBOXD_LISTEN="0.0.0.0:0", INBOXD_TOKENS_FILE=str(tokens_file(tmp_path))
+    )
+    env["INBOXD_TRUSTED_NETWORK"] = "1"
+    done = serve_exits(env)
+    assert done.returncode == 2, done.stderr
+    assert "(DATABSE_URL is set: a misspelt DATABASE_URL?)" in done.stderr
+    assert "a listen address beyond loopback (INBOXD_LISTEN=0.0.0.0:0)" in done.stderr
+
+
+async def test_every_start_says_which_database_it_uses_without_its_password(migrated_url: str, tmp_path: Path) -> None:
+    parts = conninfo_to_dict(migrated_url)
+    secret = read_entries(Path(str(parts.pop("passfile"))))[str(parts["user"])]
+    url = make_conninfo("", **{**parts, "password": secret})  # the password in the URL itself, as many write it
+    serve = Serve(embedded_env(tmp_path, DATABASE_URL=url), tmp_path / "inboxd.log", cwd=tmp_path)
+    await asyncio.to_thread(serve.start)
+    try:
+        said = serve.log_tail(200)
+        assert "database: host=" in said and "port=" in said and "dbname=" in said, said
+        assert secret not in said
         assert await asyncio.to_thread(serve.terminate) == 0
     finally:
         serve.kill()

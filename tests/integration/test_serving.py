@@ -23,6 +23,7 @@ from google.protobuf.descriptor_pb2 import FileDescriptorProto
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
+from inboxd.config.tokens import Scope, entry_toml, new_token
 from inboxd.serving.server import RunningServer
 from inboxd_client.v1 import inbox_pb2
 from inboxd_client.v1.inbox_pb2_grpc import InboxServiceStub
@@ -160,8 +161,10 @@ async def test_serve_without_database_url_runs_embedded_postgres_stops_it_on_sig
             assert (cluster / "PG_VERSION").exists(), "the embedded cluster is not in INBOXD_DATA_DIR/postgres"
             assert await _accept_once(serve.target, ns) == expected, f"run {run}"
             assert await asyncio.to_thread(_cluster_sessions, cluster) == {"inboxd"}, "inboxd's own role only"
+            assert f"database: embedded PostgreSQL in {cluster.resolve()}" in serve.log_tail(200)
             code = await asyncio.to_thread(serve.terminate)
             assert code == 0, f"run {run}: exit {code}\n{serve.log_tail()}"
+            assert "embedded PostgreSQL in" in serve.log_tail(5) and "stopped" in serve.log_tail(5)
         finally:
             serve.kill()
         assert not (cluster / "postmaster.pid").exists(), f"run {run}: PostgreSQL left running\n{serve.log_tail()}"
@@ -195,3 +198,17 @@ async def test_serve_exits_cleanly_on_a_sigterm_sent_right_after_its_readiness_l
     # (exit 0, in-flight calls drained, embedded PostgreSQL stopped), never the default signal death.
     codes = [await asyncio.to_thread(_start_then_terminate_at_once, migrated_url) for _ in range(5)]
     assert codes == [0] * 5, f"exit codes {codes}: -15 means SIGTERM killed inboxd before it handled the signal"
+
+
+async def test_a_production_shaped_server_runs_embedded_only_when_asked(fresh_data_dir: Path, tmp_path: Path) -> None:
+    """INBOXD_EMBEDDED=1: a tokens file and still the embedded database, on purpose."""
+    tokens = tmp_path / "tokens.toml"
+    tokens.write_text(entry_toml("edge", new_token(), [Scope.ACCEPT], ["*"]))
+    env = embedded_env(fresh_data_dir, INBOXD_TOKENS_FILE=str(tokens), INBOXD_EMBEDDED="1")
+    serve = Serve(env, tmp_path / "inboxd.log", cwd=tmp_path)
+    await asyncio.to_thread(serve.start)
+    try:
+        assert "database: embedded PostgreSQL in" in serve.log_tail(200)
+        assert await asyncio.to_thread(serve.terminate) == 0
+    finally:
+        serve.kill()

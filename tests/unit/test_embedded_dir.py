@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from inboxd.config.settings import Settings
-from inboxd.serving.cli import _embedded_dir
+from inboxd.serving.database_choice import embedded_dir as _embedded_dir
 from inboxd.serving.embedded_pg import private_parent
 
 

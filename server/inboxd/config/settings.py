@@ -50,6 +50,9 @@ MAX_WORKERS = 64
 @dataclass(frozen=True)
 class Settings:
     database_url: str | None = None
+    # Without DATABASE_URL: run on the embedded PostgreSQL even though tokens, TLS or a listen beyond
+    # loopback say production (serving/database_choice.py). Unset, such a server refuses to start.
+    embedded: bool = False
     data_dir: Path = Path(".inboxd")
     listen: str = "127.0.0.1:50051"
     metrics_listen: str | None = None
@@ -140,6 +143,7 @@ def beyond_loopback(listen: str) -> bool:
 # Environment variable -> (field, parser). Flags use the same fields.
 _ENV: dict[str, tuple[str, object]] = {
     "DATABASE_URL": ("database_url", str),
+    "INBOXD_EMBEDDED": ("embedded", parse_flag),
     "INBOXD_DATA_DIR": ("data_dir", Path),
     "INBOXD_LISTEN": ("listen", str),
     "INBOXD_METRICS_LISTEN": ("metrics_listen", str),

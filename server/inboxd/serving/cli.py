@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import hashlib
 import logging
 import os
 import signal
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 import inboxd
 from inboxd.config.settings import (
@@ -30,7 +28,8 @@ from inboxd.serving import event_loop
 from inboxd.serving.admin_cli import COMMANDS as ADMIN_COMMANDS
 from inboxd.serving.admin_cli import add_admin_commands, run_admin_command
 from inboxd.serving.connections import install_out_of_descriptors_log, raise_descriptor_limit
-from inboxd.serving.embedded_pg import EmbeddedPostgres, EmbeddedPostgresError, private_parent, runs_as_postgres_user
+from inboxd.serving.database_choice import ChosenDatabase
+from inboxd.serving.embedded_pg import EmbeddedPostgresError
 from inboxd.serving.server import freeze_start_up_objects, start_server
 from inboxd.serving.supervisor import Supervisor
 from inboxd.serving.tls_reload import ServerCertificates
@@ -71,12 +70,13 @@ _SWITCH_FLAGS = {
     "--trusted-network": "trusted_network",
     "--console-https": "console_https",
     "--metrics-beyond-loopback": "metrics_beyond_loopback",
+    "--embedded": "embedded",
 }
 MIGRATE_WAIT_SECONDS = 60.0
 
 
 # What `inboxd migrate` reads: where the database is, nothing of serving.
-_MIGRATE_FLAGS = ("--database-url", "--data-dir")
+_MIGRATE_FLAGS = ("--database-url", "--data-dir", "--embedded")
 
 
 def _add_setting_flags(parser: argparse.ArgumentParser, only: Sequence[str] | None = None) -> None:
@@ -115,50 +115,6 @@ def _settings(args: argparse.Namespace) -> Settings:
     names = (*_SETTING_FLAGS.values(), *_SWITCH_FLAGS.values())
     overrides = {field_name: getattr(args, field_name, None) for field_name in names}
     return load_settings(os.environ, overrides)
-
-
-class _Database:
-    """The configured database, or an embedded one started (and later stopped) here."""
-
-    def __init__(self, settings: Settings) -> None:
-        self.settings = settings
-        self.embedded: EmbeddedPostgres | None = None
-
-    def start(self) -> str:
-        if self.settings.database_url:
-            return self.settings.database_url
-        # No TCP port, and inboxd's sessions as the database's owner rather than the superuser.
-        self.embedded = EmbeddedPostgres(data_dir=_embedded_dir(self.settings), socket_only=True, app_role="inboxd")
-        url = self.embedded.start()
-        log.info("embedded PostgreSQL in %s, on its Unix socket there alone (no TCP port)", self.embedded.data_dir)
-        log.info("to look inside: %s", self.embedded.psql_command())
-        return url
-
-    def stop(self) -> None:
-        if self.embedded is not None:
-            self.embedded.stop()
-
-
-def _embedded_dir(settings: Settings) -> Path:
-    """The embedded cluster's folder: under the data dir, unless root runs inboxd from a private folder.
-
-    As root, PostgreSQL runs as the `postgres` user, who cannot enter a folder
-    such as /root. With the default data dir, inboxd then keeps the cluster
-    under /var/lib/inboxd (one folder per project path) rather than fail;
-    a data dir given explicitly is used as given, or refused with the reason.
-    """
-    wanted = (settings.data_dir / "postgres").resolve()
-    if not runs_as_postgres_user() or settings.data_dir != Settings().data_dir or private_parent(wanted) is None:
-        return wanted
-    digest = hashlib.sha256(str(wanted).encode()).hexdigest()[:10]
-    fallback = Path("/var/lib/inboxd") / f"{wanted.parent.parent.name}-{digest}" / "postgres"
-    log.warning(
-        "the postgres user cannot reach %s (%s is private); keeping the embedded database in %s",
-        wanted,
-        private_parent(wanted),
-        fallback,
-    )
-    return fallback
 
 
 async def _migrate_with_patience(url: str) -> None:
@@ -234,7 +190,7 @@ async def _serve_traced(settings: Settings) -> None:
         log.warning("no tokens file: every RPC, admin included, is open to callers on loopback")
     # The database is started (embedded) and migrated once, here, and stopped
     # last, after every server process has drained.
-    database = _Database(settings)
+    database = ChosenDatabase(settings, os.environ)
     url = await asyncio.to_thread(database.start)
     try:
         await _migrate_with_patience(url)
@@ -304,7 +260,7 @@ def _stop_on_signals() -> asyncio.Event:
 
 
 async def _migrate_only(settings: Settings) -> None:
-    database = _Database(settings)
+    database = ChosenDatabase(settings, os.environ)
     url = await asyncio.to_thread(database.start)
     try:
         applied = await migrate(url)

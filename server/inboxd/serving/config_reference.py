@@ -16,7 +16,8 @@ from inboxd.serving.cli import _SETTING_FLAGS, _SWITCH_FLAGS
 
 # Variable -> (the default in words, or "" to show the field's own default; what it means).
 MEANINGS: dict[str, tuple[str, str]] = {
-    "DATABASE_URL": ("unset: embedded PostgreSQL", "PostgreSQL to use. Multi-host with `target_session_attrs=read-write` for HA ([operations](operations.md#the-multi-host-url))"),
+    "DATABASE_URL": ("unset: embedded PostgreSQL, only for a loopback server without tokens or TLS", "PostgreSQL to use; every start logs its host, port and database, never its password. Multi-host with `target_session_attrs=read-write` for HA ([operations](operations.md#the-multi-host-url))"),
+    "INBOXD_EMBEDDED": ("", "without `DATABASE_URL`, run on the embedded PostgreSQL even with a tokens file, TLS or a listen beyond loopback; unset, such a server refuses to start, naming `DATABASE_URL`"),
     "INBOXD_DATA_DIR": ("", "where the embedded PostgreSQL keeps its data"),
     "INBOXD_LISTEN": ("", "gRPC address (`:0` picks a free port)"),
     "INBOXD_METRICS_LISTEN": ("unset: off", "Prometheus `/metrics` address; beyond loopback refused unless `INBOXD_METRICS_BEYOND_LOOPBACK` (it has no authentication and its labels name namespaces)"),
