@@ -30,6 +30,7 @@ from inboxd.serving.admin_cli import add_admin_commands, run_admin_command
 from inboxd.serving.connections import install_out_of_descriptors_log, raise_descriptor_limit
 from inboxd.serving.database_choice import ChosenDatabase
 from inboxd.serving.embedded_pg import EmbeddedPostgresError
+from inboxd.serving.migrate_cli import add_migrate_options, run_migrate
 from inboxd.serving.server import freeze_start_up_objects, start_server
 from inboxd.serving.supervisor import Supervisor
 from inboxd.serving.tls_reload import ServerCertificates
@@ -101,6 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_setting_flags(serve)
     mig = commands.add_parser("migrate", help="apply database migrations and exit")
     _add_setting_flags(mig, only=_MIGRATE_FLAGS)
+    add_migrate_options(mig)
     token = commands.add_parser("token", help="manage bearer tokens")
     token_commands = token.add_subparsers(dest="token_command", required=True)
     create = token_commands.add_parser("create", help="print a new token once, and its tokens-file entry")
@@ -259,16 +261,6 @@ def _stop_on_signals() -> asyncio.Event:
     return stop
 
 
-async def _migrate_only(settings: Settings) -> None:
-    database = ChosenDatabase(settings, os.environ)
-    url = await asyncio.to_thread(database.start)
-    try:
-        applied = await migrate(url)
-        print("applied: " + (", ".join(applied) if applied else "nothing, the schema is current"))
-    finally:
-        await asyncio.to_thread(database.stop)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command in ADMIN_COMMANDS:
@@ -282,7 +274,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "serve":
             event_loop.run(_serve(settings))
         elif args.command == "migrate":
-            asyncio.run(_migrate_only(settings))
+            asyncio.run(run_migrate(settings, args))
     except (ConfigError, EmbeddedPostgresError, TokensFileError) as exc:
         print(f"inboxd: {exc}", file=sys.stderr)
         return 2

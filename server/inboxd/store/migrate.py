@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+from dataclasses import dataclass
+from datetime import datetime
 from importlib import resources
 from typing import LiteralString
 
@@ -69,6 +71,31 @@ def available_migrations() -> list[tuple[int, str, LiteralString]]:
             found.append((version, entry.name, entry.read_text(encoding="utf-8")))
     found.sort()
     return found
+
+
+@dataclass(frozen=True)
+class MigrationState:
+    """One migration as a DBA reviews it: applied (and when), or pending, with its SQL."""
+
+    version: int
+    name: str
+    sql: str
+    applied_at: datetime | None
+
+
+async def migration_states(conninfo: str) -> list[MigrationState]:
+    """Every migration this inboxd knows, applied or pending, in order; reads only (nothing is applied or locked)."""
+    try:
+        async with await psycopg.AsyncConnection.connect(conninfo, autocommit=True, connect_timeout=10) as conn:
+            cur = await conn.execute("SELECT to_regclass('inboxd_schema_migrations') IS NOT NULL")
+            row = await cur.fetchone()
+            applied: dict[int, datetime] = {}
+            if row is not None and row[0]:
+                cur = await conn.execute("SELECT version, applied_at FROM inboxd_schema_migrations")
+                applied = {version: at for version, at in await cur.fetchall()}
+    except psycopg.OperationalError as exc:
+        raise Unavailable(f"database unavailable: {first_line(exc)}") from None
+    return [MigrationState(v, name, sql, applied.get(v)) for v, name, sql in available_migrations()]
 
 
 async def migrate(conninfo: str, *, up_to: int | None = None) -> list[str]:
