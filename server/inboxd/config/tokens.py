@@ -19,6 +19,7 @@ import secrets
 import tomllib
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 from inboxd.config.file_modes import others_may_rewrite
@@ -88,6 +89,18 @@ def new_token() -> str:
 class _Entry:
     digest: bytes
     caller: Caller
+    # Past it the token is UNAUTHENTICATED; None: it never expires.
+    expires_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TokenInfo:
+    """What `inboxd token list` and the expiry gauges show of a token: never its secret nor its digest."""
+
+    name: str
+    scopes: frozenset[Scope]
+    namespaces: tuple[str, ...]
+    expires_at: datetime | None
 
 
 class TokenRegistry:
@@ -109,21 +122,34 @@ class TokenRegistry:
             log.warning("tokens file %s holds no tokens: every call will be refused UNAUTHENTICATED", self.path)
         return entries
 
-    def authenticate(self, token: str | None) -> Caller:
+    def tokens(self) -> list[TokenInfo]:
+        """The tokens in force, as `inboxd token list` shows them (no secret, no digest)."""
+        return [info(entry) for entry in self._entries]
+
+    def authenticate(self, token: str | None, now: datetime | None = None) -> Caller:
+        """The caller `token` names; UNAUTHENTICATED when it is missing, unknown, or past its expires_at."""
         if not token:
             raise Unauthenticated("missing bearer token: send metadata 'authorization: Bearer <token>'")
         presented = bytes.fromhex(hash_token(token))
-        found: Caller | None = None
+        found: _Entry | None = None
         for entry in self._entries:  # no early exit: every entry costs the same
             if hmac.compare_digest(entry.digest, presented):
-                found = entry.caller
+                found = entry
         if found is None:
             raise Unauthenticated("unknown bearer token")
-        return found
+        if found.expires_at is not None and (now or datetime.now(UTC)) >= found.expires_at:
+            raise Unauthenticated(
+                f"token {found.caller.name!r} expired at {found.expires_at.isoformat()}: ask for a new one"
+            )
+        return found.caller
+
+
+def info(entry: _Entry) -> TokenInfo:
+    return TokenInfo(entry.caller.name, entry.caller.scopes, entry.caller.namespaces, entry.expires_at)
 
 
 # What an entry may say; anything else is a typo that would otherwise be ignored in silence.
-_ENTRY_KEYS = ("name", "sha256", "scopes", "namespaces")
+_ENTRY_KEYS = ("name", "sha256", "scopes", "namespaces", "expires_at")
 
 
 def load_tokens_file(path: Path) -> tuple[_Entry, ...]:
@@ -158,7 +184,7 @@ def load_tokens_file(path: Path) -> tuple[_Entry, ...]:
             # One token, two sets of grants: which one applies must not depend on the order of the file.
             raise TokensFileError(f"{where}: its sha256 is also entry {owners[hashed]!r}'s: one token, one entry")
         owners[hashed] = name
-        entries.append(_Entry(hashed, _caller(where, raw)))
+        entries.append(_Entry(hashed, _caller(where, raw), _expiry(where, raw.get("expires_at"))))
     return tuple(entries)
 
 
@@ -176,6 +202,23 @@ def _read_toml(path: Path) -> dict[str, object]:
         raise TokensFileError(f"tokens file {path} is not valid TOML: {exc}") from None
 
 
+def _expiry(where: str, raw: object) -> datetime | None:
+    """An entry's expires_at: a TOML offset date-time or an RFC 3339 string, with its offset; None when absent."""
+    if raw is None:
+        return None
+    when = raw
+    if isinstance(raw, str):
+        try:
+            when = datetime.fromisoformat(raw)
+        except ValueError:
+            when = None
+    if not isinstance(when, datetime) or when.tzinfo is None:
+        raise TokensFileError(
+            f"{where}: 'expires_at' must be an RFC 3339 time with its offset, e.g. 2027-01-31T00:00:00Z"
+        )
+    return when.astimezone(UTC)
+
+
 def _caller(where: str, raw: dict[str, object]) -> Caller:
     scopes_raw = raw.get("scopes", [])
     namespaces = raw.get("namespaces", [])
@@ -190,12 +233,15 @@ def _caller(where: str, raw: dict[str, object]) -> Caller:
     return Caller(str(raw["name"]), scopes, tuple(str(n) for n in namespaces))
 
 
-def entry_toml(name: str, token: str, scopes: Iterable[Scope], namespaces: Iterable[str]) -> str:
+def entry_toml(
+    name: str, token: str, scopes: Iterable[Scope], namespaces: Iterable[str], expires_at: datetime | None = None
+) -> str:
     """The tokens-file entry for a new token (which itself is never stored)."""
     # JSON strings are valid TOML basic strings, escapes included.
     scope_list = ", ".join(json.dumps(s.value) for s in scopes)
     namespace_list = ", ".join(json.dumps(n) for n in namespaces)
+    expiry = f"expires_at = {expires_at.astimezone(UTC).strftime('%Y-%m-%dT%H:%M:%SZ')}\n" if expires_at else ""
     return (
         f"[[token]]\nname = {json.dumps(name)}\nsha256 = {json.dumps(hash_token(token))}\n"
-        f"scopes = [{scope_list}]\nnamespaces = [{namespace_list}]\n"
+        f"scopes = [{scope_list}]\nnamespaces = [{namespace_list}]\n{expiry}"
     )

@@ -21,7 +21,7 @@ from inboxd.config.settings import (
     serving_refusal,
     shown_duration,
 )
-from inboxd.config.tokens import Scope, TokenRegistry, TokensFileError, entry_toml, new_token
+from inboxd.config.tokens import TokenRegistry, TokensFileError
 from inboxd.domain.errors import Unavailable
 from inboxd.observability.logs import configure_logging
 from inboxd.serving import event_loop
@@ -34,6 +34,7 @@ from inboxd.serving.migrate_cli import add_migrate_options, run_migrate
 from inboxd.serving.server import freeze_start_up_objects, start_server
 from inboxd.serving.supervisor import Supervisor
 from inboxd.serving.tls_reload import ServerCertificates
+from inboxd.serving.tokens_admin import add_token_commands, run_token_command
 from inboxd.serving.tracing_setup import start_process_tracing, stop_process_tracing
 from inboxd.store.database import Database
 from inboxd.store.migrate import migrate
@@ -103,12 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
     mig = commands.add_parser("migrate", help="apply database migrations and exit")
     _add_setting_flags(mig, only=_MIGRATE_FLAGS)
     add_migrate_options(mig)
-    token = commands.add_parser("token", help="manage bearer tokens")
-    token_commands = token.add_subparsers(dest="token_command", required=True)
-    create = token_commands.add_parser("create", help="print a new token once, and its tokens-file entry")
-    create.add_argument("--name", required=True, help="who holds it, e.g. edge-mailera")
-    create.add_argument("--scopes", required=True, help="comma-separated: accept, work, admin")
-    create.add_argument("--namespaces", required=True, help='comma-separated patterns, e.g. "mailera/*" or "*"')
+    add_token_commands(commands.add_parser("token", help="manage bearer tokens: create, list, revoke"))
     add_admin_commands(commands)
     return parser
 
@@ -239,20 +235,6 @@ def _reload_on_sighup(registry: TokenRegistry | None, certificates: ServerCertif
     asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, reload)
 
 
-def _create_token(args: argparse.Namespace) -> None:
-    try:
-        scopes = [Scope(s.strip()) for s in args.scopes.split(",") if s.strip()]
-    except ValueError:
-        raise ConfigError(f"--scopes {args.scopes!r}: use accept, work and/or admin, comma-separated") from None
-    namespaces = [n.strip() for n in args.namespaces.split(",") if n.strip()]
-    if not scopes or not namespaces:
-        raise ConfigError("--scopes and --namespaces each need at least one value")
-    token = new_token()
-    print(f"token (shown once, store it now): {token}\n")
-    print("add this entry to the tokens file, then send SIGHUP to inboxd (or restart it):\n")
-    print(entry_toml(args.name, token, scopes, namespaces))
-
-
 def _stop_on_signals() -> asyncio.Event:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -268,7 +250,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     configure_logging(sys.stderr)
     try:
         if args.command == "token":
-            _create_token(args)
+            run_token_command(args)
             return 0
         settings = _settings(args)
         if args.command == "serve":

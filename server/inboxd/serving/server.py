@@ -28,6 +28,7 @@ from inboxd.domain.errors import Unavailable
 from inboxd.domain.validation import MAX_METADATA_BYTES
 from inboxd.serving.connections import connection_options, install_out_of_descriptors_log
 from inboxd.serving.tls_reload import ServerCertificates
+from inboxd.serving.tokens_admin import token_expiry_gauges
 from inboxd.store.database import Database
 from inboxd.store.notifications import ReplicaSignals
 from inboxd.store.settings_check import warn_if_not_durable
@@ -172,6 +173,8 @@ async def start_server(
     inbox = Inbox(db, settings, clock)
     inbox.fallback_poll_seconds = settings.fallback_poll.total_seconds()
     ops = Operations.for_inbox(inbox, instance_duties=worker_index is None)
+    if ops.duties is not None:
+        ops.duties.registry.register(token_expiry_gauges(registry))
     # First, so an unsafe INBOXD_CONSOLE_LISTEN is refused before anything serves.
     # (Under --workers N the parent serves the console: its children get none.)
     console = await start_console(settings, ops.operators, registry)

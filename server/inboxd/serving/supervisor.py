@@ -39,6 +39,7 @@ from inboxd.console import Console, start_console
 from inboxd.observability.metrics import multiprocess_registry
 from inboxd.serving.server import server_certificates
 from inboxd.serving.server_child import READY, ChildSpec
+from inboxd.serving.tokens_admin import token_expiry_gauges
 from inboxd.store.database import Database
 from inboxd.store.notifications import ReplicaSignals
 from inboxd.usecases.inbox import Inbox, database_clock
@@ -198,6 +199,7 @@ class Supervisor:
             inbox.signals = ReplicaSignals(db.conninfo, inbox.on_replica_signal)
             inbox.signals.start(listen=False)
             duties = parent_duties(inbox, multiprocess_registry(metrics_dir))
+            duties.registry.register(token_expiry_gauges(self.registry))
             await duties.start()
             console = await start_console(settings, duties.operators, self.registry)
             asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, self._forward_sighup)
