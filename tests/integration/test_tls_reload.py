@@ -118,3 +118,22 @@ async def test_a_key_anybody_may_rewrite_is_refused_and_the_old_pair_stays(
     with pytest.raises(ConfigError, match=r"INBOXD_TLS_KEY refused: .* is writable by every local account"):
         tls_server.certificates.reload()
     assert await serving(tls_server.port, old.ca)
+
+
+async def test_grpcs_own_handshake_lines_stay_out_of_the_json_log(
+    migrated_url: str, old_and_new: tuple[Certs, Certs], tmp_path: Path
+) -> None:
+    """A plaintext client against TLS made grpc's C core print `I1207 ... Handshake failed` into the JSON log."""
+    cert, key = install(old_and_new[0], tmp_path / "tls")
+    env = embedded_env(tmp_path / "data", DATABASE_URL=migrated_url, INBOXD_TLS_CERT=str(cert), INBOXD_TLS_KEY=str(key))
+    env.pop("GRPC_VERBOSITY", None)
+    server = Serve(env, tmp_path / "serve.log").start()
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{server.port}") as channel:
+            with pytest.raises(grpc.aio.AioRpcError):
+                await health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=2)
+        assert server.terminate() == 0
+        lines = (tmp_path / "serve.log").read_text().splitlines()
+        assert lines and not [line for line in lines if not line.startswith("{")], lines
+    finally:
+        server.kill()
