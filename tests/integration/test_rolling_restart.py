@@ -40,7 +40,8 @@ async def test_a_rolling_restart_under_held_work_streams_loses_no_attempt(
         for name in ("a", "b")
     ]
     try:
-        first, second = (server.start() for server in servers)
+        # Started side by side: each waits for its readiness line.
+        first, second = await asyncio.gather(*(asyncio.to_thread(server.start) for server in servers))
         calls: list[tuple[str, int]] = []
         slow_seen: set[str] = set()
 
