@@ -11,13 +11,14 @@ attempt 1.
 from __future__ import annotations
 
 import asyncio
+import signal
 from pathlib import Path
 
 from inboxd.store.database import Connection, Database
 from inboxd_client import AsyncInboxClient, EventContext, Worker
 from tests.integration.procs import Serve, embedded_env, poll
 
-GRACE = 2.0
+GRACE = 3.0
 
 
 async def states(db: Database, ns: str) -> dict[str, tuple[str, int]]:
@@ -44,6 +45,7 @@ async def test_a_rolling_restart_under_held_work_streams_loses_no_attempt(
         first, second = await asyncio.gather(*(asyncio.to_thread(server.start) for server in servers))
         calls: list[tuple[str, int]] = []
         slow_seen: set[str] = set()
+        signalled = asyncio.Event()
 
         async def handler(ctx: EventContext) -> None:
             calls.append((ctx.event_key, ctx.attempt))
@@ -51,7 +53,8 @@ async def test_a_rolling_restart_under_held_work_streams_loses_no_attempt(
                 slow_seen.add(ctx.event_key)
                 await asyncio.sleep(120)  # outlives the grace: released, then handled again
             elif ctx.event_key.startswith("quick"):
-                await asyncio.sleep(0.5)  # finishes within the grace, over the draining stream
+                await signalled.wait()
+                await asyncio.sleep(0.2)  # finishes within the grace, over the draining stream
 
         # pick_first: the first server while it serves, the second once it stops.
         async with AsyncInboxClient(f"ipv4:{first.target},{second.target}") as client:
@@ -65,8 +68,10 @@ async def test_a_rolling_restart_under_held_work_streams_loses_no_attempt(
                 return True if len(calls) >= len(keys) else None
 
             await poll(all_started, within=30)
-            code = await asyncio.to_thread(first.terminate)
-            assert code == 0, first.log_tail()
+            assert first.proc is not None
+            first.proc.send_signal(signal.SIGTERM)
+            signalled.set()
+            assert await asyncio.to_thread(first.proc.wait, 30) == 0, first.log_tail()
 
             async def all_completed() -> dict[str, tuple[str, int]] | None:
                 now = await states(db, ns)

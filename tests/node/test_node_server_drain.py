@@ -31,7 +31,7 @@ async def test_a_rolling_restart_costs_the_node_worker_no_attempt(
     # Before: the long handlers' events were ended as a crash at the grace's end and came back at attempt 2.
     servers = [
         Serve(
-            embedded_env(tmp_path / f"data-{name}", DATABASE_URL=migrated_url, INBOXD_SHUTDOWN_GRACE="2s"),
+            embedded_env(tmp_path / f"data-{name}", DATABASE_URL=migrated_url, INBOXD_SHUTDOWN_GRACE="3s"),
             tmp_path / f"serve-{name}.log",
         )
         for name in ("a", "b")

@@ -23,6 +23,10 @@ test('a server that drains under held Work streams costs the Node worker no atte
   const keys = ['quick-0', 'quick-1', 'quick-2', 'slow-0', 'slow-1', 'slow-2'];
   for (const eventKey of keys) await inbox.accept({ namespace: ns, eventKey, eventType: 't', payload: {} });
   const calls = [];
+  let signalled;
+  const afterSignal = new Promise((resolve) => {
+    signalled = resolve;
+  });
   const slowSeen = new Set();
   const worker = new Worker(inbox, {
     namespaces: [ns],
@@ -37,7 +41,8 @@ test('a server that drains under held Work streams costs the Node worker no atte
         // Outlives the grace: waits for its signal (the release), as a long job would be cut off.
         await new Promise((_, reject) => job.signal.addEventListener('abort', () => reject(job.signal.reason)));
       } else if (key.startsWith('quick')) {
-        await sleep(500); // finishes within the grace, over the draining stream
+        await afterSignal;
+        await sleep(200); // finishes within the grace, over the draining stream
       }
     },
   });
@@ -51,6 +56,7 @@ test('a server that drains under held Work streams costs the Node worker no atte
   try {
     await poll(() => (calls.length >= keys.length ? true : undefined), { withinMs: 20_000 });
     process.kill(DRAINING_PID, 'SIGTERM');
+    signalled();
     await poll(() => (keys.every((k) => outcomes.get(k) === 'completed') ? true : undefined), { withinMs: 30_000 });
   } finally {
     await worker.stop();
