@@ -217,6 +217,9 @@ async def test_a_stopping_server_pushes_no_more_and_ends_each_stream_once_its_wo
             await worker.read()
         assert caught.value.code() == grpc.StatusCode.UNAVAILABLE
         assert "shutting down" in (caught.value.details() or "")
+        # Told once, with the grace left.
+        [told] = worker.draining
+        assert 20 < told.grace.seconds <= 30
         # Well within the grace: the stream ended when the worker had settled.
         await asyncio.wait_for(stopping, 10)
     # The credit given while draining pushed nothing.

@@ -35,6 +35,8 @@ class Worker:
         self.call: Any = stub.Work(**metadata)
         self.events: list[inbox_pb2.ClaimedEvent] = []
         self.results: dict[int, inbox_pb2.WorkResult] = {}
+        # The server's `draining` notices (one, once it began to stop).
+        self.draining: list[inbox_pb2.WorkDraining] = []
         self._sequence = 0
 
     async def subscribe(
@@ -59,6 +61,8 @@ class Worker:
         elif kind == "result":
             assert answer.result.sequence not in self.results, f"sequence {answer.result.sequence} answered twice"
             self.results[answer.result.sequence] = answer.result
+        elif kind == "draining":
+            self.draining.append(answer.draining)
         return answer  # type: ignore[no-any-return]
 
     async def credit(self, count: int) -> None:

@@ -60,6 +60,7 @@ OWN_WRAPPERS = frozenset(
         "idle-claims.test.js",
         "payloads.test.js",
         "readme-stripe.test.js",
+        "server-drain.test.js",
         "tracing.test.js",
         "tracing-setup.test.js",
     }

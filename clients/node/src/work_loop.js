@@ -11,9 +11,22 @@
 // Stopping: events pushed after stop() are released at once, over the stream; running handlers
 // finish (or are released after the grace) over the stream; then it half-closes, and the server
 // answers what is outstanding before it ends the stream.
+//
+// A stopping server (`draining`): the stream gives that server no more credit; the handlers running
+// then get the server's grace less a margin (releaseWithinMs), and those still running are released
+// (the attempt not counted) while the stream still answers; the server then ends the stream, which
+// opens again on whichever server the channel reaches, and the worker goes on.
 
 import { CompletionBatcher } from './completions.js';
 import { WorkStream } from './work_stream.js';
+
+/** Of a draining server's grace: released this long before it ends, so the Releases arrive first. */
+export const SERVER_GRACE_MARGIN_MS = 1_000;
+
+/** How long, of a draining server's graceMs, running handlers get before their events are released. */
+export function releaseWithinMs(graceMs) {
+  return Math.max(0, graceMs - Math.min(SERVER_GRACE_MARGIN_MS, graceMs / 4));
+}
 
 export class WorkLoop {
   /** @param {import('./worker.js').Worker} worker */
@@ -35,6 +48,7 @@ export class WorkLoop {
         this.unsupported = err;
         this.wake();
       },
+      draining: (graceMs, stillOpen) => this.#serverDraining(graceMs, stillOpen),
       backoff: worker.streamBackoff,
     });
     this.wake = () => {};
@@ -68,6 +82,22 @@ export class WorkLoop {
   /** Half-closes the stream once every job has settled; resolves when the server has ended it. */
   async finish() {
     await this.stream.close();
+  }
+
+  #serverDraining(graceMs, stillOpen) {
+    const { worker } = this;
+    const running = [...worker.inflight.values()];
+    const withinMs = releaseWithinMs(graceMs);
+    worker.logger.info(
+      `inboxd worker ${worker.workerId}: the server is stopping; ${running.length} running handlers get` +
+        ` ${withinMs} ms, then their events are released; the Work stream opens again once it ends`,
+    );
+    if (running.length === 0) return;
+    const timer = setTimeout(() => {
+      // The stream ended already: the server released what it still held.
+      if (stillOpen()) worker.releaseRunning(running);
+    }, withinMs);
+    timer.unref();
   }
 
   #pushed(events) {

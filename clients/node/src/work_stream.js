@@ -14,6 +14,11 @@
 // answered: Complete and RecordActionOutcome repeated answer OK when they had committed, and a
 // call for a claim the break ended is answered ABORTED, as a unary call would be after a lost lease.
 // A server without Work answers UNIMPLEMENTED at once: `unsupported` is called and nothing reopens.
+//
+// A stopping server says so (`draining`, with the grace it still answers calls for): this call gets
+// no more credit (`stop_pushing`), `draining(graceMs, stillOpen)` tells the worker, and once the
+// server ends the call the stream opens again, crediting anew, on whichever server the channel
+// reaches then.
 
 import grpc from '@grpc/grpc-js';
 
@@ -42,13 +47,17 @@ export class WorkStream {
    * @param {(events: object[]) => void} options.events pushed events, each already claimed.
    * @param {(error: Error) => void} options.broken the stream broke; it is being opened again.
    * @param {(error: Error) => void} options.unsupported the server has no Work (UNIMPLEMENTED).
+   * @param {(graceMs: number, stillOpen: () => boolean) => void} [options.draining] the server of the
+   *   call open now stops: it answers calls for graceMs more; stillOpen() says whether that call is.
    * @param {{minMs?: number, maxMs?: number}} [options.backoff] the pause before a reopen.
    */
-  constructor(client, { subscription, free, events, broken, unsupported, backoff }) {
+  constructor(client, { subscription, free, events, broken, unsupported, draining = () => {}, backoff }) {
     this.deadlineMs = client.deadlineMs;
     const { namespaces, eventTypes, leaseMs, workerId } = subscription;
     this.subscribe = { namespaces, eventTypes, workerId, lease: duration(leaseMs) };
-    this.on = { free, events, broken, unsupported };
+    this.on = { free, events, broken, unsupported, draining };
+    // The call whose server said it is draining: it gets no more credit.
+    this.drainingCall = null;
     this.nextSequence = 1;
     // Calls sent (or to be sent again) and not answered, by sequence as a decimal string.
     this.unanswered = new Map();
@@ -84,7 +93,7 @@ export class WorkStream {
   /** Gives the server the credit for every free slot it does not already have credit for. */
   topUp() {
     const call = this.stream.call;
-    if (!call || this.closing || this.stoppedPushing) return;
+    if (!call || this.closing || this.stoppedPushing || call === this.drainingCall) return;
     const more = this.on.free() - this.outstanding;
     if (more <= 0) return;
     this.outstanding += more;
@@ -184,7 +193,18 @@ export class WorkStream {
       this.on.events(events);
     } else if (response.response === 'result') {
       this.#answer(response.result);
+    } else if (response.response === 'draining') {
+      this.#serverDraining(response.draining);
     }
+  }
+
+  #serverDraining({ grace }) {
+    const { call } = this.stream;
+    if (!call || call === this.drainingCall) return;
+    this.drainingCall = call;
+    if (!this.closing && !this.stoppedPushing) call.write({ stopPushing: true });
+    const graceMs = Number(grace?.seconds ?? 0) * 1000 + Math.floor((grace?.nanos ?? 0) / 1e6);
+    this.on.draining(graceMs, () => this.stream.call === call);
   }
 
   #answer(result) {

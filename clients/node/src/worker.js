@@ -295,6 +295,18 @@ export class Worker extends EventEmitter {
     this.emit('settled', { event: entry.event, outcome, error });
   }
 
+  /**
+   * Releases these running entries' events (a draining server's grace is ending): each handler's signal
+   * aborts with WorkerStopping and its event goes back uncounted, as at the end of stop()'s grace.
+   */
+  releaseRunning(entries) {
+    for (const entry of entries) {
+      if (entry.state !== 'running') continue;
+      entry.controller.abort(new WorkerStopping());
+      void this.#detach(entry);
+    }
+  }
+
   /** Releases an event that will not run (it came as the worker stops), over the path it came by. */
   async giveBack(event) {
     const outcome = await releaseClaim(this.calls, event, (err) => this.emit('finishError', err, event));

@@ -27,6 +27,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
+from datetime import timedelta
 from typing import Any
 
 import grpc
@@ -81,7 +82,8 @@ class _Out:
 
 @dataclass(frozen=True, slots=True)
 class _Drain:
-    """The server is stopping: the stream ends as soon as it holds nothing and owes no answer."""
+    """The server is stopping: the worker is told (`draining`, the grace left); the stream ends as soon
+    as it holds nothing and owes no answer, or at the grace's end (what it holds then is released)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,6 +181,7 @@ class _WorkStream:
     def _drain(self) -> None:
         if self._pusher is not None:
             self._pusher.cancel()
+        self._session.stop_pushing()
         self._draining = True
         self._queue.put_nowait(_Drain())
 
@@ -310,7 +313,10 @@ class _WorkStream:
                 if item.error is not None:
                     raise item.error
                 return
-            if not isinstance(item, _Drain):
+            if isinstance(item, _Drain):
+                grace = convert.duration_to_proto(timedelta(seconds=self._servicer.inbox.streams.grace_left()))
+                yield inbox_pb2.WorkResponse(draining=inbox_pb2.WorkDraining(grace=grace))
+            else:
                 yield item.response
                 if item.sequence is None:
                     self._push_sent.set()

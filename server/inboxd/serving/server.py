@@ -41,6 +41,8 @@ INBOX_SERVICE = inbox_pb2.DESCRIPTOR.services_by_name["InboxService"]
 ADMIN_SERVICE = admin_pb2.DESCRIPTOR.services_by_name["InboxAdminService"]
 SERVICE_NAMES = (INBOX_SERVICE.full_name, ADMIN_SERVICE.full_name)
 HEALTH_PROBE_INTERVAL = 5.0
+# After grpc's stop: how long the Work streams it cut off may take to close (and release what they hold).
+STREAMS_CLOSE_WITHIN = 5.0
 # The trailer every health Check answers with: a probe (`grpcurl -v`, `buf curl -v`) learns which inboxd runs.
 VERSION_TRAILER = "inboxd-version"
 
@@ -146,11 +148,12 @@ class RunningServer:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-        # Work streams push no more; each ends (UNAVAILABLE: reconnect) once its worker settled what it holds.
-        self.inbox.streams.drain()
+        # Work streams are told (`draining`) and push no more; each ends (UNAVAILABLE: reconnect) once its
+        # worker settled what it holds, or at the grace's end, which releases what it still holds.
+        self.inbox.streams.drain(grace)
         await self.server.stop(grace)
-        # The Work streams the stop cut off end their claims in the background: at once, not a lease later.
-        await self.inbox.streams.closed()
+        # The Work streams the stop cut off give back their claims in the background: at once, not a lease later.
+        await self.inbox.streams.closed(live_within=STREAMS_CLOSE_WITHIN)
         for close in self._closers:
             await close()
 

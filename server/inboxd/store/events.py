@@ -30,6 +30,7 @@ transition.
     PROCESSING    -> PENDING        event_fail              Fail, retryable, attempts left: due after the backoff
     PROCESSING    -> DEAD_LETTERED  event_fail              Fail, permanent or with no attempts left
     PROCESSING    -> PENDING        event_release_many      Release (current token): due now, the attempt given back
+    PROCESSING    -> PENDING        event_release_many      a Work stream cut off at its drain's grace end: likewise
     COMPLETED     -> PENDING        event_replay            Replay (audited): attempts reset, ledger kept, even stale
     DEAD_LETTERED -> PENDING        event_replay            Replay, likewise
     PROCESSING    -> PENDING        event_end_claim         EndClaim (audited), the claim the operator saw: due now

@@ -64,8 +64,8 @@ class Claiming(abc.ABC):
     _at_limit: dict[str, None]
 
     @abc.abstractmethod
-    async def release_many(self, fences: Sequence[Fence]) -> None:
-        """Hands the events back, claimable at once (the Inbox's Release of a group)."""
+    async def release_many(self, fences: Sequence[Fence]) -> int:
+        """Hands the events back, claimable at once (the Inbox's Release of a group); how many were still held."""
 
     def _ignore_stale(self) -> bool:
         return self.settings.stale_revisions is StaleRevisions.IGNORE

@@ -44,7 +44,7 @@ from inboxd.store.accepts import accept_events
 from inboxd.store.database import Connection, Database
 from inboxd.store.notifications import ReplicaSignals
 from inboxd.usecases.claiming import CLAIM_ANSWER_BYTES, FALLBACK_POLL_SECONDS, Claiming
-from inboxd.usecases.streams import WorkStreams
+from inboxd.usecases.live_streams import WorkStreams
 
 # The Claim path's bounds are named here still, where the Inbox's callers and tests find them.
 __all__ = [
@@ -283,11 +283,12 @@ class Inbox(Claiming):
         self.wake_claimers({(namespace, event_type): 1})
         self.observer.released([fence])
 
-    async def release_many(self, fences: Sequence[Fence]) -> None:
+    async def release_many(self, fences: Sequence[Fence]) -> int:
         now = self.clock()
         released = await self.db.run(lambda conn: claims.release_events(conn, fences, now), transaction=False)
         self.wake_claimers(Counter((ns, t) for ns, _, t in released))
         self.observer.released(fences)
+        return len(released)
 
 
 def _held(results: Sequence[InboxError | None]) -> list[int]:

@@ -20,12 +20,17 @@ the claims it pushed and still holds.
   ends at a beat that finds nothing held: 5,000 idle streams are not 500
   task wake-ups a second).
 - Its end ends what it still holds, in one statement, as an expired lease
-  would (`store.streams.end_held`), and wakes whoever may take them.
+  would (`store.streams.end_held`), and wakes whoever may take them. A
+  stream the server cut off at the end of its drain's grace instead gives
+  back what it holds as Release does, the attempt not counted
+  (`WorkSession.release_held`): the worker lost nothing by its own doing.
+- Credit is capped: a stream holds, with the credit it has left, at most
+  MAX_STREAM_CREDIT events; credit beyond that is dropped (clamped, not
+  refused), so a worker that gives 2^32-1 and reads nothing holds at most
+  that many, not the backlog.
 
-`WorkStreams` is the Inbox's registry of its live sessions: what the
-presence writer (background/presence.py) tells PostgreSQL, so that Stats
-counts connected workers across processes, and what the server waits for
-when it stops.
+`WorkStreams` (usecases/live_streams.py) is the Inbox's registry of its
+live sessions, and their drain when the server stops.
 """
 
 from __future__ import annotations
@@ -58,6 +63,9 @@ log = logging.getLogger(__name__)
 
 # The most events one push claims: as many as one Claim may take.
 MOST_PER_PUSH = 100
+# The most events a stream may hold and be owed (its credit) at once: far
+# beyond a worker's concurrency, far short of a backlog (docs/operations.md).
+MAX_STREAM_CREDIT = 1000
 # A heartbeat every third of the lease, so two may be lost before it ends;
 # never less often than this, so a long lease's stream still shows it lives.
 HEARTBEAT_CAP = timedelta(seconds=60)
@@ -100,6 +108,8 @@ class WorkSession:
         self._heart_stopped = False
         # Told when the server stops: push no more, end once the worker has settled what it holds.
         self.on_drain: Callable[[], None] = lambda: None
+        # Claim statements this stream ran (tests count them: a stream without credit runs none).
+        self.looks = 0
 
     @property
     def heartbeat(self) -> timedelta:
@@ -111,7 +121,11 @@ class WorkSession:
         return self._inbox.fallback_poll_seconds
 
     def add_credit(self, count: int) -> None:
-        """The worker can take `count` more events (none once it asked for no more pushes)."""
+        """The worker can take `count` more events (none once it asked for no more pushes).
+
+        Clamped: the credit left and the events held stay within MAX_STREAM_CREDIT.
+        """
+        count = min(count, MAX_STREAM_CREDIT - self.credit - len(self.held))
         if count <= 0 or self._stopped_pushing:
             return
         self.credit += count
@@ -136,9 +150,12 @@ class WorkSession:
         sub = self.subscription
         while True:
             await self._has_credit.wait()
-            batch = await self._inbox._claim_when_due(
-                sub.namespaces, sub.event_types, sub.namespace_patterns, self._look, None
-            )
+            try:
+                batch = await self._inbox._claim_when_due(
+                    sub.namespaces, sub.event_types, sub.namespace_patterns, self._look, None
+                )
+            except _CreditGone:
+                continue  # waits for credit again, off the wake-up bus (its wake-up passed on)
             if batch.events:
                 break
         # No await from the claim's return to here: what was claimed is held, whatever ends the stream next.
@@ -155,7 +172,14 @@ class WorkSession:
         return batch.events
 
     async def _look(self, woken: WakeUp | None) -> ClaimBatch:
-        """One look within the credit; the claim statement takes the subscribed namespaces in turn."""
+        """One look within the credit; the claim statement takes the subscribed namespaces in turn.
+
+        Raises _CreditGone when the worker stopped while the stream waited: a
+        look for 0 events would still run the claim statement at every wake-up.
+        """
+        if self.credit <= 0:
+            raise _CreditGone
+        self.looks += 1
         return await self._inbox._claim_once(replace(self.subscription, max_events=min(self.credit, MOST_PER_PUSH)))
 
     def settled(self, fence: Fence) -> None:
@@ -236,6 +260,21 @@ class WorkSession:
             )
         return len(ended)
 
+    async def release_held(self) -> int:
+        """The server's drain is over: gives back every claim still held as Release does (attempt not counted)."""
+        if not self.held:
+            return 0
+        sent = self._fences()
+        released = await self._inbox.release_many(list(sent.values()))
+        self._forget(sent)
+        log.info(
+            "Work stream of %r held %d events at the end of the server's drain: %d released, attempts not counted",
+            self.subscription.worker_id,
+            len(sent),
+            released,
+        )
+        return released
+
     def live(self) -> LiveStream:
         sub = self.subscription
         return LiveStream(
@@ -243,71 +282,5 @@ class WorkSession:
         )
 
 
-class WorkStreams:
-    """The Inbox's live Work streams, and the ends it still has to finish."""
-
-    def __init__(self, inbox: Inbox) -> None:
-        self._inbox = inbox
-        self._live: dict[WorkSession, None] = {}
-        self._closing: set[asyncio.Task[None]] = set()
-        # Set once the server began to stop: its streams push no more.
-        self.draining = False
-
-    def open(self, subscription: ClaimRequest, caller: str) -> WorkSession:
-        """A new stream's session, live from now; its heartbeat begins with its first push."""
-        session = WorkSession(self._inbox, subscription, caller)
-        self._live[session] = None
-        self._inbox.observer.work_streams_open(1)
-        return session
-
-    def close(self, session: WorkSession, after: Collection[asyncio.Future[None]] = ()) -> None:
-        """The stream ended: no longer live; once the calls `after` are done, what it holds ends (in the background)."""
-        if session not in self._live:
-            return
-        del self._live[session]
-        session.stop_heartbeat()
-        self._inbox.observer.work_credit(-session.credit)
-        self._inbox.observer.work_streams_open(-1)
-        task = asyncio.ensure_future(self._end(session, list(after)))
-        self._closing.add(task)
-        task.add_done_callback(self._closing.discard)
-
-    async def _end(self, session: WorkSession, after: list[asyncio.Future[None]]) -> None:
-        try:
-            if after:
-                # A call in flight may end a claim itself: its answer is lost, its commit is not.
-                await asyncio.wait(after)
-            await session.end()
-        except Exception as exc:  # noqa: BLE001 - the leases then expire as they would without streams
-            log.warning("could not end a Work stream's claims at once: %s", exc or type(exc).__name__)
-
-    def drain(self) -> None:
-        """The server is stopping: every live stream pushes no more and ends once it holds nothing."""
-        self.draining = True
-        for session in list(self._live):
-            session.on_drain()
-
-    def beating(self) -> int:
-        """How many live streams run a heartbeat now: those holding events, or that did at their last beat."""
-        return sum(1 for session in self._live if session.beating)
-
-    def live(self) -> list[LiveStream]:
-        """Every live stream of this process."""
-        return [session.live() for session in self._live]
-
-    def workers_by_namespace(self) -> dict[str, list[str]]:
-        """The worker ids connected per subscribed namespace ("*" for a stream that names none)."""
-        workers: dict[str, list[str]] = {}
-        for stream in self.live():
-            for namespace in stream.namespaces or ("*",):
-                workers.setdefault(namespace, []).append(stream.worker_id)
-        return workers
-
-    async def renew_all(self) -> None:
-        """One heartbeat of every live stream now (tests move the clock, then beat)."""
-        await asyncio.gather(*(session.renew() for session in self._live))
-
-    async def closed(self) -> None:
-        """Waits for every ended stream's claims to be ended."""
-        while self._closing:
-            await asyncio.wait(set(self._closing))
+class _CreditGone(Exception):
+    """The stream's credit went (the worker sent stop_pushing) while it waited for events."""

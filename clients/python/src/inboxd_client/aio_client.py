@@ -29,7 +29,7 @@ from inboxd_client.errors import error_from_status
 from inboxd_client.fenced_requests import FencedRequests
 from inboxd_client.trace_propagation import with_trace_metadata
 from inboxd_client.v1 import admin_pb2, inbox_pb2, types_pb2
-from inboxd_client.work_stream import OnEvents, WorkStream
+from inboxd_client.work_stream import OnDraining, OnEvents, WorkStream
 
 # Moved to `calls`, shared with the sync client; still importable from here.
 __all__ = ["CLAIM_TIMEOUT_MARGIN", "DEFAULT_TIMEOUT", "AsyncInboxClient", "claim_timeout"]
@@ -144,6 +144,7 @@ class AsyncInboxClient(FencedRequests):
         on_events: OnEvents,
         on_broken: Callable[[int], None],
         pacer: ClaimPacer,
+        on_draining: OnDraining | None = None,
     ) -> WorkStream:
         """A Work stream on this client's channel, for a `Worker` (see `inboxd_client.work_stream`); `open()` it."""
         return WorkStream(
@@ -155,6 +156,7 @@ class AsyncInboxClient(FencedRequests):
             on_events=on_events,
             on_broken=on_broken,
             pacer=pacer,
+            on_draining=on_draining,
         )
 
     async def accept_batch(

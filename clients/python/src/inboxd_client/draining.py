@@ -2,6 +2,8 @@
 
 The Worker decides when it stops (`Worker.stop`, a signal, a cancelled
 run); this is what stopping then does, given the worker's running jobs.
+A draining server's grace (`release_within`) is the same idea seen from the
+server's side: the worker goes on, on the stream it opens next.
 """
 
 from __future__ import annotations
@@ -19,6 +21,14 @@ log = logging.getLogger("inboxd_client.worker")
 
 # After grace: how long cancelled handlers get to record outcomes before their releases are given up.
 RELEASE_TIMEOUT = 10.0
+# A draining server's grace: how long before its end the worker releases what still runs, so that the
+# Releases arrive before the server's own cut-off (which releases what is left itself).
+SERVER_GRACE_MARGIN = 1.0
+
+
+def release_within(grace: float) -> float:
+    """Of a draining server's `grace` (seconds), how long running handlers get before their events are released."""
+    return max(0.0, grace - min(SERVER_GRACE_MARGIN, grace / 4))
 
 
 def install_stop_signals(loop: asyncio.AbstractEventLoop, on_signal: Callable[[], None]) -> list[int]:

@@ -69,6 +69,15 @@ class RunningJobs:
                 len(lost),
             )
 
+    def give_back(self, stream: int) -> int:
+        """Work stream `stream`'s server drains and its grace is ending: its running events are released."""
+        late = [job for task, job in self.tasks.items() if job.stream == stream and not task.done()]
+        for job in late:
+            job.interrupt(releasing=True)
+        if late:
+            log.info("the server's drain is ending: releasing %d running events, their attempts not counted", len(late))
+        return len(late)
+
     def _done(self, task: asyncio.Task[None]) -> None:
         self.tasks.pop(task, None)
         self.slot_freed.set()

@@ -19,6 +19,10 @@ stream had not answered is sent again on the next one when a repeat is safe
 (the retry column of `rpcs`: Complete, CompleteBatch, RenewLease,
 RecordActionOutcome); a Fail or a Release fails with Unavailable instead,
 since its claim ended with the stream whatever became of it.
+
+A stopping server says so (`draining`, its grace): the stream stops crediting
+and tells `on_draining(stream, grace)`; once the server ends it, it opens
+again, crediting anew, on whichever server the channel reaches then.
 """
 
 # `timeout` is each call's deadline, as the unary calls name it, not an asyncio timeout.
@@ -66,6 +70,7 @@ WORK_FIELDS: dict[rpcs.Rpc[Any], str] = {
 _CLOSE = None  # the writer's cue to half-close
 
 OnEvents = Callable[[int, Sequence[inbox_pb2.ClaimedEvent]], None]
+OnDraining = Callable[[int, float], None]
 
 
 @dataclass(slots=True)
@@ -100,6 +105,7 @@ class WorkStream(FencedRequests):
         on_events: OnEvents,
         on_broken: Callable[[int], None],
         pacer: ClaimPacer,
+        on_draining: OnDraining | None = None,
     ) -> None:
         self._open_call = channel.stream_stream(
             PATH,
@@ -113,6 +119,9 @@ class WorkStream(FencedRequests):
         self._on_events = on_events
         self._on_broken = on_broken
         self._pacer = pacer
+        self._on_draining = on_draining
+        # Set while the open stream's server drains: no credit on it (the next stream credits again).
+        self._server_draining = False
         self._next_sequence = 1  # 0 is a message's "no call"
         self._unanswered: dict[int, _Call] = {}
         self._outbox: asyncio.Queue[inbox_pb2.WorkRequest | None] = asyncio.Queue()
@@ -158,7 +167,7 @@ class WorkStream(FencedRequests):
 
     def top_up(self) -> None:
         """Gives the server credit for the free slots it was not given yet (none once closing)."""
-        if not self._crediting or self._broken is not None:
+        if not self._crediting or self._server_draining or self._broken is not None:
             return
         more = self._wanted() - self._outstanding
         if more > 0:
@@ -227,6 +236,7 @@ class WorkStream(FencedRequests):
             outbox: asyncio.Queue[inbox_pb2.WorkRequest | None] = asyncio.Queue()
             self._outbox = outbox
             self.subscribed = None
+            self._server_draining = False
             self._outstanding = self._wanted() if self._crediting else 0
             first = inbox_pb2.WorkRequest(subscribe=self._subscription, credit=self._outstanding)
             first.stop_pushing = not self._crediting  # reopened after the worker stopped: no pushes either
@@ -288,6 +298,18 @@ class WorkStream(FencedRequests):
         elif kind == "subscribed":
             self.subscribed = response.subscribed
             self._pacer.answered(1, long_polls=True)  # a stream that subscribes is well: the next break starts over
+        elif kind == "draining":
+            self._drained_by_server(number, response.draining.grace.ToTimedelta().total_seconds())
+
+    def _drained_by_server(self, number: int, grace: float) -> None:
+        """The server of stream `number` stops: no more credit on it, and the worker is told."""
+        if self._server_draining:
+            return
+        self._server_draining = True
+        if self._crediting and self._broken is None:
+            self._outbox.put_nowait(inbox_pb2.WorkRequest(stop_pushing=True))
+        if self._on_draining is not None:
+            self._on_draining(number, grace)
 
     def _answer(self, result: inbox_pb2.WorkResult) -> None:
         waiting = self._unanswered.pop(result.sequence, None)

@@ -29,6 +29,12 @@ events, which does not count their attempts (`draining`); an event pushed
 meanwhile is released at once. Then the stream half-closes. A second signal
 skips the grace.
 
+A server that stops tells its Work streams (`draining`, with its grace):
+the worker gives that stream no more credit, lets its running handlers
+finish until shortly before the grace ends, then releases their events
+(the attempt not counted), and goes on with the stream opened again, on
+another replica or the restarted server.
+
 Tracing (`tracing`, README "Tracing"): with OpenTelemetry's OTEL_* variables
 set for export, or a tracer provider the application installed, each handler
 run is a `process` span and each action an `action` span; off, nothing of it
@@ -50,7 +56,7 @@ from inboxd_client.claim_backoff import ClaimPacer
 from inboxd_client.claim_loop import ClaimLoop
 from inboxd_client.completions import DEFAULT_MAX_ITEMS, DEFAULT_WINDOW, CompletionBatcher
 from inboxd_client.default_logging import log_by_default
-from inboxd_client.draining import RELEASE_TIMEOUT, drain, install_stop_signals
+from inboxd_client.draining import RELEASE_TIMEOUT, drain, install_stop_signals, release_within
 from inboxd_client.errors import Unimplemented
 from inboxd_client.fenced_calls import CallRoute
 from inboxd_client.finishing import Finisher, Job, WorkerStats
@@ -289,7 +295,12 @@ class Worker:
             worker_id=self.worker_id,
         )
         stream = self.client.work_stream(
-            subscription, free_slots=self._jobs.free, on_events=self._take, on_broken=self._jobs.lose, pacer=self._pacer
+            subscription,
+            free_slots=self._jobs.free,
+            on_events=self._take,
+            on_broken=self._jobs.lose,
+            pacer=self._pacer,
+            on_draining=self._server_draining,
         )
         self._route.stream = self._stream = stream
         self._jobs.on_slot_freed = stream.top_up
@@ -304,6 +315,23 @@ class Worker:
             stopping.cancel()
         if runner.done():
             runner.result()  # raises what ended it
+
+    def _server_draining(self, stream: int, grace: float) -> None:
+        """Work stream `stream`'s server stops: its running handlers get most of its `grace`, then are released."""
+        running = sum(1 for job in self._jobs.tasks.values() if job.stream == stream)
+        within = release_within(grace)
+        log.info(
+            "the server is stopping: no more events on this Work stream; %d running handlers get %.1f s,"
+            " then their events are released; the stream opens again once it ends",
+            running,
+            within,
+        )
+        if running:
+            asyncio.get_running_loop().call_later(within, self._give_back, stream)
+
+    def _give_back(self, stream: int) -> None:
+        if self._stream is not None and self._stream.opened == stream:  # else it ended: the server released them
+            self._jobs.give_back(stream)
 
     def _take(self, stream: int, events: Sequence[inbox_pb2.ClaimedEvent]) -> None:
         """Starts each event (pushed on Work stream `stream`; 0: claimed); one that came as we stop goes back."""

@@ -338,14 +338,22 @@ class WorkSubscription(_message.Message):
     def __init__(self, namespaces: _Optional[_Iterable[str]] = ..., event_types: _Optional[_Iterable[str]] = ..., lease: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., worker_id: _Optional[str] = ...) -> None: ...
 
 class WorkResponse(_message.Message):
-    __slots__ = ("subscribed", "events", "result")
+    __slots__ = ("subscribed", "events", "result", "draining")
     SUBSCRIBED_FIELD_NUMBER: _ClassVar[int]
     EVENTS_FIELD_NUMBER: _ClassVar[int]
     RESULT_FIELD_NUMBER: _ClassVar[int]
+    DRAINING_FIELD_NUMBER: _ClassVar[int]
     subscribed: WorkSubscribed
     events: WorkEvents
     result: WorkResult
-    def __init__(self, subscribed: _Optional[_Union[WorkSubscribed, _Mapping]] = ..., events: _Optional[_Union[WorkEvents, _Mapping]] = ..., result: _Optional[_Union[WorkResult, _Mapping]] = ...) -> None: ...
+    draining: WorkDraining
+    def __init__(self, subscribed: _Optional[_Union[WorkSubscribed, _Mapping]] = ..., events: _Optional[_Union[WorkEvents, _Mapping]] = ..., result: _Optional[_Union[WorkResult, _Mapping]] = ..., draining: _Optional[_Union[WorkDraining, _Mapping]] = ...) -> None: ...
+
+class WorkDraining(_message.Message):
+    __slots__ = ("grace",)
+    GRACE_FIELD_NUMBER: _ClassVar[int]
+    grace: _duration_pb2.Duration
+    def __init__(self, grace: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
 
 class WorkSubscribed(_message.Message):
     __slots__ = ("lease", "heartbeat")
