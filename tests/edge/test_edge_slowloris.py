@@ -71,6 +71,9 @@ async def test_signed_deliveries_are_answered_while_300_half_sent_requests_are_h
         # Before: 232 MB in ~100 s. Now a cap keeps descriptors, and running out would be one line a minute.
         assert len(edge.log()) < 64 * 1024, edge.log()[-2000:]
         assert "Too many open files" not in edge.log()
+        # The evictions are said, once a minute at most, with their count: visible, not a line per connection.
+        assert edge.log().count("closed connections") == 1
+        assert "evicted" in edge.log()
 
 
 async def test_a_connection_that_trickles_its_headers_is_closed_at_the_header_deadline(

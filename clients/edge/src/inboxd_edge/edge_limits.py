@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -34,6 +36,8 @@ log = logging.getLogger("inboxd_edge")
 RESERVED_DESCRIPTORS = 64
 # However low the descriptor limit, the edge takes this many connections.
 MIN_CONNECTIONS = 8
+# Connections closed early are logged at most this often (seconds), with counts.
+CLOSED_REPORT_INTERVAL = 60.0
 
 # Called with why a connection was closed early: "header_timeout", "evicted" or "over_cap" (for the metrics).
 ClosedHook = Callable[[str], None]
@@ -62,7 +66,9 @@ class _Connection:
 class ConnectionGuard:
     """Tracks the edge's connections (by aiohttp's RequestHandler) and enforces the header deadline and the cap."""
 
-    def __init__(self, limits: LimitsSettings, on_closed: ClosedHook | None = None) -> None:
+    def __init__(
+        self, limits: LimitsSettings, on_closed: ClosedHook | None = None, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.header_timeout = limits.header_timeout_seconds
         self.cap = connection_cap(limits.max_connections, descriptor_limit())
         if self.cap < limits.max_connections:
@@ -72,6 +78,9 @@ class ConnectionGuard:
                 self.cap, limits.max_connections, descriptor_limit(), RESERVED_DESCRIPTORS,
             )  # fmt: skip
         self._on_closed = on_closed
+        self._clock = clock
+        self._unreported: Counter[str] = Counter()
+        self._next_report = float("-inf")
         # Insertion order is opening order; a connection moves to the end each time it starts waiting again.
         self._open: dict[RequestHandler, _Connection] = {}
 
@@ -137,6 +146,19 @@ class ConnectionGuard:
     def _closed_early(self, reason: str) -> None:
         if self._on_closed is not None:
             self._on_closed(reason)
+        # Said at most once per interval, with the counts since the last line: a flood of half-sent requests is
+        # visible in the log without writing a line per connection.
+        self._unreported[reason] += 1
+        now = self._clock()
+        if now >= self._next_report:
+            log.warning(
+                "closed connections that did not send their request in time or held a slot others needed "
+                "since the last report: %s (open now %d, cap %d, header timeout %g s)",
+                ", ".join(f"{name} {count}" for name, count in sorted(self._unreported.items())),
+                len(self._open), self.cap, self.header_timeout,
+            )  # fmt: skip
+            self._unreported.clear()
+            self._next_report = now + CLOSED_REPORT_INTERVAL
 
 
 class GuardedServer(web.Server):

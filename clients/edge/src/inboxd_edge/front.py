@@ -71,8 +71,9 @@ class Front:
         try:
             return await server.request_handler(request)
         except web.HTTPException as exc:
-            # aiohttp's own answer: no route for this path (404) or method (405). Counted under route "".
-            edge_metrics.count_request("", exc.status, "no_route")
+            if isinstance(request, web.Request) and getattr(request.match_info, "http_exception", None) is not None:
+                # aiohttp's own answer: no route for this path (404) or method (405). Counted under route "".
+                edge_metrics.count_request("", exc.status, "no_route")
             raise
 
     async def _health(self, path: str) -> web.StreamResponse:
