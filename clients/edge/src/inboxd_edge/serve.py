@@ -25,6 +25,8 @@ from inboxd_edge.inboxd_settings import InboxdSettings
 from inboxd_edge.stream_pool import StreamPool
 from inboxd_edge.tracing import EdgeTracing, start_tracing, tracing_with
 
+MAX_RECONNECT_BACKOFF_MS = 5000
+
 
 @dataclass
 class RunningEdge:
@@ -64,6 +66,9 @@ class RunningEdge:
 
 def open_channel(settings: InboxdSettings, options: Sequence[tuple[str, int]] = ()) -> grpc.aio.Channel:
     """An insecure channel on loopback, or TLS when a CA file is configured."""
+    # grpc's reconnect backoff grows to 120 s: an inboxd back after a minute's outage would wait up to two more
+    # for the edge to try again, answering 503 (and /readyz 503) meanwhile. 5 s bounds that wait.
+    options = [("grpc.max_reconnect_backoff_ms", MAX_RECONNECT_BACKOFF_MS), *options]
     if settings.tls_ca_file:
         credentials = grpc.ssl_channel_credentials(Path(settings.tls_ca_file).read_bytes())
         return grpc.aio.secure_channel(settings.target, credentials, options=options)
