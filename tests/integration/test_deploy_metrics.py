@@ -24,6 +24,7 @@ from inboxd.serving.server import RunningServer, start_server
 from inboxd.store.database import Database
 from inboxd_client.v1 import inbox_pb2, inbox_pb2_grpc
 from tests.conftest import CLOCKED_SETTINGS, FakeClock
+from tests.edge.ops_probe import edge_metrics_text
 from tests.integration.helpers import accept_request, expect_status, seconds
 from tests.integration.test_claims import claim_one, fenced
 from tests.integration.test_metrics import http_get
@@ -62,10 +63,12 @@ async def exported(db: Database) -> AsyncIterator[dict[str, set[str]]]:
         await running.ops.refresh_stats()
         status, body = await http_get(running.ops.metrics_port, "/metrics")
         assert status == "HTTP/1.1 200 OK"
+        # The edge's own inboxd_edge_* metrics, which the dashboard's edge row and the edge's alerts read.
+        edge_body = await edge_metrics_text(f"127.0.0.1:{running.port}")
     finally:
         await running.stop(1.0)
     names: dict[str, set[str]] = {}
-    for family in text_string_to_metric_families(body):
+    for family in [*text_string_to_metric_families(body), *text_string_to_metric_families(edge_body)]:
         names.setdefault(family.name, set())
         for sample in family.samples:
             names.setdefault(sample.name, set()).update(sample.labels)

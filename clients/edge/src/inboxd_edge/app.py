@@ -12,6 +12,7 @@ whose context goes on the Accept; off, the provider's own context does.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -21,6 +22,7 @@ from aiohttp import web
 from opentelemetry.trace import Tracer
 
 from inboxd_client.v1 import types_pb2
+from inboxd_edge import edge_metrics
 from inboxd_edge.bodies import document
 from inboxd_edge.config import EdgeConfig, Route
 from inboxd_edge.evidence import signature_metadata
@@ -38,6 +40,8 @@ Clock = Callable[[], float]
 Handler = Callable[[web.Request], Awaitable[web.Response]]
 # How long a provider should wait before retrying after a 503.
 RETRY_AFTER_SECONDS = "5"
+# [limits] body_timeout_seconds' default: from a request's headers until its whole body is in.
+BODY_TIMEOUT_SECONDS = 30.0
 
 
 @dataclass(frozen=True)
@@ -57,36 +61,42 @@ def build_app(
 ) -> web.Application:
     """An aiohttp application with one POST handler per configured route; `tracer` None is tracing off."""
     app = web.Application()
+    body_timeout = config.ops.limits.body_timeout_seconds
     for route in config.routes:
-        app.router.add_post(constrained_path(route.path), _handler(route, forwarder, clock, tracer))
+        app.router.add_post(constrained_path(route.path), _handler(route, forwarder, clock, tracer, body_timeout))
+        edge_metrics.route_ready(route.name)
     return app
 
 
-def _handler(route: Route, forwarder: Forwarder, clock: Clock, tracer: Tracer | None) -> Handler:
+def _handler(route: Route, forwarder: Forwarder, clock: Clock, tracer: Tracer | None, body_timeout: float) -> Handler:
     async def handle(request: web.Request) -> web.Response:
         traced: Mapping[str, str] = {}
         if tracer is None:
             # Tracing off is free: no span, only the provider's own context passed on, if it sent a valid one.
-            reply = await receive(route, forwarder, clock, request, forwarded_context(request.headers))
+            reply = await receive(
+                route, forwarder, clock, request, forwarded_context(request.headers), body_timeout=body_timeout
+            )
         else:
             with request_span(tracer, route.path, request) as span:
-                reply = await receive(route, forwarder, clock, request, span.trace_context)
+                reply = await receive(route, forwarder, clock, request, span.trace_context, body_timeout=body_timeout)
                 span.answered(reply.answer.status, reply.answer.outcome, reply.event)
                 traced = span.log_fields
+        edge_metrics.count_request(route.name, reply.answer.status, reply.answer.outcome)
+        if reply.answer.outcome == "unauthenticated":
+            edge_metrics.count_signature_failure(route.name, reply.reason)
+        fields = {
+            "route": route.name,
+            "status": str(reply.answer.status),
+            "outcome": reply.answer.outcome,
+            "reason": reply.reason or "-",
+            "type": reply.event_type or "-",
+            "delivery": reply.delivery_id or "-",
+            **traced,
+        }
         # A 500 is the edge's or inboxd's own fault (a refused token, say), which no provider retry fixes: an error.
-        log.log(
-            logging.ERROR if reply.answer.status == 500 else logging.INFO,
-            "%s",
-            log_line(
-                route=route.name,
-                status=str(reply.answer.status),
-                outcome=reply.answer.outcome,
-                reason=reply.reason or "-",
-                type=reply.event_type or "-",
-                delivery=reply.delivery_id or "-",
-                **traced,
-            ),
-        )
+        # The fields ride along for [log] format = "json" (inboxd_edge.edge_logs), which writes them as members.
+        level = logging.ERROR if reply.answer.status == 500 else logging.INFO
+        log.log(level, "%s", log_line(**fields), extra={"fields": fields})
         headers = {"Retry-After": RETRY_AFTER_SECONDS} if reply.answer.status == 503 else None
         return web.json_response({"outcome": reply.answer.outcome}, status=reply.answer.status, headers=headers)
 
@@ -122,13 +132,20 @@ async def receive(
     clock: Clock,
     request: web.Request,
     trace_context: types_pb2.TraceContext | None = None,
+    *,
+    body_timeout: float = BODY_TIMEOUT_SECONDS,
 ) -> Reply:
     """Runs one webhook through the route and says what to answer; `trace_context` goes on its Accept."""
     verifier = route.verifier_for(request.match_info)
     if verifier is None or not placeholder_values_fit(request.match_info):
         # No secret for this account (or no account by that name could be configured): nothing to verify with.
         return Reply(Answer(404, "not_found"), reason="no secret for this path")
-    body = await _read_limited(request, route.max_body_bytes)
+    try:
+        # A body sent slower than this holds a connection for nothing: 408, and aiohttp closes it.
+        async with asyncio.timeout(body_timeout):
+            body = await _read_limited(request, route.max_body_bytes)
+    except TimeoutError:
+        return Reply(Answer(408, "body_timeout"), reason=f"body not in within {body_timeout:g} s")
     if body is None:
         return Reply(Answer(413, "too_large"))
     url = public_url(route.public_url, request.match_info, request.rel_url.raw_query_string) if route.public_url else ""
@@ -150,7 +167,9 @@ async def receive(
         return Reply(Answer(422, "unsupported_type"), event_type=str(exc))
     except MissingValue as exc:
         return Reply(Answer(400, "malformed"), reason=str(exc))
+    started = time.monotonic()
     answer = await forwarder.accept(event, trace_context)
+    edge_metrics.observe_forward(route.name, time.monotonic() - started)
     return Reply(answer, event_type=event.event_type, delivery_id=event.delivery_id, event=event)
 
 

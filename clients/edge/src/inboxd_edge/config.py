@@ -12,7 +12,7 @@ import re
 import string
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,7 @@ from inboxd_edge.identity import (
     namespace_sources,
 )
 from inboxd_edge.inboxd_settings import InboxdSettings, InboxdSettingsError, inboxd_settings
+from inboxd_edge.ops_settings import OpsSettings, OpsSettingsError, ops_settings
 from inboxd_edge.presets import PRESETS
 from inboxd_edge.signatures import (
     HmacScheme,
@@ -114,6 +115,8 @@ class EdgeConfig:
     listen: str
     inboxd: InboxdSettings
     routes: tuple[Route, ...]
+    # [limits], [metrics] and [log] (inboxd_edge.ops_settings).
+    ops: OpsSettings = field(default_factory=OpsSettings)
 
 
 def load_config(path: Path, environ: Mapping[str, str]) -> EdgeConfig:
@@ -131,7 +134,8 @@ def config_from_data(data: Mapping[str, Any], environ: Mapping[str, str]) -> Edg
     edge = _table(data, "edge")
     try:
         inboxd = inboxd_settings(_table(data, "inboxd"))
-    except InboxdSettingsError as exc:
+        ops = ops_settings(data)
+    except (InboxdSettingsError, OpsSettingsError) as exc:
         raise ConfigError(str(exc)) from exc
     routes_data = data.get("routes")
     if not isinstance(routes_data, list) or not routes_data:
@@ -148,6 +152,7 @@ def config_from_data(data: Mapping[str, Any], environ: Mapping[str, str]) -> Edg
         listen=str(edge.get("listen", DEFAULT_LISTEN)),
         inboxd=inboxd,
         routes=routes,
+        ops=ops,
     )
 
 
