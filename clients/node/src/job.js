@@ -122,7 +122,8 @@ export class Job {
   /**
    * Runs an external action at most once in effect, recording it in the event's ledger.
    * @param {string} name the action's name within the event, e.g. 'send-welcome:v1'.
-   * @param {(ctx: {idempotencyKey: string, signal: AbortSignal}) => Promise<{externalRef?: string, detail?: string} | void>} perform
+   * @param {(ctx: {idempotencyKey: string, signal: AbortSignal}) => Promise<{externalRef?: string, detail?: string} | string | void>} perform
+   *   its result: `{externalRef, detail}`, or a plain string (or number) kept as the externalRef, as in Python.
    * @param {{reconcile?: (ctx: {idempotencyKey: string, record: object}) => Promise<'succeeded'|'failed'|'unknown'>}} [options]
    *   reconcile asks the outside world what became of an earlier, uncertain attempt.
    * @returns {Promise<{performed: boolean, record: object, result?: unknown}>}
@@ -149,10 +150,7 @@ export class Job {
       await this.#record(name, state, { detail: String(err?.message ?? err) });
       throw err;
     }
-    const record = await this.#record(name, SUCCEEDED, {
-      externalRef: result?.externalRef ?? '',
-      detail: result?.detail ?? '',
-    });
+    const record = await this.#record(name, SUCCEEDED, outcomeOf(result));
     return { performed: true, record, result };
   }
 
@@ -192,4 +190,13 @@ export class Job {
     this.actions.set(action, record);
     return record;
   }
+}
+
+// What perform's result says of the effect: a plain string (a message id, say) is its externalRef, as the
+// Python runtime keeps a plain return; an object may name externalRef and detail; anything else, nothing.
+function outcomeOf(result) {
+  if (typeof result === 'string' || typeof result === 'number' || typeof result === 'bigint') {
+    return { externalRef: String(result), detail: '' };
+  }
+  return { externalRef: result?.externalRef ?? '', detail: result?.detail ?? '' };
 }

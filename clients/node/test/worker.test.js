@@ -228,6 +228,32 @@ test('a FAILED action is intended again with the same key and then succeeds', ne
   assert.equal(keys[0], keys[1], 'the retry reuses the idempotency key');
 });
 
+test("an action's plain return value is kept as its externalRef, as in Python", needsInboxd, async () => {
+  const ns = namespace();
+  await inbox.accept({ namespace: ns, eventKey: 'plain', eventType: 't', payload: {} });
+  const records = [];
+  const worker = newWorker(inbox, {
+    namespaces: [ns],
+    leaseMs: 10_000,
+    waitMs: 200,
+    handler: async (job) => {
+      const { record } = await job.action('send:v1', async () => 'msg-7');
+      records.push(record);
+    },
+  });
+  const outcomes = [];
+  worker.on('settled', ({ outcome }) => outcomes.push(outcome));
+  const running = worker.run();
+  try {
+    await poll(() => (outcomes.length >= 1 ? true : undefined), { withinMs: 15_000 });
+  } finally {
+    await worker.stop();
+    await running;
+  }
+  assert.deepEqual(outcomes, ['completed']);
+  assert.equal(records[0].externalRef, 'msg-7', 'the server recorded the returned message id');
+});
+
 test('SIGTERM releases the running event: it is claimable at once, its attempt not counted', needsInboxd, async () => {
   const ns = namespace();
   await inbox.accept({ namespace: ns, eventKey: 'held', eventType: 't', payload: {} });
