@@ -47,34 +47,57 @@
 -- timestamps, framing). A Claim of one event measures nothing.
 WITH flow AS MATERIALIZED (
     -- The turn: which namespaces, in which order, how many events each may
-    -- give under its flow-control rules (migration 0024; store/claims.py
+    -- give under its flow-control rules (migrations 0024, 0027; store/claims.py
     -- passes the walk's prefixes and where this filter's last turn ended).
-    SELECT t.* FROM inboxd_claim_turn(%(namespaces)s::text[], %(namespace_patterns)s::text[], %(prefixes)s::text[],
-                                      %(after)s, %(turn_limit)s, %(max_events)s, %(event_types)s::text[],
-                                      inboxd_now(%(now)s)) AS t
+    SELECT t.* FROM inboxd_claim_turn_takeovers(%(namespaces)s::text[], %(namespace_patterns)s::text[],
+                                                %(prefixes)s::text[], %(after)s, %(turn_limit)s, %(max_events)s,
+                                                %(event_types)s::text[], inboxd_now(%(now)s)) AS t
 ), due AS (
     -- The turn's events: each namespace's oldest due ones up to its cap,
     -- taken in turn (one round of the weights, then the next), oldest first
-    -- within a round.
+    -- within a round. A namespace's cap is its `fresh` events, oldest due
+    -- first, and the expired leases its turn found to take over at its
+    -- max_in_flight (`takeovers`, migration 0027), each by primary key: a
+    -- takeover moves no count, so it needs no free slot.
     SELECT ranked.* FROM (
         SELECT d.*, f.position, f.weight, row_number() OVER (PARTITION BY d.namespace ORDER BY d.due_at) AS rank
         FROM flow AS f CROSS JOIN LATERAL (
-            SELECT e.namespace, e.event_key, e.state AS state_before, e.fencing_token AS old_fencing_token,
-                   e.attempt >= %(max_attempts)s AS exhausted, e.due_at, e.ordering_key, e.revision, e.replayed,
-                   CASE WHEN %(max_events)s > 1
-                        THEN coalesce(octet_length(e.raw_payload), octet_length(e.payload::text))
-                             + octet_length(e.metadata::text)
-                             + octet_length(coalesce(e.last_error, '')) + 4096
-                        ELSE 0 END AS answer_bytes
-            FROM inbox_events AS e
-            WHERE e.namespace COLLATE "C" = f.namespace
-              AND e.due_at <= inboxd_now(%(now)s)
-              AND (cardinality(%(event_types)s::text[]) = 0 OR e.event_type = ANY(%(event_types)s::text[]))
-              AND (e.ordering_key = '' OR inboxd_next_of_key(e.namespace, e.ordering_key, e.event_key, e.revision,
-                                                             e.accepted_at, %(ignore_stale)s AND NOT e.replayed))
-            ORDER BY e.due_at
-            LIMIT f.cap
-            FOR UPDATE OF e SKIP LOCKED
+            SELECT fresh.* FROM (
+                SELECT e.namespace, e.event_key, e.state AS state_before, e.fencing_token AS old_fencing_token,
+                       e.attempt >= %(max_attempts)s AS exhausted, e.due_at, e.ordering_key, e.revision, e.replayed,
+                       CASE WHEN %(max_events)s > 1
+                            THEN coalesce(octet_length(e.raw_payload), octet_length(e.payload::text))
+                                 + octet_length(e.metadata::text)
+                                 + octet_length(coalesce(e.last_error, '')) + 4096
+                            ELSE 0 END AS answer_bytes
+                FROM inbox_events AS e
+                WHERE e.namespace COLLATE "C" = f.namespace
+                  AND e.due_at <= inboxd_now(%(now)s)
+                  AND (cardinality(%(event_types)s::text[]) = 0 OR e.event_type = ANY(%(event_types)s::text[]))
+                  AND (e.ordering_key = '' OR inboxd_next_of_key(e.namespace, e.ordering_key, e.event_key, e.revision,
+                                                                 e.accepted_at, %(ignore_stale)s AND NOT e.replayed))
+                  AND NOT e.event_key = ANY(f.takeovers)
+                ORDER BY e.due_at
+                LIMIT f.fresh
+                FOR UPDATE OF e SKIP LOCKED
+            ) AS fresh
+            UNION ALL
+            SELECT takeover.* FROM (
+                SELECT e.namespace, e.event_key, e.state, e.fencing_token, e.attempt >= %(max_attempts)s, e.due_at,
+                       e.ordering_key, e.revision, e.replayed,
+                       CASE WHEN %(max_events)s > 1
+                            THEN coalesce(octet_length(e.raw_payload), octet_length(e.payload::text))
+                                 + octet_length(e.metadata::text)
+                                 + octet_length(coalesce(e.last_error, '')) + 4096
+                            ELSE 0 END
+                FROM inbox_events AS e
+                WHERE e.namespace = f.namespace AND e.event_key = ANY(f.takeovers)
+                  AND e.state = 'processing' AND e.due_at <= inboxd_now(%(now)s)
+                  AND (e.ordering_key = '' OR inboxd_next_of_key(e.namespace, e.ordering_key, e.event_key, e.revision,
+                                                                 e.accepted_at, %(ignore_stale)s AND NOT e.replayed))
+                LIMIT cardinality(f.takeovers)
+                FOR UPDATE OF e SKIP LOCKED
+            ) AS takeover
         ) AS d
         WHERE f.cap > 0
     ) AS ranked
