@@ -335,6 +335,24 @@ LEFT JOIN LATERAL (
 ) AS ledger ON true
 ORDER BY claimed.due_at
 
+-- name: claim_lock_timeout
+-- For this transaction only: how long a Claim waits for another Claim's hold
+-- on a limited namespace (claim_wait_for_namespace); answers the setting it
+-- replaces, which the claim statement after the wait runs under again.
+SELECT previous.setting, set_config('lock_timeout', %(lock_timeout)s, true)
+FROM (SELECT current_setting('lock_timeout') AS setting) AS previous
+
+-- name: claim_wait_for_namespace
+-- Waits for the Claim that holds a limited namespace's lock (inboxd_flow_room,
+-- migration 0027: the lock its Claims take turns on to count its slots) to
+-- commit, and holds it for this transaction: the claim statement run next in
+-- the same transaction takes it again at once (advisory locks are
+-- re-entrant) and counts after that commit. A Claim that found the lock
+-- taken took none of the namespace; this is its second look
+-- (store/claim_waits.py). The only advisory lock a
+-- claimer ever waits for, and it waits holding none: no cycle of waits.
+SELECT pg_advisory_xact_lock(7311002, hashtext(%(namespace)s))
+
 -- name: event_renew_lease
 -- Moves the lease's end; an expired lease that nobody reclaimed is still current.
 UPDATE inbox_events AS e
