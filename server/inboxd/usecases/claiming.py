@@ -13,6 +13,7 @@ import collections
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
@@ -189,10 +190,11 @@ class Claiming(abc.ABC):
                 return batch
             # Another Claim was counting a limited namespace's slots: slots and events may be left, and nothing
             # would wake this one when that Claim commits. Wait for the commit and look again, once.
-            return await claim_waits.claim_events_when_free(
+            again = await claim_waits.claim_events_when_free(
                 conn, request, batch.turn.busy[0], lock_wait=CLAIMER_WAIT, max_attempts=max_attempts,
                 max_bytes=budget, now=now, ignore_stale=ignore_stale, after=after,
             )  # fmt: skip
+            return _both_looks(batch, again)
 
         task = asyncio.ensure_future(self.db.run(look, transaction=False))
         try:
@@ -234,6 +236,17 @@ class Claiming(abc.ABC):
         background = asyncio.ensure_future(coro)
         self._background.add(background)
         background.add_done_callback(self._background.discard)
+
+
+def _both_looks(first: ClaimBatch, again: ClaimBatch) -> ClaimBatch:
+    """The second look's answer, with what the first did on the way (events it ended, rules that held back)."""
+    return replace(
+        again,
+        leases_expired=first.leases_expired + again.leases_expired,
+        ignored_stale=first.ignored_stale + again.ignored_stale,
+        dead_lettered_in=first.dead_lettered_in + again.dead_lettered_in,
+        turn=replace(again.turn, throttled=first.turn.throttled + again.turn.throttled),
+    )
 
 
 def _remember(kept: dict[K, V], key: K, value: V) -> None:
