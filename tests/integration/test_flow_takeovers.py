@@ -88,3 +88,28 @@ async def test_a_work_stream_takes_over_the_expired_leases_of_a_namespace_at_its
         pass
     worker.call.cancel()
     assert await most_held_at_once(db, limited) == 2
+
+
+async def test_concurrent_claimers_taking_over_expired_leases_never_exceed_the_limit(
+    work: InboxServiceStub, db: Database, clock: FakeClock, ns: str
+) -> None:
+    """Eight claimers at once, round after round, each round's leases left to expire: never more than 3 leased.
+
+    Nobody completes anything: each round takes over the last one's leases
+    (or dead-letters them on their third attempt, which frees their slots for
+    fresh events), all under the limit's lock.
+    """
+    limited = f"{ns}/smtp"
+    await set_rule(db, clock, limited, max_in_flight=3)
+    await accept_many(work, limited, 12)
+    request = inbox_pb2.ClaimRequest(namespaces=[f"{ns}/*"], max_events=5, lease=seconds(LEASE))
+    handed_out = 0
+    for _ in range(8):
+        answers = await asyncio.gather(*(work.Claim(request) for _ in range(8)))
+        taken = sum(len(answer.events) for answer in answers)
+        assert taken <= 3, f"{taken} handed out in one round under max_in_flight 3"
+        handed_out += taken
+        clock.advance(LEASE + 1)
+    # Every round handed out a full limit again: takeovers, then fresh events as the old ones dead-lettered.
+    assert handed_out == 8 * 3
+    assert await most_held_at_once(db, limited) == 3
