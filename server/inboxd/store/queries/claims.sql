@@ -9,10 +9,11 @@
 -- name: event_claim
 -- Leases up to max_events due events: PENDING ones whose available_at has
 -- come and PROCESSING ones whose lease expired (the old claim dies). The
--- namespaces are taken in turn (inboxd_claim_turn, migration 0024: a walk
--- round the ring of namespaces with open rows from where the filter's last
--- turn ended, one index descent per namespace whatever its backlog, the
--- flow-control rules deciding each namespace's cap), oldest due first within
+-- namespaces are taken in turn (inboxd_claim_turn_takeovers, migrations
+-- 0024 and 0027: a walk round the ring of namespaces with open rows from
+-- where the filter's last turn ended, one index descent per namespace
+-- whatever its backlog, the flow-control rules deciding each namespace's
+-- cap and, at a max_in_flight, the expired leases it takes over), oldest due first within
 -- each; SKIP LOCKED lets concurrent claimers pass each other. Due events with
 -- no attempts left are dead-lettered instead of handed out. One statement,
 -- so one round trip on an autocommit connection: the claimed events' action
@@ -313,7 +314,7 @@ FROM (SELECT (SELECT count(*) FILTER (WHERE finished.ignored) FROM finished) AS 
 ), history AS (
     -- On the database's clock, the ledger's claimed_at is the moment of this
     -- write (inboxd_moment, migration 0021; not the transaction's start): after
-    -- inboxd_flow_slots counted the namespace's leases, so that a claim that
+    -- inboxd_flow_room counted the namespace's leases, so that a claim that
     -- ended before that count never seems to overlap this one in the ledger
     -- (its ended_at is its own transaction's start, before its commit).
     INSERT INTO inbox_claims (fencing_token, namespace, event_key, claim_token, worker_id, attempt, claimed_at)
