@@ -11,6 +11,7 @@ under test has either answered or is seen waiting for it in pg_locks.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import Any
 
 import grpc
@@ -23,6 +24,7 @@ from tests.conftest import FakeClock
 from tests.harness import eventually
 from tests.integration.helpers import seconds
 from tests.integration.test_flow_claims import accept_many, set_rule
+from tests.integration.work_streams import Worker
 
 # The lock Claims of one namespace take turns on (inboxd_flow_slots, inboxd_flow_room).
 SLOTS_LOCK = 7311002
@@ -95,3 +97,28 @@ async def test_a_waiting_claim_that_finds_the_namespace_locked_claims_when_the_h
     # otherwise have been the Claim's only second chance.
     assert len(answer.events) == 3
     assert took < 10, f"answered after {took:.1f} s"
+
+
+async def test_a_work_stream_that_finds_the_namespace_locked_is_pushed_when_the_holder_commits(
+    work: InboxServiceStub, db: Database, clock: FakeClock, ns: str
+) -> None:
+    limited = f"{ns}/smtp"
+    await set_rule(db, clock, limited, max_in_flight=5)
+    await accept_many(work, limited, 3)
+    worker = Worker(work)
+    loop = asyncio.get_running_loop()
+    began = loop.time()
+
+    async def hold(conn: Any) -> None:
+        await conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (SLOTS_LOCK, limited))
+        await worker.subscribe([limited], credit=5, lease=60)
+        with contextlib.suppress(AssertionError):  # the old code never waits: the lock goes after 10 s
+            await eventually(lambda: waiting_for_the_lock(db, limited), "the stream waiting for the lock", within=10)
+
+    await db.run(hold)
+    pushed = await worker.pushed(3)
+    took = loop.time() - began
+    worker.call.cancel()
+    assert len(pushed) == 3
+    # Before: pushed only after the lock went (10 s) and the next poll looked again.
+    assert took < 10, f"pushed after {took:.1f} s"
