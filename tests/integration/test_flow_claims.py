@@ -153,7 +153,7 @@ async def test_a_paused_namespace_is_accepted_claimed_by_no_one_and_resumed_with
     assert await claim(work, [paused], max_events=100) == []
     clock.advance(5)  # half way: 5 a second, at most a second's worth at once
     assert len(await claim(work, [paused], max_events=100)) == 5
-    clock.advance(6)  # the ramp is over and the rule has no rate of its own
+    clock.advance(6)  # the ramp is over and the rule has no rate (a resume gives it the ramp's; removed since)
     assert len(await claim(work, [paused], max_events=100)) == 100 - 6
 
 

@@ -88,6 +88,23 @@ def test_a_resume_with_a_ramp_sets_it_and_a_pause_or_a_plain_resume_clears_it() 
     assert plain is not None and (plain.paused, plain.ramp) == (False, None)
 
 
+def test_a_ramps_rate_holds_after_it_unless_the_rule_has_a_rate_of_its_own() -> None:
+    ramp = change(paused=False, resume_ramp=timedelta(minutes=10), ramp_rate=200.0)
+    no_rate = changed_rule(FlowRule("mailera/acme", paused=True), ramp, now=NOW, actor="ops")
+    assert no_rate is not None and (no_rate.rate, no_rate.ramp_rate) == (200.0, 200.0)
+    assert in_words(no_rate) == "rate 200/s, ramp to 200/s over 10m"
+    own_rate = changed_rule(FlowRule("mailera/acme", rate=500.0, paused=True), ramp, now=NOW, actor="ops")
+    assert own_rate is not None and (own_rate.rate, own_rate.ramp_rate) == (500.0, 200.0)
+    # A rate set with the resume is the operator's: it holds after the ramp.
+    both = changed_rule(FlowRule("mailera/acme", paused=True), change(**{**_fields(ramp), "rate": 50.0}), now=NOW,
+                        actor="ops")  # fmt: skip
+    assert both is not None and (both.rate, both.ramp_rate) == (50.0, 200.0)
+
+
+def _fields(one: FlowChange) -> dict[str, Any]:
+    return {"paused": one.paused, "resume_ramp": one.resume_ramp, "ramp_rate": one.ramp_rate}
+
+
 def replace_paused(rule: FlowRule) -> FlowRule:
     return FlowRule(rule.pattern, rate=rule.rate, paused=True)
 

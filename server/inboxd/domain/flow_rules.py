@@ -48,7 +48,8 @@ class FlowRule:
     paused: bool = False
     weight: int = 1
     # Set by a resume with a ramp (all three or none): from resumed_at, for
-    # ramp, the claim rate climbs from zero to ramp_rate.
+    # ramp, the claim rate climbs from zero to ramp_rate; then `rate` holds
+    # (a resume with a ramp sets it to ramp_rate when the rule had none).
     resumed_at: datetime | None = None
     ramp: timedelta | None = None
     ramp_rate: float | None = None
@@ -86,7 +87,8 @@ class FlowChange:
     """An operator's change of one rule: None keeps a field as it is; 0 removes a limit, a rate or a burst.
 
     `weight` 0 means 1. `resume_ramp` goes with paused=False on a paused
-    rule; `ramp_rate` 0 then means the rule's rate. `remove` stands alone.
+    rule; `ramp_rate` 0 then means the rule's rate, and a rule with no rate
+    takes ramp_rate as its rate, which holds after the ramp. `remove` stands alone.
     """
 
     pattern: str
@@ -172,7 +174,9 @@ def changed_rule(before: FlowRule | None, change: FlowChange, *, now: datetime, 
         ramp_rate = change.ramp_rate or rule.rate
         if not ramp_rate:
             raise InvalidArgument("ramp_rate", "a ramp climbs to a rate: set ramp_rate or rate")
-        return replace(rule, resumed_at=now, ramp=change.resume_ramp, ramp_rate=ramp_rate)
+        # The ramp's rate holds after it unless the rule has a rate of its own: the ramp exists so that the
+        # backlog never hits the downstream at once, and a rule with no rate would release it all at its end.
+        return replace(rule, rate=rule.rate or ramp_rate, resumed_at=now, ramp=change.resume_ramp, ramp_rate=ramp_rate)
     if resuming or change.paused:
         # Resumed at once, or paused again: no ramp holds any more.
         return replace(rule, resumed_at=None, ramp=None, ramp_rate=None)

@@ -173,6 +173,8 @@ class Turn:
     throttled: tuple[tuple[str, str, str], ...] = ()
     # When a rate that held events back has its next token (None: no rate did).
     next_token_at: datetime | None = None
+    # Limited namespaces this Claim took none of because another Claim held their lock (counting their slots).
+    busy: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -68,7 +68,12 @@ def add_flow_commands(commands: Any, common: argparse.ArgumentParser) -> None:
     actions.add_parser("pause", parents=[common, change], help="accept as ever, hand out nothing")
     resume = actions.add_parser("resume", parents=[common, change], help="hand out again, at once or ramping up")
     resume.add_argument("--ramp", type=span, help="ramp the claim rate up from zero over this period (30s, 5m, 1h)")
-    resume.add_argument("--ramp-rate", type=float, default=0.0, help="the rate the ramp climbs to (default: --rate's)")
+    resume.add_argument(
+        "--ramp-rate",
+        type=float,
+        default=0.0,
+        help="the rate the ramp climbs to (default: --rate's); a rule with no --rate keeps it after the ramp",
+    )
 
     actions.add_parser("remove", parents=[common, change], help="remove the rule: the next most specific one governs")
 

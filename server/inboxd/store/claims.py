@@ -83,6 +83,7 @@ async def claim_events(
     events = [_claimed_event(row, row[_LEDGER] or ()) for row in rows if row[0] is not None]
     (ignored_stale, dead_lettered_in, leases_expired, turn_end, turn_cut, throttled_rules, throttled_namespaces,
      throttled_by, next_token_at, _given_back, _governed) = rows[0][_LEDGER + 1:]  # fmt: skip
+    held_back = list(zip(throttled_rules, throttled_by, throttled_namespaces, strict=True))
     return ClaimBatch(
         events,
         leases_expired=int(leases_expired),
@@ -92,12 +93,16 @@ async def claim_events(
         turn=Turn(
             ended_at=last_served(events, after) or turn_end or "",
             cut_short=bool(turn_cut),
-            throttled=tuple(zip(throttled_rules, throttled_by, throttled_namespaces, strict=True)),
+            # Another Claim held a namespace's lock: not a rule's throttle, a moment's wait (store/claim_waits.py).
+            throttled=tuple(held for held in held_back if held[1] != BUSY),
+            busy=tuple(namespace for _rule, reason, namespace in held_back if reason == BUSY),
             next_token_at=next_token_at,
         ),
     )
 
 
+# How a turn says that another Claim held a namespace's lock (migration 0027's held_back).
+BUSY = "busy"
 # A turn looks at up to max_events + TURN_SLACK namespaces with open events,
 # so that namespaces whose events are all leased or delayed do not make a
 # Claim come back empty while others further round the ring have some due.

@@ -13,7 +13,8 @@ import collections
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
-from datetime import UTC, datetime
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 from inboxd.config.settings import Settings
@@ -21,8 +22,8 @@ from inboxd.domain.vocabulary import ClaimBatch, ClaimRequest, Fence, StaleRevis
 from inboxd.observability.transition_observer import InboxObserver
 from inboxd.runtime.due_poller import DuePoller
 from inboxd.runtime.wakeups import Waiter, WakeBus, WakeUp
-from inboxd.store import claims
-from inboxd.store.database import Database
+from inboxd.store import claim_waits, claims
+from inboxd.store.database import Connection, Database
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -40,6 +41,9 @@ FALLBACK_POLL_SECONDS = 1.0
 CLAIM_ANSWER_BYTES = 3 * 1024 * 1024
 # Where each filter's last turn over the namespaces ended, for this many filters (the oldest forgotten first).
 TURNS_KEPT = 4096
+# How long a Claim that found a limited namespace's lock taken waits for the
+# Claim holding it (one claim statement) to commit, before it looks again.
+CLAIMER_WAIT = timedelta(seconds=1)
 # A look whose walk of the namespaces stopped short of the ring's end looks
 # again at once, from where it stopped, up to this many times in a row.
 LOOKS_ON = 8
@@ -175,16 +179,24 @@ class Claiming(abc.ABC):
         budget = self.claim_answer_bytes
         turn_of = (request.namespaces, request.namespace_patterns, request.event_types)
         after = self._turns.get(turn_of, "")
-        # One statement on an autocommit connection: one round trip, no BEGIN/COMMIT.
-        task = asyncio.ensure_future(
-            self.db.run(
-                lambda conn: claims.claim_events(
-                    conn, request, max_attempts=max_attempts, max_bytes=budget, now=now, ignore_stale=ignore_stale,
-                    after=after,
-                ),
-                transaction=False,
-            )
-        )  # fmt: skip
+
+        async def look(conn: Connection) -> ClaimBatch:
+            # One statement on an autocommit connection: one round trip, no BEGIN/COMMIT.
+            batch = await claims.claim_events(
+                conn, request, max_attempts=max_attempts, max_bytes=budget, now=now, ignore_stale=ignore_stale,
+                after=after,
+            )  # fmt: skip
+            if batch.events or not batch.turn.busy:
+                return batch
+            # Another Claim was counting a limited namespace's slots: slots and events may be left, and nothing
+            # would wake this one when that Claim commits. Wait for the commit and look again, once.
+            again = await claim_waits.claim_events_when_free(
+                conn, request, batch.turn.busy[0], lock_wait=CLAIMER_WAIT, max_attempts=max_attempts,
+                max_bytes=budget, now=now, ignore_stale=ignore_stale, after=after,
+            )  # fmt: skip
+            return _both_looks(batch, again)
+
+        task = asyncio.ensure_future(self.db.run(look, transaction=False))
         try:
             # Shielded: a caller who goes away mid-claim must not leave events
             # claimed by nobody until their leases expire.
@@ -224,6 +236,17 @@ class Claiming(abc.ABC):
         background = asyncio.ensure_future(coro)
         self._background.add(background)
         background.add_done_callback(self._background.discard)
+
+
+def _both_looks(first: ClaimBatch, again: ClaimBatch) -> ClaimBatch:
+    """The second look's answer, with what the first did on the way (events it ended, rules that held back)."""
+    return replace(
+        again,
+        leases_expired=first.leases_expired + again.leases_expired,
+        ignored_stale=first.ignored_stale + again.ignored_stale,
+        dead_lettered_in=first.dead_lettered_in + again.dead_lettered_in,
+        turn=replace(again.turn, throttled=first.turn.throttled + again.turn.throttled),
+    )
 
 
 def _remember(kept: dict[K, V], key: K, value: V) -> None:

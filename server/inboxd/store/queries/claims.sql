@@ -9,10 +9,11 @@
 -- name: event_claim
 -- Leases up to max_events due events: PENDING ones whose available_at has
 -- come and PROCESSING ones whose lease expired (the old claim dies). The
--- namespaces are taken in turn (inboxd_claim_turn, migration 0024: a walk
--- round the ring of namespaces with open rows from where the filter's last
--- turn ended, one index descent per namespace whatever its backlog, the
--- flow-control rules deciding each namespace's cap), oldest due first within
+-- namespaces are taken in turn (inboxd_claim_turn_takeovers, migrations
+-- 0024 and 0027: a walk round the ring of namespaces with open rows from
+-- where the filter's last turn ended, one index descent per namespace
+-- whatever its backlog, the flow-control rules deciding each namespace's
+-- cap and, at a max_in_flight, the expired leases it takes over), oldest due first within
 -- each; SKIP LOCKED lets concurrent claimers pass each other. Due events with
 -- no attempts left are dead-lettered instead of handed out. One statement,
 -- so one round trip on an autocommit connection: the claimed events' action
@@ -47,34 +48,57 @@
 -- timestamps, framing). A Claim of one event measures nothing.
 WITH flow AS MATERIALIZED (
     -- The turn: which namespaces, in which order, how many events each may
-    -- give under its flow-control rules (migration 0024; store/claims.py
+    -- give under its flow-control rules (migrations 0024, 0027; store/claims.py
     -- passes the walk's prefixes and where this filter's last turn ended).
-    SELECT t.* FROM inboxd_claim_turn(%(namespaces)s::text[], %(namespace_patterns)s::text[], %(prefixes)s::text[],
-                                      %(after)s, %(turn_limit)s, %(max_events)s, %(event_types)s::text[],
-                                      inboxd_now(%(now)s)) AS t
+    SELECT t.* FROM inboxd_claim_turn_takeovers(%(namespaces)s::text[], %(namespace_patterns)s::text[],
+                                                %(prefixes)s::text[], %(after)s, %(turn_limit)s, %(max_events)s,
+                                                %(event_types)s::text[], inboxd_now(%(now)s)) AS t
 ), due AS (
     -- The turn's events: each namespace's oldest due ones up to its cap,
     -- taken in turn (one round of the weights, then the next), oldest first
-    -- within a round.
+    -- within a round. A namespace's cap is its `fresh` events, oldest due
+    -- first, and the expired leases its turn found to take over at its
+    -- max_in_flight (`takeovers`, migration 0027), each by primary key: a
+    -- takeover moves no count, so it needs no free slot.
     SELECT ranked.* FROM (
         SELECT d.*, f.position, f.weight, row_number() OVER (PARTITION BY d.namespace ORDER BY d.due_at) AS rank
         FROM flow AS f CROSS JOIN LATERAL (
-            SELECT e.namespace, e.event_key, e.state AS state_before, e.fencing_token AS old_fencing_token,
-                   e.attempt >= %(max_attempts)s AS exhausted, e.due_at, e.ordering_key, e.revision, e.replayed,
-                   CASE WHEN %(max_events)s > 1
-                        THEN coalesce(octet_length(e.raw_payload), octet_length(e.payload::text))
-                             + octet_length(e.metadata::text)
-                             + octet_length(coalesce(e.last_error, '')) + 4096
-                        ELSE 0 END AS answer_bytes
-            FROM inbox_events AS e
-            WHERE e.namespace COLLATE "C" = f.namespace
-              AND e.due_at <= inboxd_now(%(now)s)
-              AND (cardinality(%(event_types)s::text[]) = 0 OR e.event_type = ANY(%(event_types)s::text[]))
-              AND (e.ordering_key = '' OR inboxd_next_of_key(e.namespace, e.ordering_key, e.event_key, e.revision,
-                                                             e.accepted_at, %(ignore_stale)s AND NOT e.replayed))
-            ORDER BY e.due_at
-            LIMIT f.cap
-            FOR UPDATE OF e SKIP LOCKED
+            SELECT fresh.* FROM (
+                SELECT e.namespace, e.event_key, e.state AS state_before, e.fencing_token AS old_fencing_token,
+                       e.attempt >= %(max_attempts)s AS exhausted, e.due_at, e.ordering_key, e.revision, e.replayed,
+                       CASE WHEN %(max_events)s > 1
+                            THEN coalesce(octet_length(e.raw_payload), octet_length(e.payload::text))
+                                 + octet_length(e.metadata::text)
+                                 + octet_length(coalesce(e.last_error, '')) + 4096
+                            ELSE 0 END AS answer_bytes
+                FROM inbox_events AS e
+                WHERE e.namespace COLLATE "C" = f.namespace
+                  AND e.due_at <= inboxd_now(%(now)s)
+                  AND (cardinality(%(event_types)s::text[]) = 0 OR e.event_type = ANY(%(event_types)s::text[]))
+                  AND (e.ordering_key = '' OR inboxd_next_of_key(e.namespace, e.ordering_key, e.event_key, e.revision,
+                                                                 e.accepted_at, %(ignore_stale)s AND NOT e.replayed))
+                  AND NOT e.event_key = ANY(f.takeovers)
+                ORDER BY e.due_at
+                LIMIT f.fresh
+                FOR UPDATE OF e SKIP LOCKED
+            ) AS fresh
+            UNION ALL
+            SELECT takeover.* FROM (
+                SELECT e.namespace, e.event_key, e.state, e.fencing_token, e.attempt >= %(max_attempts)s, e.due_at,
+                       e.ordering_key, e.revision, e.replayed,
+                       CASE WHEN %(max_events)s > 1
+                            THEN coalesce(octet_length(e.raw_payload), octet_length(e.payload::text))
+                                 + octet_length(e.metadata::text)
+                                 + octet_length(coalesce(e.last_error, '')) + 4096
+                            ELSE 0 END
+                FROM inbox_events AS e
+                WHERE e.namespace = f.namespace AND e.event_key = ANY(f.takeovers)
+                  AND e.state = 'processing' AND e.due_at <= inboxd_now(%(now)s)
+                  AND (e.ordering_key = '' OR inboxd_next_of_key(e.namespace, e.ordering_key, e.event_key, e.revision,
+                                                                 e.accepted_at, %(ignore_stale)s AND NOT e.replayed))
+                LIMIT cardinality(f.takeovers)
+                FOR UPDATE OF e SKIP LOCKED
+            ) AS takeover
         ) AS d
         WHERE f.cap > 0
     ) AS ranked
@@ -290,7 +314,7 @@ FROM (SELECT (SELECT count(*) FILTER (WHERE finished.ignored) FROM finished) AS 
 ), history AS (
     -- On the database's clock, the ledger's claimed_at is the moment of this
     -- write (inboxd_moment, migration 0021; not the transaction's start): after
-    -- inboxd_flow_slots counted the namespace's leases, so that a claim that
+    -- inboxd_flow_room counted the namespace's leases, so that a claim that
     -- ended before that count never seems to overlap this one in the ledger
     -- (its ended_at is its own transaction's start, before its commit).
     INSERT INTO inbox_claims (fencing_token, namespace, event_key, claim_token, worker_id, attempt, claimed_at)
@@ -311,6 +335,24 @@ LEFT JOIN LATERAL (
     WHERE a.namespace = claimed.namespace AND a.event_key = claimed.event_key
 ) AS ledger ON true
 ORDER BY claimed.due_at
+
+-- name: claim_lock_timeout
+-- For this transaction only: how long a Claim waits for another Claim's hold
+-- on a limited namespace (claim_wait_for_namespace); answers the setting it
+-- replaces, which the claim statement after the wait runs under again.
+SELECT previous.setting, set_config('lock_timeout', %(lock_timeout)s, true)
+FROM (SELECT current_setting('lock_timeout') AS setting) AS previous
+
+-- name: claim_wait_for_namespace
+-- Waits for the Claim that holds a limited namespace's lock (inboxd_flow_room,
+-- migration 0027: the lock its Claims take turns on to count its slots) to
+-- commit, and holds it for this transaction: the claim statement run next in
+-- the same transaction takes it again at once (advisory locks are
+-- re-entrant) and counts after that commit. A Claim that found the lock
+-- taken took none of the namespace; this is its second look
+-- (store/claim_waits.py). The only advisory lock a
+-- claimer ever waits for, and it waits holding none: no cycle of waits.
+SELECT pg_advisory_xact_lock(7311002, hashtext(%(namespace)s))
 
 -- name: event_renew_lease
 -- Moves the lease's end; an expired lease that nobody reclaimed is still current.
