@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import shutil
 import signal
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
@@ -137,3 +139,21 @@ async def test_grpcs_own_handshake_lines_stay_out_of_the_json_log(
         assert lines and not [line for line in lines if not line.startswith("{")], lines
     finally:
         server.kill()
+
+
+async def test_the_cli_without_tls_against_a_tls_server_says_to_use_tls(tls_server: RunningServer) -> None:
+    """Before, it said only "UNAVAILABLE: Socket closed" (or a handshake's text), no word of TLS."""
+    done = await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, "-m", "inboxd", "stats", "--target", f"127.0.0.1:{tls_server.port}", "--timeout", "5"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 1, done.stderr
+    assert "UNAVAILABLE" in done.stderr
+    assert (
+        "no TLS was used: if inboxd at 127.0.0.1:" in done.stderr
+        and "--tls-ca FILE or set INBOXD_TLS_CA" in done.stderr
+    )

@@ -45,9 +45,15 @@ def add_admin_commands(commands: Any) -> None:
     """Registers the subcommands on `inboxd`'s subparsers (argparse's private action type, hence Any)."""
     common = argparse.ArgumentParser(add_help=False)
     conn = common.add_argument_group("connection")
-    conn.add_argument("--target", default=os.environ.get("INBOXD_TARGET") or DEFAULT_TARGET, help="host:port")
+    conn.add_argument(
+        "--target",
+        default=os.environ.get("INBOXD_TARGET") or DEFAULT_TARGET,
+        help=f"host:port (INBOXD_TARGET; default {DEFAULT_TARGET})",
+    )
     conn.add_argument("--token", default=os.environ.get("INBOXD_TOKEN"), help="bearer token (INBOXD_TOKEN)")
-    conn.add_argument("--tls-ca", default=os.environ.get("INBOXD_TLS_CA"), help="CA certificate: use TLS")
+    conn.add_argument(
+        "--tls-ca", default=os.environ.get("INBOXD_TLS_CA"), help="CA certificate file: use TLS (INBOXD_TLS_CA)"
+    )
     conn.add_argument("--tls", action="store_true", help="use TLS with the system's root certificates")
     conn.add_argument(
         "--trusted-network",
@@ -108,7 +114,7 @@ def run_admin_command(args: argparse.Namespace) -> int:
             client = _Client(admin_pb2_grpc.InboxAdminServiceStub(channel), args)  # type: ignore[no-untyped-call]
             return _RUNNERS[args.command](client, args)
     except grpc.RpcError as exc:
-        print(f"inboxd {args.command}: {_describe(exc)}", file=sys.stderr)
+        print(f"inboxd {args.command}: {_describe(exc)}{_connection_hint(exc, args)}", file=sys.stderr)
         return 1
     except OSError as exc:
         print(f"inboxd {args.command}: {exc}", file=sys.stderr)
@@ -125,6 +131,21 @@ def _channel(args: argparse.Namespace) -> grpc.Channel:
 def _describe(exc: grpc.RpcError) -> str:
     code, details = exc.code(), exc.details()
     return f"{code.name}: {details}"
+
+
+def _connection_hint(exc: grpc.RpcError, args: argparse.Namespace) -> str:
+    """What to try when the call never reached inboxd: a plaintext client against TLS reads only "Socket closed"."""
+    if exc.code() != grpc.StatusCode.UNAVAILABLE:
+        return ""
+    if args.tls_ca or args.tls:
+        return (
+            f"\n  (TLS was used: if {args.target} serves plaintext, drop --tls/--tls-ca; if its certificate is not"
+            " signed by the CA given, pass the right one with --tls-ca FILE or INBOXD_TLS_CA)"
+        )
+    return (
+        f"\n  (no TLS was used: if inboxd at {args.target} serves TLS, pass --tls-ca FILE or set INBOXD_TLS_CA,"
+        " or --tls for a certificate the system trusts; else check the address: --target or INBOXD_TARGET)"
+    )
 
 
 class _Client:

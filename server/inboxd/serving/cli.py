@@ -81,6 +81,17 @@ MIGRATE_WAIT_SECONDS = 60.0
 _MIGRATE_FLAGS = ("--database-url", "--data-dir", "--embedded")
 
 
+ENVIRONMENT_HELP = """environment:
+  serve and migrate: every flag has a variable of the same meaning (see `inboxd serve --help`), e.g.
+    DATABASE_URL, INBOXD_LISTEN, INBOXD_TOKENS_FILE, INBOXD_TLS_CERT, INBOXD_TLS_KEY, INBOXD_EMBEDDED;
+    besides: INBOXD_LOG_LEVEL (default INFO), INBOXD_PG_BIN (the PostgreSQL binaries' folder), OTEL_* (tracing),
+    GRPC_VERBOSITY (gRPC's own lines; default ERROR)
+  the admin commands (stats, events, show, ...): INBOXD_TARGET (host:port, default 127.0.0.1:50051),
+    INBOXD_TOKEN, INBOXD_TLS_CA, INBOXD_TRUSTED_NETWORK
+  token list and revoke: INBOXD_TOKENS_FILE
+  every setting, its default and meaning: docs/configuration.md"""
+
+
 def _add_setting_flags(parser: argparse.ArgumentParser, only: Sequence[str] | None = None) -> None:
     env = env_names()
     for flag, field_name in _SETTING_FLAGS.items():
@@ -96,10 +107,21 @@ def _add_setting_flags(parser: argparse.ArgumentParser, only: Sequence[str] | No
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="inboxd", description="A durable inbox for webhook events.")
+    parser = argparse.ArgumentParser(
+        prog="inboxd",
+        description="A durable inbox for webhook events.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=ENVIRONMENT_HELP,
+    )
     parser.add_argument("--version", action="version", version=f"inboxd {inboxd.__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
-    serve = commands.add_parser("serve", help="run the gRPC service")
+    flagged = {*_SETTING_FLAGS.values(), *_SWITCH_FLAGS.values()}
+    unflagged = sorted(env for field_name, env in env_names().items() if field_name not in flagged)
+    serve = commands.add_parser(
+        "serve",
+        help="run the gRPC service",
+        epilog="also read from the environment, with no flag: " + ", ".join(unflagged),
+    )
     _add_setting_flags(serve)
     mig = commands.add_parser("migrate", help="apply database migrations and exit")
     _add_setting_flags(mig, only=_MIGRATE_FLAGS)
