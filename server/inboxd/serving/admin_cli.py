@@ -18,12 +18,14 @@ import grpc
 
 from inboxd.domain.payload_display import is_json_content_type
 from inboxd.domain.unprintable import escape_unprintable
+from inboxd.serving import accept_cli, bulk_cli, flow_cli, operator_cli
 from inboxd.serving import admin_output as out
-from inboxd.serving import bulk_cli, flow_cli, operator_cli
 from inboxd_client.plaintext import PlaintextTokenRefused, refuse_plaintext_token, trusted_network_from
 from inboxd_client.v1 import admin_pb2, admin_pb2_grpc, types_pb2
 
-COMMANDS = ("stats", "events", "show", "replay", "dead-letters", "flow", "bulk", *operator_cli.COMMANDS)
+COMMANDS = (
+    "stats", "events", "show", "replay", "dead-letters", "flow", "bulk", *operator_cli.COMMANDS, *accept_cli.COMMANDS
+)  # fmt: skip
 DEFAULT_TARGET = "127.0.0.1:50051"
 STATES = {
     "pending": types_pb2.EVENT_STATE_PENDING,
@@ -98,6 +100,7 @@ def add_admin_commands(commands: Any) -> None:
     operator_cli.add_operator_commands(commands, common)
     flow_cli.add_flow_commands(commands, common)
     bulk_cli.add_bulk_commands(commands, common)
+    accept_cli.add_accept_command(commands, common)
 
 
 def run_admin_command(args: argparse.Namespace) -> int:
@@ -111,7 +114,7 @@ def run_admin_command(args: argparse.Namespace) -> int:
         return 2
     try:
         with _channel(args) as channel:
-            client = _Client(admin_pb2_grpc.InboxAdminServiceStub(channel), args)  # type: ignore[no-untyped-call]
+            client = _Client(admin_pb2_grpc.InboxAdminServiceStub(channel), args, channel)  # type: ignore[no-untyped-call]
             return _RUNNERS[args.command](client, args)
     except grpc.RpcError as exc:
         print(f"inboxd {args.command}: {_describe(exc)}{_connection_hint(exc, args)}", file=sys.stderr)
@@ -151,8 +154,12 @@ def _connection_hint(exc: grpc.RpcError, args: argparse.Namespace) -> str:
 class _Client:
     """The stub with the caller's token and deadline on every call."""
 
-    def __init__(self, stub: admin_pb2_grpc.InboxAdminServiceStub, args: argparse.Namespace) -> None:
+    def __init__(
+        self, stub: admin_pb2_grpc.InboxAdminServiceStub, args: argparse.Namespace, channel: grpc.Channel
+    ) -> None:
         self.stub = stub
+        # For the commands that call InboxService (accept).
+        self.channel = channel
         self.timeout: float = args.timeout
         self.metadata = [("authorization", f"Bearer {args.token}")] if args.token else []
 
@@ -270,4 +277,5 @@ _RUNNERS = {
     "flow": flow_cli.run_flow,
     "bulk": bulk_cli.run_bulk,
     **operator_cli.RUNNERS,
+    "accept": accept_cli.run_accept,
 }
