@@ -220,6 +220,7 @@ async def _serve_traced(settings: Settings) -> None:
             await _serve_in_this_process(settings, url, registry, stop)
     finally:
         await asyncio.to_thread(database.stop)
+        log.info("inboxd stopped")
 
 
 async def _serve_in_this_process(

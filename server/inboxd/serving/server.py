@@ -151,6 +151,8 @@ class RunningServer:
         # Work streams are told (`draining`) and push no more; each ends (UNAVAILABLE: reconnect) once its
         # worker settled what it holds, or at the grace's end, which releases what it still holds.
         self.inbox.streams.drain(grace)
+        # Waiting Claims hold no event: they answer now, so an idle long-poll does not hold the stop.
+        self.inbox.end_waits()
         await self.server.stop(grace)
         # The Work streams the stop cut off give back their claims in the background: at once, not a lease later.
         await self.inbox.streams.closed(live_within=STREAMS_CLOSE_WITHIN)

@@ -66,6 +66,14 @@ class Claiming(abc.ABC):
     flow_throttled: collections.Counter[str]
     # Namespaces a Claim of this process found at their max_in_flight: a completion there wakes a waiter.
     _at_limit: dict[str, None]
+    # Set when the server stops: a waiting Claim answers what it has (nothing) at once rather than
+    # holding the stop for its whole wait, and a new one does not wait.
+    waits_ended: bool = False
+
+    def end_waits(self) -> None:
+        """The server is stopping: every waiting unary Claim answers now (a Work stream drains instead)."""
+        self.waits_ended = True
+        self.bus.notify_all()
 
     @abc.abstractmethod
     async def release_many(self, fences: Sequence[Fence]) -> int:
@@ -141,7 +149,7 @@ class Claiming(abc.ABC):
                 timeout = token_due
                 if deadline is not None:
                     remaining = deadline - loop.time()
-                    if remaining <= 0:
+                    if remaining <= 0 or self.waits_ended:
                         return batch
                     timeout = remaining if timeout is None else min(timeout, remaining)
                 with contextlib.suppress(TimeoutError):
