@@ -2,22 +2,28 @@
 
 Every inboxd instance runs one (with the other instance duties). Each
 operation is carried by one replica at a time: its carrier holds a
-session-level advisory lock named after the operation, on a connection of
-its own, for as long as it runs it; the others find the lock taken and
-leave it. The lock is per operation, so two operations may run on two
-replicas at once. A carrier that dies (SIGKILL, a lost host) loses its
-session and so its lock; the next replica's poll finds the operation still
-RUNNING and carries it on from its committed cursor.
+session-level advisory lock named after the operation for as long as it runs
+it; the others find the lock taken and leave it. The lock is per operation,
+so two operations may run on two replicas at once. The locks of every
+operation a replica carries share one session (store/advisory.SharedLocks),
+and the chunks run on the pool: a replica costs PostgreSQL one connection
+beyond its pool however many operations it carries. A replica that dies
+(SIGKILL, a lost host) loses its session and so its locks; the next
+replica's poll finds the operations still RUNNING and carries them on from
+their committed cursors.
 
 Each chunk is one transaction (store/bulk_operations.py), so the pace is
 kept here, between chunks: with a rate, a chunk holds at most a quarter
 second's worth of events, and the next chunk begins no sooner than
 `changed / rate` seconds after the one before it began. A chunk that came
 late (a slow commit, a busy database) is not made up for by a burst: the
-rate is a ceiling over every stretch of the run, not an average. A database
-outage only delays an operation (the chunk rolled back whole; it is tried
-again, backing off); any other failure of a chunk will not be mended by
-retrying, and the operation ends FAILED with the error.
+rate is a ceiling over every stretch of the run, not an average. A pace
+sleep ends early when the operation is cancelled: at once when the cancel
+is made in this process, else at the next look (every LOOK_SECONDS), so a
+cancelled operation lets its lock go within a second. A database outage
+only delays an operation (the chunk rolled back whole; it is tried again,
+backing off); any other failure of a chunk will not be mended by retrying,
+and the operation ends FAILED with the error.
 """
 
 from __future__ import annotations
@@ -33,7 +39,7 @@ from collections.abc import Awaitable, Callable
 from inboxd.domain.bulk_operations import BulkOperation, pace_wait
 from inboxd.domain.errors import DatabaseFault, Unavailable
 from inboxd.observability.metrics import InstanceMetrics
-from inboxd.store.advisory import AsyncConnection, alone, still_alone
+from inboxd.store.advisory import SharedLocks
 from inboxd.usecases.admin import Operators
 
 log = logging.getLogger(__name__)
@@ -42,6 +48,8 @@ RETRY_FIRST_SECONDS = 0.5
 RETRY_MOST_SECONDS = 30.0
 # How many matches a chunk deals with at most, whatever the rate.
 LARGEST_CHUNK = 500
+# A pace sleep looks this often whether its operation was cancelled on another replica.
+LOOK_SECONDS = 0.5
 
 Sleep = Callable[[float], Awaitable[None]]
 
@@ -73,6 +81,9 @@ class BulkRunner:
         self._monotonic = monotonic
         self._carried: dict[uuid.UUID, asyncio.Task[None]] = {}
         self._started = asyncio.Event()
+        # Set when an operation carried here is cancelled in this process: its pace sleep ends at once.
+        self._cancelled: dict[uuid.UUID, asyncio.Event] = {}
+        self.locks = SharedLocks(operators.inbox.db.conninfo, "bulk operations")
 
     async def run_forever(self) -> None:
         """Polls for operations to carry until cancelled; the carriers are cancelled with it."""
@@ -80,6 +91,7 @@ class BulkRunner:
             log.info("bulk runner off (INBOXD_BULK_POLL=0): other replicas carry bulk operations")
             return
         self.operators.bulk_started = self._started
+        self.operators.bulk_cancelled = self.cancelled
         try:
             while True:
                 self._started.clear()
@@ -89,6 +101,7 @@ class BulkRunner:
         finally:
             if self.operators.bulk_started is self._started:
                 self.operators.bulk_started = None
+                self.operators.bulk_cancelled = None
             await self.stop()
 
     async def look_once(self) -> None:
@@ -131,48 +144,76 @@ class BulkRunner:
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+        await self.locks.close()
+
+    def cancelled(self, op: uuid.UUID) -> None:
+        """Told by a cancel made in this process: the operation's pace sleep, if it is carried here, ends now."""
+        if (wake := self._cancelled.get(op)) is not None:
+            wake.set()
 
     async def carry(self, op: uuid.UUID) -> None:
         """Runs the operation under its lock until it ends; outages back off and try again."""
         retry = RETRY_FIRST_SECONDS
+        lock = operation_lock(op)
         while True:
             try:
-                async with alone(self.operators.inbox.db.conninfo, operation_lock(op), f"bulk operation {op}") as held:
-                    if held is None:
-                        return  # another replica carries it
+                if not await self.locks.take(lock):
+                    return  # another replica carries it
+                try:
                     if self.metrics is not None:
                         self.metrics.bulk_running.inc()
                     try:
-                        await self._chunks(op, held)
+                        await self._chunks(op, lock)
                     finally:
                         if self.metrics is not None:
                             self.metrics.bulk_running.dec()
                     return
+                finally:
+                    await self.locks.give_back(lock)
             except Unavailable as exc:
                 log.warning("bulk operation %s waits for the database (again in %.1f s): %s", op, retry, exc)
                 await self._sleep(retry)
                 retry = min(retry * 2, RETRY_MOST_SECONDS)
 
-    async def _chunks(self, op: uuid.UUID, held: AsyncConnection) -> None:
-        while True:
-            began = self._monotonic()
-            # Only while this session holds the lock: once it is gone, another replica may carry the operation.
-            await still_alone(held, f"bulk operation {op}")
+    async def _chunks(self, op: uuid.UUID, lock: int) -> None:
+        wake = self._cancelled[op] = asyncio.Event()
+        try:
+            while True:
+                began = self._monotonic()
+                # Only while this session holds the lock: once it is gone, another replica may carry the operation.
+                await self.locks.check(lock)
+                try:
+                    operation, chunk = await self.operators.run_bulk_chunk(op, largest=self.largest_chunk)
+                except Unavailable:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - anything but an outage: retrying will not mend it
+                    await self._fail(op, exc)
+                    return
+                if chunk is None:
+                    _log_end(operation)
+                    return
+                if self.metrics is not None and chunk.changed:
+                    self.metrics.bulk_changed.labels(operation.action.value).inc(chunk.changed)
+                wait = pace_wait(operation.rate, chunk.changed, self._monotonic() - began)
+                if wait > 0:
+                    await self._pace(op, wait, wake)
+        finally:
+            if self._cancelled.get(op) is wake:
+                del self._cancelled[op]
+
+    async def _pace(self, op: uuid.UUID, seconds: float, wake: asyncio.Event) -> None:
+        """Sleeps `seconds`, or less: until the operation is cancelled (the next chunk then finds it ended)."""
+        deadline = self._monotonic() + seconds
+        while (left := deadline - self._monotonic()) > 0:
+            waking = asyncio.ensure_future(wake.wait())
+            sleeping = asyncio.ensure_future(self._sleep(min(left, LOOK_SECONDS)))
             try:
-                operation, chunk = await self.operators.run_bulk_chunk(op, largest=self.largest_chunk)
-            except Unavailable:
-                raise
-            except Exception as exc:  # noqa: BLE001 - anything but an outage: retrying will not mend it
-                await self._fail(op, exc)
+                await asyncio.wait((waking, sleeping), return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                waking.cancel()
+                sleeping.cancel()
+            if wake.is_set() or not await self.operators.bulk_operation_running(op):
                 return
-            if chunk is None:
-                _log_end(operation)
-                return
-            if self.metrics is not None and chunk.changed:
-                self.metrics.bulk_changed.labels(operation.action.value).inc(chunk.changed)
-            wait = pace_wait(operation.rate, chunk.changed, self._monotonic() - began)
-            if wait > 0:
-                await self._sleep(wait)
 
     async def _fail(self, op: uuid.UUID, exc: Exception) -> None:
         error = f"{type(exc).__name__}: {exc}"

@@ -134,6 +134,23 @@ async def list_operations(
     return [_operation(row) for row in await (await conn.execute(QUERIES["bulk_operation_list"], params)).fetchall()]
 
 
+async def running_counts(conn: Connection, actor: str) -> tuple[int, int]:
+    """The RUNNING operations `actor` started, and all of them, held true until the caller's transaction ends.
+
+    No other start runs meanwhile (bulk_start_lock), so a start that checks
+    the counts and then stores its operation cannot pass a cap beside another.
+    """
+    await conn.execute(QUERIES["bulk_start_lock"])
+    row = await (await conn.execute(QUERIES["bulk_running_counts"], {"actor": actor})).fetchone()
+    assert row is not None, "a count answers one row"
+    return int(row[0]), int(row[1])
+
+
+async def is_running(conn: Connection, operation: uuid.UUID) -> bool:
+    row = await (await conn.execute(QUERIES["bulk_operation_running"], {"operation": operation})).fetchone()
+    return row is not None and bool(row[0])
+
+
 async def running_operations(conn: Connection) -> list[uuid.UUID]:
     """The ids of the RUNNING operations, oldest first."""
     return [row[0] for row in await (await conn.execute(QUERIES["bulk_operations_running"])).fetchall()]
@@ -201,10 +218,11 @@ async def run_chunk(
         return current, None
     cursor = int(row[-1])
     query = "event_bulk_replay" if current.action is BulkAction.REPLAY else "event_bulk_ignore"
+    limit = chunk_size(current.rate, largest)
     params = {
         "operation": operation,
         "after": cursor,
-        "limit": chunk_size(current.rate, largest),
+        "limit": limit,
         "actor": current.actor,
         "reason": current.reason,
         "spacing": spacing(current.rate),

@@ -97,3 +97,19 @@ UPDATE inbox_bulk_operations
 SET state = %(state)s, finished_at = inboxd_now(%(now)s), cancelled_by = %(cancelled_by)s,
     cancel_reason = %(cancel_reason)s, error = %(error)s
 WHERE id = %(operation)s AND state = 'running'
+
+-- name: bulk_start_lock
+-- Starts one at a time across replicas, for the time of the start's
+-- transaction: the count of RUNNING operations a start checks against the
+-- caps then stays true until its own row is committed.
+SELECT pg_advisory_xact_lock(7311020, 0)
+
+-- name: bulk_running_counts
+-- The RUNNING operations the actor (a token's name) started, and all of them.
+SELECT count(*) FILTER (WHERE actor = %(actor)s), count(*) FROM inbox_bulk_operations WHERE state = 'running'
+
+-- name: bulk_operation_running
+-- Whether the operation is still RUNNING: a carrier asks between pace sleeps,
+-- so a cancel made on another replica frees it within a slice.
+SELECT state = 'running' FROM inbox_bulk_operations WHERE id = %(operation)s
+
