@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from inboxd.domain.bulk_operations import (
+    ACTABLE,
     FIRST_MATCHES,
     BulkAction,
     BulkFilter,
@@ -36,6 +37,8 @@ from inboxd.store.inspection import summary_from_row
 from inboxd.store.queries import QUERIES
 
 _NO_ID = uuid.UUID(int=0)
+# How long a chunk waits for an event row another transaction holds (bulk_chunk_lock_timeout).
+CHUNK_LOCK_TIMEOUT = "2s"
 
 
 def _operation(row: tuple[Any, ...]) -> BulkOperation:
@@ -219,6 +222,12 @@ async def run_chunk(
     cursor = int(row[-1])
     query = "event_bulk_replay" if current.action is BulkAction.REPLAY else "event_bulk_ignore"
     limit = chunk_size(current.rate, largest)
+    # Matches another transaction holds are waited for, not passed (event_bulk_lock).
+    await conn.execute(QUERIES["bulk_chunk_lock_timeout"], {"timeout": CHUNK_LOCK_TIMEOUT})
+    actable = sorted(s.value for s in ACTABLE[current.action])
+    await conn.execute(
+        QUERIES["event_bulk_lock"], {"operation": operation, "after": cursor, "limit": limit, "states": actable}
+    )
     params = {
         "operation": operation,
         "after": cursor,

@@ -113,3 +113,8 @@ SELECT count(*) FILTER (WHERE actor = %(actor)s), count(*) FROM inbox_bulk_opera
 -- so a cancel made on another replica frees it within a slice.
 SELECT state = 'running' FROM inbox_bulk_operations WHERE id = %(operation)s
 
+-- name: bulk_chunk_lock_timeout
+-- How long a chunk waits for an event another transaction holds (a Claim
+-- taking it, say), for its own transaction only. Such a transaction lasts
+-- milliseconds; one held longer rolls the chunk back whole, to be tried again.
+SELECT set_config('lock_timeout', %(timeout)s, true)
