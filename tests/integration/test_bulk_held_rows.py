@@ -15,6 +15,7 @@ import psycopg
 import pytest
 
 from inboxd.serving.server import RunningServer
+from inboxd.store.bulk_operations import CHUNK_LOCK_TIMEOUT
 from inboxd.store.database import Database
 from inboxd_client.v1.admin_pb2_grpc import InboxAdminServiceStub
 from inboxd_client.v1.inbox_pb2_grpc import InboxServiceStub
@@ -23,6 +24,9 @@ from tests.integration.helpers import accept_request
 from tests.integration.procs import poll
 
 EVENTS = 3
+# How long a chunk waits for a held match.
+CHUNK_SECONDS = 2
+assert CHUNK_LOCK_TIMEOUT == f"{CHUNK_SECONDS}s"
 
 
 async def _chunk_waits_on_a_lock(db: Database) -> bool:
@@ -49,7 +53,11 @@ async def _hold_then(
             return True if carrying.done() or await _chunk_waits_on_a_lock(db) else None
 
         await poll(chunk_met_the_lock, within=15, interval=0.02)
-        if let_go == "rollback":
+        if let_go == "late":
+            # Past the chunk's lock timeout: it rolls back whole, backs off and comes back; the operation goes on.
+            await asyncio.sleep(CHUNK_SECONDS + 1)
+            assert not carrying.done(), "the operation ended while a match was held"
+        if let_go in ("rollback", "late"):
             await other.rollback()
         else:
             await other.execute(let_go, (ns, held))
@@ -61,10 +69,11 @@ async def _hold_then(
     "let_go",
     [
         "rollback",
+        "late",
         # Written meanwhile, but still PENDING and still matching: a new row version the chunk's snapshot never saw.
         "UPDATE inbox_events SET updated_at = updated_at WHERE namespace = %s AND event_key = %s",
     ],
-    ids=["rolled-back", "rewritten"],
+    ids=["rolled-back", "held-past-the-lock-timeout", "rewritten"],
 )
 async def test_an_ignore_chunk_ignores_a_pending_event_a_claim_held_and_let_go(
     server: RunningServer,
