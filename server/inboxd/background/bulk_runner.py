@@ -18,9 +18,8 @@ second's worth of events, and the next chunk begins no sooner than
 `changed / rate` seconds after the one before it began. A chunk that came
 late (a slow commit, a busy database) is not made up for by a burst: the
 rate is a ceiling over every stretch of the run, not an average. A pace
-sleep ends early when the operation is cancelled: at once when the cancel
-is made in this process, else at the next look (every LOOK_SECONDS), so a
-cancelled operation lets its lock go within a second. A database outage
+sleep ends early when the operation is cancelled (background/bulk_pacing.py),
+so a cancelled operation lets its lock go within a second. A database outage
 only delays an operation (the chunk rolled back whole; it is tried again,
 backing off); any other failure of a chunk will not be mended by retrying,
 and the operation ends FAILED with the error.
@@ -36,6 +35,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 
+from inboxd.background.bulk_pacing import PaceSleeps
 from inboxd.domain.bulk_operations import BulkOperation, pace_wait
 from inboxd.domain.errors import DatabaseFault, Unavailable
 from inboxd.observability.metrics import InstanceMetrics
@@ -48,8 +48,6 @@ RETRY_FIRST_SECONDS = 0.5
 RETRY_MOST_SECONDS = 30.0
 # How many matches a chunk deals with at most, whatever the rate.
 LARGEST_CHUNK = 500
-# A pace sleep looks this often whether its operation was cancelled on another replica.
-LOOK_SECONDS = 0.5
 
 Sleep = Callable[[float], Awaitable[None]]
 
@@ -81,8 +79,7 @@ class BulkRunner:
         self._monotonic = monotonic
         self._carried: dict[uuid.UUID, asyncio.Task[None]] = {}
         self._started = asyncio.Event()
-        # Set when an operation carried here is cancelled in this process: its pace sleep ends at once.
-        self._cancelled: dict[uuid.UUID, asyncio.Event] = {}
+        self.pace = PaceSleeps(operators.ended_bulk_operations, sleep)
         self.locks = SharedLocks(operators.inbox.db.conninfo, "bulk operations")
 
     async def run_forever(self) -> None:
@@ -91,7 +88,7 @@ class BulkRunner:
             log.info("bulk runner off (INBOXD_BULK_POLL=0): other replicas carry bulk operations")
             return
         self.operators.bulk_started = self._started
-        self.operators.bulk_cancelled = self.cancelled
+        self.operators.bulk_cancelled = self.pace.cancelled
         try:
             while True:
                 self._started.clear()
@@ -144,12 +141,8 @@ class BulkRunner:
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+        await self.pace.stop()
         await self.locks.close()
-
-    def cancelled(self, op: uuid.UUID) -> None:
-        """Told by a cancel made in this process: the operation's pace sleep, if it is carried here, ends now."""
-        if (wake := self._cancelled.get(op)) is not None:
-            wake.set()
 
     async def carry(self, op: uuid.UUID) -> None:
         """Runs the operation under its lock until it ends; outages back off and try again."""
@@ -176,44 +169,25 @@ class BulkRunner:
                 retry = min(retry * 2, RETRY_MOST_SECONDS)
 
     async def _chunks(self, op: uuid.UUID, lock: int) -> None:
-        wake = self._cancelled[op] = asyncio.Event()
-        try:
-            while True:
-                began = self._monotonic()
-                # Only while this session holds the lock: once it is gone, another replica may carry the operation.
-                await self.locks.check(lock)
-                try:
-                    operation, chunk = await self.operators.run_bulk_chunk(op, largest=self.largest_chunk)
-                except Unavailable:
-                    raise
-                except Exception as exc:  # noqa: BLE001 - anything but an outage: retrying will not mend it
-                    await self._fail(op, exc)
-                    return
-                if chunk is None:
-                    _log_end(operation)
-                    return
-                if self.metrics is not None and chunk.changed:
-                    self.metrics.bulk_changed.labels(operation.action.value).inc(chunk.changed)
-                wait = pace_wait(operation.rate, chunk.changed, self._monotonic() - began)
-                if wait > 0:
-                    await self._pace(op, wait, wake)
-        finally:
-            if self._cancelled.get(op) is wake:
-                del self._cancelled[op]
-
-    async def _pace(self, op: uuid.UUID, seconds: float, wake: asyncio.Event) -> None:
-        """Sleeps `seconds`, or less: until the operation is cancelled (the next chunk then finds it ended)."""
-        deadline = self._monotonic() + seconds
-        while (left := deadline - self._monotonic()) > 0:
-            waking = asyncio.ensure_future(wake.wait())
-            sleeping = asyncio.ensure_future(self._sleep(min(left, LOOK_SECONDS)))
+        while True:
+            began = self._monotonic()
+            # Only while this session holds the lock: once it is gone, another replica may carry the operation.
+            await self.locks.check(lock)
             try:
-                await asyncio.wait((waking, sleeping), return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                waking.cancel()
-                sleeping.cancel()
-            if wake.is_set() or not await self.operators.bulk_operation_running(op):
+                operation, chunk = await self.operators.run_bulk_chunk(op, largest=self.largest_chunk)
+            except Unavailable:
+                raise
+            except Exception as exc:  # noqa: BLE001 - anything but an outage: retrying will not mend it
+                await self._fail(op, exc)
                 return
+            if chunk is None:
+                _log_end(operation)
+                return
+            if self.metrics is not None and chunk.changed:
+                self.metrics.bulk_changed.labels(operation.action.value).inc(chunk.changed)
+            wait = pace_wait(operation.rate, chunk.changed, self._monotonic() - began)
+            if wait > 0:
+                await self.pace.sleep(op, wait)
 
     async def _fail(self, op: uuid.UUID, exc: Exception) -> None:
         error = f"{type(exc).__name__}: {exc}"

@@ -149,9 +149,10 @@ async def running_counts(conn: Connection, actor: str) -> tuple[int, int]:
     return int(row[0]), int(row[1])
 
 
-async def is_running(conn: Connection, operation: uuid.UUID) -> bool:
-    row = await (await conn.execute(QUERIES["bulk_operation_running"], {"operation": operation})).fetchone()
-    return row is not None and bool(row[0])
+async def ended_operations(conn: Connection, operations: list[uuid.UUID]) -> list[uuid.UUID]:
+    """Those of `operations` no longer RUNNING."""
+    cur = await conn.execute(QUERIES["bulk_operations_ended"], {"operations": operations})
+    return [row[0] for row in await cur.fetchall()]
 
 
 async def running_operations(conn: Connection) -> list[uuid.UUID]:

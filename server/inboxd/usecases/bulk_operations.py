@@ -143,8 +143,9 @@ class BulkOperations:
             self.bulk_cancelled(op)
         return found
 
-    async def bulk_operation_running(self, op: uuid.UUID) -> bool:
-        return await self.inbox.db.run(lambda conn: store.is_running(conn, op), transaction=False)
+    async def ended_bulk_operations(self, ops: list[uuid.UUID]) -> list[uuid.UUID]:
+        """Those of `ops` no longer RUNNING (cancelled on another replica, say)."""
+        return await self.inbox.db.run(lambda conn: store.ended_operations(conn, ops), transaction=False)
 
     async def running_bulk_operations(self) -> list[uuid.UUID]:
         return await self.inbox.db.run(store.running_operations)

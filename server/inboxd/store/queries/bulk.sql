@@ -108,10 +108,11 @@ SELECT pg_advisory_xact_lock(7311020, 0)
 -- The RUNNING operations the actor (a token's name) started, and all of them.
 SELECT count(*) FILTER (WHERE actor = %(actor)s), count(*) FROM inbox_bulk_operations WHERE state = 'running'
 
--- name: bulk_operation_running
--- Whether the operation is still RUNNING: a carrier asks between pace sleeps,
--- so a cancel made on another replica frees it within a slice.
-SELECT state = 'running' FROM inbox_bulk_operations WHERE id = %(operation)s
+-- name: bulk_operations_ended
+-- Which of the operations asleep on a replica (between two chunks) have
+-- ended, cancelled on another replica, say: one look for all of them
+-- (background/bulk_pacing.py), so each wakes within a look of its cancel.
+SELECT id FROM inbox_bulk_operations WHERE id = ANY (%(operations)s::uuid[]) AND state <> 'running'
 
 -- name: bulk_chunk_lock_timeout
 -- How long a chunk waits for an event another transaction holds (a Claim
