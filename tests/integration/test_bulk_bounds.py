@@ -43,7 +43,13 @@ def _server(migrated_url: str, tokens: Path, **env: str) -> tuple[ServerProcess,
     """A carrying server whose every PostgreSQL connection is named, so they can be counted."""
     name = f"bulk-bounds-{uuid.uuid4().hex[:8]}"
     url = psycopg.conninfo.make_conninfo(migrated_url, application_name=name)
-    carrier = {"INBOXD_TOKENS_FILE": str(tokens), "INBOXD_BULK_POLL": "50ms", "INBOXD_POOL_SIZE": str(POOL_SIZE)}
+    carrier = {
+        "INBOXD_TOKENS_FILE": str(tokens),
+        "INBOXD_BULK_POLL": "50ms",
+        "INBOXD_POOL_SIZE": str(POOL_SIZE),
+        # The deployment's cap counts other tests' operations too (tests/unit/test_bulk_bounds.py checks it).
+        "INBOXD_BULK_MAX_RUNNING": "100000",
+    }
     return ServerProcess(database_url=url, env={**carrier, **env}), name
 
 
@@ -112,8 +118,7 @@ async def test_200_slow_bulk_operations_of_a_tenant_admin_share_a_bounded_number
     """Caps raised out of the way: every one of the 200 runs at once, and the replica's connections stay its pool's."""
     await dead_letters(inbox, ns, 20)
     tokens, auth = _tenant_admin(tmp_path, ns)
-    caps = {"INBOXD_BULK_MAX_RUNNING": "100000", "INBOXD_BULK_MAX_RUNNING_PER_TOKEN": str(STARTS)}
-    server, name = _server(migrated_url, tokens, **caps)
+    server, name = _server(migrated_url, tokens, INBOXD_BULK_MAX_RUNNING_PER_TOKEN=str(STARTS))
     await asyncio.to_thread(server.start)
     try:
         async with grpc.aio.insecure_channel(server.target) as channel:
