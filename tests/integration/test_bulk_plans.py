@@ -78,7 +78,7 @@ CHUNK_VALUES = {
 
 
 @pytest.mark.parametrize("after", [0, MATCHES - CHUNK // 2])
-@pytest.mark.parametrize("query", ["event_bulk_replay", "event_bulk_ignore"])
+@pytest.mark.parametrize("query", ["event_bulk_lock", "event_bulk_replay", "event_bulk_ignore"])
 @pytest.mark.parametrize("plan_cache_mode", MODES)
 async def test_a_chunk_reads_its_matches_by_key_and_nothing_of_the_backlog_beside_them(
     matched_url: str, plan_cache_mode: str, query: str, after: int
@@ -86,12 +86,16 @@ async def test_a_chunk_reads_its_matches_by_key_and_nothing_of_the_backlog_besid
     values = {**CHUNK_VALUES, "after": after}
     if query == "event_bulk_ignore":
         del values["spacing"]  # an ignored event is not claimable: nothing to pace
+    if query == "event_bulk_lock":  # the chunk's first statement: its matches locked, nothing written
+        values = {"operation": OPERATION, "after": after, "limit": CHUNK, "states": ["completed", "dead_lettered"]}
     async with await psycopg.AsyncConnection.connect(matched_url, autocommit=True) as conn:
         plan = await explain_prepared(conn, plan_cache_mode, query, tuple(values), values)
     # Each match of the chunk is one row of inbox_events, reached by its key to lock it, by its tuple id
     # to write it, and once written (the ModifyTable node): three per match, none of the backlog's 20,000.
     assert rows_read(plan) <= 3 * CHUNK + 10, _scans(plan)
     by_key = {("Index Scan", "inbox_events_pkey"), ("Tid Scan", None), ("ModifyTable", None)}
+    if query == "event_bulk_lock":
+        assert rows_read(plan) <= CHUNK + 10, _scans(plan)
     assert {(scan["Node Type"], scan["Index Name"]) for scan in json.loads(_scans(plan))} <= by_key, _scans(plan)
 
 

@@ -2,22 +2,27 @@
 
 Every inboxd instance runs one (with the other instance duties). Each
 operation is carried by one replica at a time: its carrier holds a
-session-level advisory lock named after the operation, on a connection of
-its own, for as long as it runs it; the others find the lock taken and
-leave it. The lock is per operation, so two operations may run on two
-replicas at once. A carrier that dies (SIGKILL, a lost host) loses its
-session and so its lock; the next replica's poll finds the operation still
-RUNNING and carries it on from its committed cursor.
+session-level advisory lock named after the operation for as long as it runs
+it; the others find the lock taken and leave it. The lock is per operation,
+so two operations may run on two replicas at once. The locks of every
+operation a replica carries share one session (store/advisory.SharedLocks),
+and the chunks run on the pool: a replica costs PostgreSQL one connection
+beyond its pool however many operations it carries. A replica that dies
+(SIGKILL, a lost host) loses its session and so its locks; the next
+replica's poll finds the operations still RUNNING and carries them on from
+their committed cursors.
 
 Each chunk is one transaction (store/bulk_operations.py), so the pace is
 kept here, between chunks: with a rate, a chunk holds at most a quarter
 second's worth of events, and the next chunk begins no sooner than
 `changed / rate` seconds after the one before it began. A chunk that came
 late (a slow commit, a busy database) is not made up for by a burst: the
-rate is a ceiling over every stretch of the run, not an average. A database
-outage only delays an operation (the chunk rolled back whole; it is tried
-again, backing off); any other failure of a chunk will not be mended by
-retrying, and the operation ends FAILED with the error.
+rate is a ceiling over every stretch of the run, not an average. A pace
+sleep ends early when the operation is cancelled (background/bulk_pacing.py),
+so a cancelled operation lets its lock go within a second. A database outage
+only delays an operation (the chunk rolled back whole; it is tried again,
+backing off); any other failure of a chunk will not be mended by retrying,
+and the operation ends FAILED with the error.
 """
 
 from __future__ import annotations
@@ -30,10 +35,11 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 
+from inboxd.background.bulk_pacing import PaceSleeps
 from inboxd.domain.bulk_operations import BulkOperation, pace_wait
 from inboxd.domain.errors import DatabaseFault, Unavailable
 from inboxd.observability.metrics import InstanceMetrics
-from inboxd.store.advisory import AsyncConnection, alone, still_alone
+from inboxd.store.advisory import SharedLocks
 from inboxd.usecases.admin import Operators
 
 log = logging.getLogger(__name__)
@@ -73,6 +79,8 @@ class BulkRunner:
         self._monotonic = monotonic
         self._carried: dict[uuid.UUID, asyncio.Task[None]] = {}
         self._started = asyncio.Event()
+        self.pace = PaceSleeps(operators.ended_bulk_operations, sleep)
+        self.locks = SharedLocks(operators.inbox.db.conninfo, "bulk operations")
 
     async def run_forever(self) -> None:
         """Polls for operations to carry until cancelled; the carriers are cancelled with it."""
@@ -80,6 +88,7 @@ class BulkRunner:
             log.info("bulk runner off (INBOXD_BULK_POLL=0): other replicas carry bulk operations")
             return
         self.operators.bulk_started = self._started
+        self.operators.bulk_cancelled = self.pace.cancelled
         try:
             while True:
                 self._started.clear()
@@ -89,6 +98,7 @@ class BulkRunner:
         finally:
             if self.operators.bulk_started is self._started:
                 self.operators.bulk_started = None
+                self.operators.bulk_cancelled = None
             await self.stop()
 
     async def look_once(self) -> None:
@@ -131,33 +141,38 @@ class BulkRunner:
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+        await self.pace.stop()
+        await self.locks.close()
 
     async def carry(self, op: uuid.UUID) -> None:
         """Runs the operation under its lock until it ends; outages back off and try again."""
         retry = RETRY_FIRST_SECONDS
+        lock = operation_lock(op)
         while True:
             try:
-                async with alone(self.operators.inbox.db.conninfo, operation_lock(op), f"bulk operation {op}") as held:
-                    if held is None:
-                        return  # another replica carries it
+                if not await self.locks.take(lock):
+                    return  # another replica carries it
+                try:
                     if self.metrics is not None:
                         self.metrics.bulk_running.inc()
                     try:
-                        await self._chunks(op, held)
+                        await self._chunks(op, lock)
                     finally:
                         if self.metrics is not None:
                             self.metrics.bulk_running.dec()
                     return
+                finally:
+                    await self.locks.give_back(lock)
             except Unavailable as exc:
                 log.warning("bulk operation %s waits for the database (again in %.1f s): %s", op, retry, exc)
                 await self._sleep(retry)
                 retry = min(retry * 2, RETRY_MOST_SECONDS)
 
-    async def _chunks(self, op: uuid.UUID, held: AsyncConnection) -> None:
+    async def _chunks(self, op: uuid.UUID, lock: int) -> None:
         while True:
             began = self._monotonic()
             # Only while this session holds the lock: once it is gone, another replica may carry the operation.
-            await still_alone(held, f"bulk operation {op}")
+            await self.locks.check(lock)
             try:
                 operation, chunk = await self.operators.run_bulk_chunk(op, largest=self.largest_chunk)
             except Unavailable:
@@ -172,7 +187,7 @@ class BulkRunner:
                 self.metrics.bulk_changed.labels(operation.action.value).inc(chunk.changed)
             wait = pace_wait(operation.rate, chunk.changed, self._monotonic() - began)
             if wait > 0:
-                await self._sleep(wait)
+                await self.pace.sleep(op, wait)
 
     async def _fail(self, op: uuid.UUID, exc: Exception) -> None:
         error = f"{type(exc).__name__}: {exc}"

@@ -97,6 +97,9 @@ class Settings:
     rescue_interval: timedelta = timedelta(seconds=15)
     # How often the bulk runner looks for RUNNING bulk operations to carry on (0: this instance carries none).
     bulk_poll: timedelta = timedelta(seconds=1)
+    # RUNNING bulk operations one token may have, and the deployment in all; a start beyond is RESOURCE_EXHAUSTED.
+    bulk_max_running_per_token: int = 4
+    bulk_max_running: int = 32
     # An event at or below its ordering key's applied revision: "ignore"
     # completes it IGNORED at claim time; "deliver" hands it out flagged stale.
     stale_revisions: StaleRevisions = StaleRevisions.IGNORE
@@ -173,6 +176,8 @@ _ENV: dict[str, tuple[str, object]] = {
     "INBOXD_RESCUE_GRACE": ("rescue_grace", parse_duration),
     "INBOXD_RESCUE_INTERVAL": ("rescue_interval", parse_duration),
     "INBOXD_BULK_POLL": ("bulk_poll", parse_duration),
+    "INBOXD_BULK_MAX_RUNNING_PER_TOKEN": ("bulk_max_running_per_token", int),
+    "INBOXD_BULK_MAX_RUNNING": ("bulk_max_running", int),
     "INBOXD_STALE_REVISIONS": ("stale_revisions", parse_stale_revisions),
     "INBOXD_METRICS_BEYOND_LOOPBACK": ("metrics_beyond_loopback", parse_flag),
     "INBOXD_METRICS_MAX_NAMESPACES": ("metrics_max_namespaces", int),
@@ -304,6 +309,8 @@ def _check_connection_bounds(settings: Settings) -> None:
     for name, count in (
         ("INBOXD_MAX_CONNECTIONS", settings.max_connections),
         ("INBOXD_MAX_STREAMS_PER_CONNECTION", settings.max_streams_per_connection),
+        ("INBOXD_BULK_MAX_RUNNING_PER_TOKEN", settings.bulk_max_running_per_token),
+        ("INBOXD_BULK_MAX_RUNNING", settings.bulk_max_running),
     ):
         if count < 1:
             raise ConfigError(f"{name} must be at least 1, not {count}")

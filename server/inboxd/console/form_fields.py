@@ -11,7 +11,7 @@ import math
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from inboxd.domain.errors import InvalidArgument, NotFound, PermissionDenied, TransitionNotAllowed
+from inboxd.domain.errors import InvalidArgument, NotFound, PermissionDenied, TooManyRequests, TransitionNotAllowed
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     FormData = MultiMapping[str | bytes | bytearray | web.FileField]
 
 # The refusals a page shows in words beside its forms; anything else is the console's error page.
-REFUSALS = (InvalidArgument, PermissionDenied, NotFound, TransitionNotAllowed)
+REFUSALS = (InvalidArgument, PermissionDenied, NotFound, TransitionNotAllowed, TooManyRequests)
 
 
 def text(form: FormData, name: str) -> str:

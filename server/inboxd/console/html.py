@@ -19,6 +19,7 @@ from inboxd.domain.errors import (
     InvalidArgument,
     NotFound,
     PermissionDenied,
+    TooManyRequests,
     TransitionNotAllowed,
     Unauthenticated,
     Unavailable,
@@ -39,6 +40,7 @@ _STATUS = {
     PermissionDenied: 403,
     NotFound: 404,
     TransitionNotAllowed: 409,
+    TooManyRequests: 429,
     Unavailable: 503,
 }
 

@@ -21,11 +21,16 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from inboxd.domain import validation
-from inboxd.domain.errors import InvalidArgument, NotFound
+from inboxd.domain.errors import InvalidArgument, NotFound, TooManyRequests
 from inboxd.domain.namespace_patterns import grant_to_like
 from inboxd.domain.vocabulary import EventState
 
 MAX_RATE = 10_000.0
+# The slowest pace a start may ask for: one event every ten seconds. Below it a
+# rate says nothing an operator means (1e-300 made a pace wait of 1e300 s, and
+# due times no timedelta can hold), and an operation that slow outlives anyone
+# watching it.
+MIN_RATE = 0.1
 # Events per chunk, each chunk one transaction: long enough to cost little per event, short enough that
 # the rows it locks are held for a few milliseconds and a cancel waits no longer than one chunk.
 CHUNK_SIZE = 500
@@ -108,9 +113,28 @@ def check_request(request: BulkRequest) -> BulkRequest:
     validation.check_text("filter.error_contains", f.error_contains, validation.MAX_TEXT_BYTES)
     validation.check_text("filter.ordering_key", f.ordering_key, validation.MAX_IDENTITY_BYTES)
     validation.required_reason(request.reason)
-    if not math.isfinite(request.rate) or not 0 <= request.rate <= MAX_RATE:
-        raise InvalidArgument("rate", f"is {request.rate:g}; use 0 (no pace) up to {MAX_RATE:,.0f} events per second")
+    if not math.isfinite(request.rate) or not (request.rate == 0 or MIN_RATE <= request.rate <= MAX_RATE):
+        raise InvalidArgument(
+            "rate", f"is {request.rate:g}; use 0 (no pace), or {MIN_RATE:g} up to {MAX_RATE:,.0f} events per second"
+        )
     return request
+
+
+def check_room(*, actor: str, mine: int, everyone: int, per_token: int, total: int) -> None:
+    """Raises TooManyRequests when a new operation would pass a cap on those RUNNING (a dry run is never asked).
+
+    `mine` counts the RUNNING operations the caller's token started, `everyone` all of them.
+    """
+    if mine >= per_token:
+        raise TooManyRequests(
+            f"token {actor!r} has {mine} bulk operations running, the most one token may run"
+            f" (INBOXD_BULK_MAX_RUNNING_PER_TOKEN={per_token}): wait for one to end, or cancel one"
+        )
+    if everyone >= total:
+        raise TooManyRequests(
+            f"{everyone} bulk operations are running, the most this deployment runs at once"
+            f" (INBOXD_BULK_MAX_RUNNING={total}): wait for one to end, or cancel one"
+        )
 
 
 def operation_id(text: str) -> uuid.UUID:
@@ -182,23 +206,32 @@ class Chunk:
         return self.read - self.changed
 
 
+def paced(rate: float) -> float:
+    """The rate an operation is run at: 0 (no pace), or at least MIN_RATE.
+
+    An operation stored before the floor existed may carry a slower rate; it
+    runs at the floor rather than overflow its due times.
+    """
+    return 0.0 if rate <= 0 else max(rate, MIN_RATE)
+
+
 def chunk_size(rate: float, largest: int = CHUNK_SIZE) -> int:
     """Matches per chunk: `largest`, or at most a quarter second's worth at the rate (at least one)."""
     if rate <= 0:
         return largest
-    return max(1, min(largest, int(rate / CHUNKS_PER_SECOND)))
+    return max(1, min(largest, int(paced(rate) / CHUNKS_PER_SECOND)))
 
 
 def spacing(rate: float) -> timedelta:
     """How far apart a chunk's replayed events become claimable, so they come at the rate, not at once."""
-    return timedelta(seconds=1 / rate) if rate > 0 else timedelta(0)
+    return timedelta(seconds=1 / paced(rate)) if rate > 0 else timedelta(0)
 
 
 def pace_wait(rate: float, changed_since: int, seconds_since: float) -> float:
     """Seconds to wait before the next chunk so that the last one's `changed_since` events took changed/rate."""
     if rate <= 0:
         return 0.0
-    return max(0.0, changed_since / rate - seconds_since)
+    return max(0.0, changed_since / paced(rate) - seconds_since)
 
 
 @dataclass(frozen=True, slots=True)

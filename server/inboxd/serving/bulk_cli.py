@@ -63,7 +63,12 @@ def add_bulk_commands(commands: argparse._SubParsersAction, common: argparse.Arg
     start.add_argument("--since", type=_instant, help="accepted at or after: ISO 8601, or a period ago (2h)")
     start.add_argument("--until", type=_instant, help="accepted before: ISO 8601, or a period ago (30m)")
     start.add_argument("--ordering-key", default="", help="only events of this ordering key")
-    start.add_argument("--rate", type=float, default=0.0, help="events changed per second at most (0: no pace)")
+    start.add_argument(
+        "--rate",
+        type=float,
+        default=0.0,
+        help="events changed per second at most: 0 (no pace), or 0.1 up to 10000",
+    )
     start.add_argument("--dry-run", action="store_true", help="count and preview the matches, change nothing")
     start.add_argument("--no-wait", action="store_true", help="print the operation's id and return")
     actions.add_parser(

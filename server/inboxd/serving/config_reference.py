@@ -53,6 +53,16 @@ MEANINGS: dict[str, tuple[str, str]] = {
         "how often this instance looks for bulk operations to carry on (an operation started on it is carried at"
         " once; one replica carries each); `0`: this instance carries none",
     ),
+    "INBOXD_BULK_MAX_RUNNING_PER_TOKEN": (
+        "",
+        "RUNNING bulk operations one token may have; a start beyond is RESOURCE_EXHAUSTED and stores nothing"
+        " ([operations](operations.md#after-an-outage-replay-what-failed-at-a-pace))",
+    ),
+    "INBOXD_BULK_MAX_RUNNING": (
+        "",
+        "RUNNING bulk operations across the deployment (every replica, every token); a start beyond is"
+        " RESOURCE_EXHAUSTED and stores nothing",
+    ),
     "INBOXD_STALE_REVISIONS": ("", "an event at or below its ordering key's applied revision: `ignore` completes it IGNORED at claim time, with a reason; `deliver` hands it out with `stale` set"),
     "INBOXD_MAX_CONNECTIONS": ("", "gRPC connections held at once; lowered at start to the descriptor limit less the pool and 128 (a warning says so; [operations](operations.md#security))"),
     "INBOXD_MAX_STREAMS_PER_CONNECTION": ("", "calls one connection may have in flight (more wait in the client); keep it above `INBOXD_MAX_WAITING_CLAIMS_PER_CALLER`, or a worker's Completes wait behind its long-polls"),

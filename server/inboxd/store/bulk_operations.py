@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from inboxd.domain.bulk_operations import (
+    ACTABLE,
     FIRST_MATCHES,
     BulkAction,
     BulkFilter,
@@ -36,6 +37,8 @@ from inboxd.store.inspection import summary_from_row
 from inboxd.store.queries import QUERIES
 
 _NO_ID = uuid.UUID(int=0)
+# How long a chunk waits for an event row another transaction holds (bulk_chunk_lock_timeout).
+CHUNK_LOCK_TIMEOUT = "2s"
 
 
 def _operation(row: tuple[Any, ...]) -> BulkOperation:
@@ -134,6 +137,24 @@ async def list_operations(
     return [_operation(row) for row in await (await conn.execute(QUERIES["bulk_operation_list"], params)).fetchall()]
 
 
+async def running_counts(conn: Connection, actor: str) -> tuple[int, int]:
+    """The RUNNING operations `actor` started, and all of them, held true until the caller's transaction ends.
+
+    No other start runs meanwhile (bulk_start_lock), so a start that checks
+    the counts and then stores its operation cannot pass a cap beside another.
+    """
+    await conn.execute(QUERIES["bulk_start_lock"])
+    row = await (await conn.execute(QUERIES["bulk_running_counts"], {"actor": actor})).fetchone()
+    assert row is not None, "a count answers one row"
+    return int(row[0]), int(row[1])
+
+
+async def ended_operations(conn: Connection, operations: list[uuid.UUID]) -> list[uuid.UUID]:
+    """Those of `operations` no longer RUNNING."""
+    cur = await conn.execute(QUERIES["bulk_operations_ended"], {"operations": operations})
+    return [row[0] for row in await cur.fetchall()]
+
+
 async def running_operations(conn: Connection) -> list[uuid.UUID]:
     """The ids of the RUNNING operations, oldest first."""
     return [row[0] for row in await (await conn.execute(QUERIES["bulk_operations_running"])).fetchall()]
@@ -201,10 +222,17 @@ async def run_chunk(
         return current, None
     cursor = int(row[-1])
     query = "event_bulk_replay" if current.action is BulkAction.REPLAY else "event_bulk_ignore"
+    limit = chunk_size(current.rate, largest)
+    # Matches another transaction holds are waited for, not passed (event_bulk_lock).
+    await conn.execute(QUERIES["bulk_chunk_lock_timeout"], {"timeout": CHUNK_LOCK_TIMEOUT})
+    actable = sorted(s.value for s in ACTABLE[current.action])
+    await conn.execute(
+        QUERIES["event_bulk_lock"], {"operation": operation, "after": cursor, "limit": limit, "states": actable}
+    )
     params = {
         "operation": operation,
         "after": cursor,
-        "limit": chunk_size(current.rate, largest),
+        "limit": limit,
         "actor": current.actor,
         "reason": current.reason,
         "spacing": spacing(current.rate),

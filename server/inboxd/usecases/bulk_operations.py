@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -26,6 +27,7 @@ from inboxd.domain.bulk_operations import (
     BulkRequest,
     Chunk,
     check_request,
+    check_room,
     operation_id,
 )
 from inboxd.domain.errors import NotFound, PermissionDenied
@@ -63,17 +65,34 @@ class BulkOperations:
     inbox: Inbox
     # Set by the runner of this process: told when an operation starts here, so it need not wait for its poll.
     bulk_started: asyncio.Event | None = None
+    # Set by the runner of this process: told when an operation is cancelled here, so its pace sleep ends now.
+    bulk_cancelled: Callable[[uuid.UUID], None] | None = None
 
     async def start_bulk_operation(self, request: BulkRequest, *, caller: Caller) -> BulkStarted:
-        """Stores the operation with its matches counted now; a dry run ends there, changing nothing."""
+        """Stores the operation with its matches counted now; a dry run ends there, changing nothing.
+
+        A start that would pass a cap on RUNNING operations (the token's, or
+        the deployment's) is TooManyRequests, and stores nothing.
+        """
         check_request(request)
         _require_within_grants(caller, request.filter.namespace_pattern)
         now, op = self.inbox.clock(), uuid.uuid4()
+        settings = self.inbox.settings
+
+        async def start(conn: Connection) -> tuple[BulkOperation, list[EventSummary]]:
+            if not request.dry_run:
+                mine, everyone = await store.running_counts(conn, caller.name)
+                check_room(
+                    actor=caller.name,
+                    mine=mine,
+                    everyone=everyone,
+                    per_token=settings.bulk_max_running_per_token,
+                    total=settings.bulk_max_running,
+                )
+            return await store.start_operation(conn, request, operation=op, actor=caller.name, now=now)
+
         # Planned for its parameters: a plain namespace is an index range, a pattern a scan.
-        operation, first = await self.inbox.db.run(
-            lambda conn: store.start_operation(conn, request, operation=op, actor=caller.name, now=now),
-            custom_plans=True,
-        )
+        operation, first = await self.inbox.db.run(start, custom_plans=True)
         if not request.dry_run and self.bulk_started is not None:
             self.bulk_started.set()
         return BulkStarted(operation, tuple(first))
@@ -120,7 +139,13 @@ class BulkOperations:
         )
         if found is None:
             raise _not_found(text)
+        if self.bulk_cancelled is not None:
+            self.bulk_cancelled(op)
         return found
+
+    async def ended_bulk_operations(self, ops: list[uuid.UUID]) -> list[uuid.UUID]:
+        """Those of `ops` no longer RUNNING (cancelled on another replica, say)."""
+        return await self.inbox.db.run(lambda conn: store.ended_operations(conn, ops), transaction=False)
 
     async def running_bulk_operations(self) -> list[uuid.UUID]:
         return await self.inbox.db.run(store.running_operations)

@@ -97,3 +97,25 @@ UPDATE inbox_bulk_operations
 SET state = %(state)s, finished_at = inboxd_now(%(now)s), cancelled_by = %(cancelled_by)s,
     cancel_reason = %(cancel_reason)s, error = %(error)s
 WHERE id = %(operation)s AND state = 'running'
+
+-- name: bulk_start_lock
+-- Starts one at a time across replicas, for the time of the start's
+-- transaction: the count of RUNNING operations a start checks against the
+-- caps then stays true until its own row is committed.
+SELECT pg_advisory_xact_lock(7311020, 0)
+
+-- name: bulk_running_counts
+-- The RUNNING operations the actor (a token's name) started, and all of them.
+SELECT count(*) FILTER (WHERE actor = %(actor)s), count(*) FROM inbox_bulk_operations WHERE state = 'running'
+
+-- name: bulk_operations_ended
+-- Which of the operations asleep on a replica (between two chunks) have
+-- ended, cancelled on another replica, say: one look for all of them
+-- (background/bulk_pacing.py), so each wakes within a look of its cancel.
+SELECT id FROM inbox_bulk_operations WHERE id = ANY (%(operations)s::uuid[]) AND state <> 'running'
+
+-- name: bulk_chunk_lock_timeout
+-- How long a chunk waits for an event another transaction holds (a Claim
+-- taking it, say), for its own transaction only. Such a transaction lasts
+-- milliseconds; one held longer rolls the chunk back whole, to be tried again.
+SELECT set_config('lock_timeout', %(timeout)s, true)

@@ -93,15 +93,42 @@ FROM inbox_operator_actions
 WHERE namespace = %(namespace)s AND event_key = %(event_key)s
 ORDER BY id
 
+-- name: event_bulk_lock
+-- The first statement of a bulk chunk: locks the next matches after the
+-- cursor that are in a state the action acts on, waiting for any that
+-- another transaction holds (a Claim taking a PENDING event, a Complete, a
+-- Discard: milliseconds; bulk_chunk_lock_timeout bounds the wait), and
+-- judging each as it stands once let go. Skipping held rows (SKIP LOCKED)
+-- passed for good an event that a Claim then let go still PENDING, counted
+-- as moved on. The chunk's own statement (event_bulk_replay,
+-- event_bulk_ignore) comes next, with a snapshot of its own: a row rewritten
+-- while this one waited is seen as it now is (found by its tuple id, the
+-- version an older snapshot knew would be missed). Answers how many it locked.
+SELECT count(*)
+FROM (
+    SELECT m.namespace, m.event_key
+    FROM inbox_bulk_matches AS m
+    WHERE m.operation = %(operation)s AND m.position > %(after)s
+    ORDER BY m.position
+    LIMIT %(limit)s
+) AS b
+CROSS JOIN LATERAL (
+    SELECT 1
+    FROM inbox_events AS e
+    WHERE e.namespace = b.namespace AND e.event_key = b.event_key AND e.state = ANY (%(states)s::text[])
+    FOR NO KEY UPDATE OF e
+) AS l
+
 -- name: event_bulk_replay
 -- A bulk operation's REPLAY chunk: the next matches after the cursor whose
 -- event still matches the filter and is COMPLETED or DEAD_LETTERED go to
 -- PENDING exactly as event_replay takes one (attempts reset, ledger kept,
 -- marked replayed, the disposition moved to the audit row, which names the
--- operation). Rows another transaction holds are skipped, not waited for: an
--- event being claimed or completed at that moment has moved on. The lock is
--- the one the UPDATE takes anyway (no key changes): a ledger write holding
--- the event's key share (action_claim_lookup) does not make it skip. With a rate,
+-- operation). Its matches were locked by event_bulk_lock just before, in
+-- the same transaction, so they stand still, and this statement's snapshot
+-- sees them as they are. The lock is the one the UPDATE takes anyway (no key
+-- changes): a ledger write holding the event's key share
+-- (action_claim_lookup) does not make it wait. With a rate,
 -- the chunk's events come due `spacing` apart, so they become claimable at the
 -- operation's pace. Each match is locked by its key in a subquery of its
 -- own (a locking subquery is never flattened into a join, so the planner
@@ -124,7 +151,7 @@ WITH batch AS (
         WHERE e.namespace = b.namespace AND e.event_key = b.event_key AND o.id = %(operation)s
           AND e.state IN ('completed', 'dead_lettered')
           AND inboxd_bulk_filter_matches(e, o)
-        FOR NO KEY UPDATE OF e SKIP LOCKED
+        FOR NO KEY UPDATE OF e
     ) AS l
 ), numbered AS (
     SELECT l.*, row_number() OVER (ORDER BY l.position) - 1 AS turn FROM locked AS l
@@ -157,8 +184,8 @@ LEFT JOIN replayed AS r ON true
 -- completed as IGNORED with the operation's reason, exactly as event_discard
 -- completes one, each with its audit row naming the operation (its `before`
 -- worded as domain.operator_actions.word_event words a PENDING or
--- DEAD_LETTERED event). Rows another transaction holds (a Claim taking a
--- PENDING event) are skipped, not waited for. Answers as event_bulk_replay.
+-- DEAD_LETTERED event). Its matches were locked by event_bulk_lock just
+-- before, as event_bulk_replay's. Answers as event_bulk_replay.
 WITH batch AS (
     SELECT m.position, m.namespace, m.event_key
     FROM inbox_bulk_matches AS m
@@ -174,7 +201,7 @@ WITH batch AS (
         WHERE e.namespace = b.namespace AND e.event_key = b.event_key AND o.id = %(operation)s
           AND e.state IN ('pending', 'dead_lettered')
           AND inboxd_bulk_filter_matches(e, o)
-        FOR NO KEY UPDATE OF e SKIP LOCKED
+        FOR NO KEY UPDATE OF e
     ) AS l
 ), ignored AS (
     UPDATE inbox_events AS e
