@@ -11,7 +11,7 @@ import pytest
 
 from inboxd.config.settings import Settings
 from inboxd.serving.database_choice import embedded_dir as _embedded_dir
-from inboxd.serving.embedded_pg import private_parent
+from inboxd.serving.pg_account import private_parent
 
 
 def test_a_private_parent_folder_is_found() -> None:

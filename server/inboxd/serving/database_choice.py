@@ -17,7 +17,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from inboxd.config.settings import ConfigError, Settings
-from inboxd.serving.embedded_pg import EmbeddedPostgres, private_parent, runs_as_postgres_user
+from inboxd.serving.embedded_pg import EmbeddedPostgres
+from inboxd.serving.pg_account import private_parent, runs_as_postgres_user
 from inboxd.store.conninfo import describe_database
 
 log = logging.getLogger(__name__)

@@ -33,8 +33,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
+from inboxd.serving.pg_account import give_to_postgres, postgres_owner, private_parent, runs_as_postgres_user
 from inboxd.serving.pg_binaries import EmbeddedPostgresError, find_binaries
-from inboxd.serving.pgpass import UnsafeFileError, read_entries, read_private, write_entries, write_private
+from inboxd.serving.pgpass import (
+    UnsafeFileError,
+    read_entries,
+    trusts_local_users,
+    write_entries,
+    write_password_only_hba,
+    write_private,
+)
 from inboxd.store.bootstrap import create_database_if_absent, ensure_owner_role, set_superuser_password
 
 __all__ = ["EmbeddedPostgres", "EmbeddedPostgresError", "find_binaries", "free_port", "private_parent"]
@@ -42,31 +50,8 @@ __all__ = ["EmbeddedPostgres", "EmbeddedPostgresError", "find_binaries", "free_p
 log = logging.getLogger(__name__)
 
 PASSFILE_NAME = "inboxd.pgpass"
-# Password authentication everywhere; pg_hba.conf as inboxd writes it when it
-# takes over a cluster that trusted every local user.
-_HBA = """# Written by inboxd: password (scram-sha-256) authentication only. The secret is
-# in inboxd.pgpass, beside this file, readable by its owner alone.
-local   all             all                                     scram-sha-256
-host    all             all             127.0.0.1/32            scram-sha-256
-host    all             all             ::1/128                 scram-sha-256
-local   replication     all                                     scram-sha-256
-host    replication     all             127.0.0.1/32            scram-sha-256
-host    replication     all             ::1/128                 scram-sha-256
-"""
 # A Unix socket's path must fit in sockaddr_un.sun_path (108 bytes with its NUL on Linux).
 _MAX_SOCKET_PATH = 107
-
-
-def private_parent(path: Path) -> Path | None:
-    """The first existing parent folder others cannot search (so neither can `postgres`), if any."""
-    for parent in path.resolve().parents:
-        if parent.exists() and not parent.stat().st_mode & 0o001:
-            return parent
-    return None
-
-
-def runs_as_postgres_user() -> bool:
-    return os.geteuid() == 0
 
 
 def free_port() -> int:
@@ -145,7 +130,7 @@ class EmbeddedPostgres:
             self.port = running
         else:
             self._start_server()
-        if self._trusts_local_users():
+        if trusts_local_users(self.data_dir):
             self._require_password()
         if self.app_role is None:
             self._create_database()
@@ -209,8 +194,8 @@ class EmbeddedPostgres:
         # initdb wants an empty data folder, so its copy of the secret waits in a private one.
         with tempfile.TemporaryDirectory(prefix="inboxd-initdb-") as folder:
             pwfile = Path(folder) / "pw"
-            write_private(pwfile, secret + "\n", self._postgres_owner())
-            self._give_to_postgres(Path(folder))
+            write_private(pwfile, secret + "\n", postgres_owner())
+            give_to_postgres(Path(folder))
             self._run(
                 [
                     str(self.bin_dir / "initdb"),
@@ -229,7 +214,7 @@ class EmbeddedPostgres:
 
     def _write_passfile(self, secret: str, user: str = "postgres") -> None:
         """Sets `user`'s line of the password file, keeping the others."""
-        write_entries(self.passfile, {**read_entries(self.passfile), user: secret}, self._postgres_owner())
+        write_entries(self.passfile, {**read_entries(self.passfile), user: secret}, postgres_owner())
 
     def _hand_database_to_app_role(self, role: str) -> None:
         """The app role exists, logs in with its own secret, and owns the database and its objects."""
@@ -248,28 +233,6 @@ class EmbeddedPostgres:
             return False
         return len(lines) > 5 and bool(lines[5].strip())
 
-    def _postgres_owner(self) -> tuple[int, int] | None:
-        """(uid, gid) of `postgres` when running as root, whose files the cluster's are; else None."""
-        if not self._as_postgres():
-            return None
-        owner = pwd.getpwnam("postgres")
-        return owner.pw_uid, owner.pw_gid
-
-    def _give_to_postgres(self, *paths: Path) -> None:
-        """As root, the cluster's files belong to `postgres` (root still reads them)."""
-        if self._as_postgres():
-            owner = pwd.getpwnam("postgres")
-            for path in paths:
-                os.chown(path, owner.pw_uid, owner.pw_gid)
-
-    def _trusts_local_users(self) -> bool:
-        """True for a cluster made by an older inboxd: pg_hba.conf has a `trust` rule."""
-        for line in read_private(self.data_dir / "pg_hba.conf").splitlines():
-            words = line.split("#", 1)[0].split()
-            if words and words[-1] == "trust":
-                return True
-        return False
-
     def _require_password(self) -> None:
         """Switches a trusting cluster to password authentication: secret, then pg_hba.conf, then restart.
 
@@ -284,7 +247,7 @@ class EmbeddedPostgres:
         secret = secrets.token_urlsafe(32)
         set_superuser_password(self.url("postgres"), secret)
         self._write_passfile(secret)
-        write_private(self.data_dir / "pg_hba.conf", _HBA, self._postgres_owner())
+        write_password_only_hba(self.data_dir, postgres_owner())
         # A restart, not a reload: a reload is applied some time after pg_ctl returns.
         self.stop()
         self._start_server(keep_port=True)

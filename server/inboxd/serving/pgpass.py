@@ -15,6 +15,18 @@ import secrets
 import stat
 from pathlib import Path
 
+# Password authentication everywhere; pg_hba.conf as inboxd writes it when it
+# takes over a cluster that trusted every local user.
+HBA = """# Written by inboxd: password (scram-sha-256) authentication only. The secret is
+# in inboxd.pgpass, beside this file, readable by its owner alone.
+local   all             all                                     scram-sha-256
+host    all             all             127.0.0.1/32            scram-sha-256
+host    all             all             ::1/128                 scram-sha-256
+local   replication     all                                     scram-sha-256
+host    replication     all             127.0.0.1/32            scram-sha-256
+host    replication     all             ::1/128                 scram-sha-256
+"""
+
 
 class UnsafeFileError(OSError):
     """A private file is a link or not a regular file: refused, never followed."""
@@ -81,3 +93,17 @@ def _refused(path: Path) -> UnsafeFileError:
         f"{path} is a symbolic link or not a regular file: inboxd refuses to follow it"
         " (the cluster's folder belongs to 'postgres'; remove it and start again)"
     )
+
+
+def trusts_local_users(data_dir: Path) -> bool:
+    """True for a cluster made by an older inboxd: its pg_hba.conf has a `trust` rule."""
+    for line in read_private(data_dir / "pg_hba.conf").splitlines():
+        words = line.split("#", 1)[0].split()
+        if words and words[-1] == "trust":
+            return True
+    return False
+
+
+def write_password_only_hba(data_dir: Path, owner: tuple[int, int] | None) -> None:
+    """Replaces the cluster's pg_hba.conf with HBA: scram-sha-256 for every connection."""
+    write_private(data_dir / "pg_hba.conf", HBA, owner)
