@@ -8,6 +8,7 @@ HTTP/2 itself (`h2_strangers`), so the test holds none of them.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import AsyncIterator
 from dataclasses import replace
@@ -78,32 +79,43 @@ async def test_128_strangers_sending_31_mib_to_health_and_reflection_grow_the_se
     assert grown < MOST_GROWTH_BYTES, f"the server grew by {grown / 1e6:.0f} MB"
 
 
-async def test_a_legitimate_accept_is_answered_while_strangers_hold_every_connection_with_health_watches(
-    migrated_url: str, tmp_path: Path
-) -> None:
-    tokens, edge = _tokens(tmp_path)
+def _capped(migrated_url: str, tokens: Path) -> ServerProcess:
     env = {
         "INBOXD_TOKENS_FILE": str(tokens),
         "INBOXD_MAX_CONNECTIONS": str(CAP),
         "INBOXD_UNAUTHENTICATED_CONNECTION_AGE": "2s",
     }
-    server = await asyncio.to_thread(ServerProcess(database_url=migrated_url, env=env).start)
-    own = [("grpc.use_local_subchannel_pool", 1)]  # a connection of its own for each
-    strangers = [grpc.aio.insecure_channel(server.target, options=own) for _ in range(CAP)]
+    return ServerProcess(database_url=migrated_url, env=env)
+
+
+# A connection of its own for each channel.
+OWN_CONNECTION = [("grpc.use_local_subchannel_pool", 1)]
+
+
+async def _legitimate_accept(target: str, edge: str) -> tuple[inbox_pb2.AcceptResponse, float]:
+    started = time.perf_counter()
+    async with grpc.aio.insecure_channel(target, options=OWN_CONNECTION) as channel:
+        answer = await InboxServiceStub(channel).Accept(
+            accept_request("strangers/ns", new_token()),
+            metadata=[("authorization", f"Bearer {edge}")],
+            timeout=30,
+            wait_for_ready=True,
+        )
+    return answer, time.perf_counter() - started
+
+
+async def test_a_legitimate_accept_is_answered_while_strangers_hold_every_connection_with_health_watches(
+    migrated_url: str, tmp_path: Path
+) -> None:
+    tokens, edge = _tokens(tmp_path)
+    server = await asyncio.to_thread(_capped(migrated_url, tokens).start)
+    strangers = [grpc.aio.insecure_channel(server.target, options=OWN_CONNECTION) for _ in range(CAP)]
     try:
         watches = [health_pb2_grpc.HealthStub(c).Watch(health_pb2.HealthCheckRequest()) for c in strangers]
         for watch in watches:  # each connection holds a slot: its Watch has answered
             first = await asyncio.wait_for(watch.read(), 10)
             assert first.status == health_pb2.HealthCheckResponse.SERVING
-        started = time.perf_counter()
-        async with grpc.aio.insecure_channel(server.target, options=own) as channel:
-            answer = await InboxServiceStub(channel).Accept(
-                accept_request("strangers/ns", "legit"),
-                metadata=[("authorization", f"Bearer {edge}")],
-                timeout=30,
-                wait_for_ready=True,
-            )
-        waited = time.perf_counter() - started
+        answer, waited = await _legitimate_accept(server.target, edge)
         ended = [await asyncio.wait_for(watch.code(), 10) for watch in watches]
     finally:
         for channel in strangers:
@@ -112,6 +124,29 @@ async def test_a_legitimate_accept_is_answered_while_strangers_hold_every_connec
     print(f"\nthe Accept was answered {waited:.1f} s after {CAP} Watch streams held the cap of {CAP}")
     assert answer.outcome == inbox_pb2.ACCEPT_OUTCOME_ACCEPTED
     assert set(ended) == {grpc.StatusCode.UNAVAILABLE}
+
+
+async def test_a_legitimate_accept_is_answered_while_strangers_hold_every_connection_with_reflection_streams(
+    migrated_url: str, tmp_path: Path
+) -> None:
+    tokens, edge = _tokens(tmp_path)
+    server = await asyncio.to_thread(_capped(migrated_url, tokens).start)
+    strangers = [grpc.aio.insecure_channel(server.target, options=OWN_CONNECTION) for _ in range(CAP)]
+    try:
+        # Open and silent: a reflection stream that asks nothing is a call in flight all the same.
+        streams = [reflection_pb2_grpc.ServerReflectionStub(c).ServerReflectionInfo() for c in strangers]
+        for stream in streams:
+            with contextlib.suppress(grpc.aio.AioRpcError):  # refused at once is fine: its connection stays
+                await asyncio.wait_for(stream.wait_for_connection(), 10)
+        answer, waited = await _legitimate_accept(server.target, edge)
+        ended = [await asyncio.wait_for(stream.code(), 10) for stream in streams]
+    finally:
+        for channel in strangers:
+            await channel.close(None)
+        server.kill()
+    print(f"\nthe Accept was answered {waited:.1f} s after {CAP} reflection streams held the cap of {CAP}")
+    assert answer.outcome == inbox_pb2.ACCEPT_OUTCOME_ACCEPTED
+    assert grpc.StatusCode.OK not in ended
 
 
 @pytest.fixture(scope="module")
