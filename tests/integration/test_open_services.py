@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
+import subprocess
 import time
 from collections.abc import AsyncIterator
 from dataclasses import replace
@@ -27,7 +29,7 @@ from inboxd.store.database import Database
 from inboxd_client.v1 import inbox_pb2
 from inboxd_client.v1.inbox_pb2_grpc import InboxServiceStub
 from tests.conftest import NO_RESCUER
-from tests.harness import ServerProcess
+from tests.harness import REPO, ServerProcess
 from tests.integration.h2_strangers import flood
 from tests.integration.helpers import accept_request, expect_status
 from tests.integration.test_admission import resident_bytes
@@ -201,3 +203,27 @@ async def test_a_malformed_health_check_is_invalid_argument_not_unknown(guarded:
     async with grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as channel:
         raw = channel.unary_unary(CHECK, request_serializer=None, response_deserializer=None)
         await expect_status(raw(b"\x0a\x02\xff\xfe"), grpc.StatusCode.INVALID_ARGUMENT)  # `service`: not UTF-8
+
+
+def _buf_curl_accept(port: int, token: str, *reflect: str) -> subprocess.CompletedProcess[str]:
+    body = {"namespace": "buf/ns", "event_key": new_token(), "event_type": "t", "payload": "eyJhIjogMX0="}
+    return subprocess.run(
+        ["npx", "--no-install", "buf", "curl", "--protocol", "grpc", "--http2-prior-knowledge",
+         "-H", f"authorization: Bearer {token}", *reflect,
+         f"http://127.0.0.1:{port}/inboxd.v1.InboxService/Accept", "-d", json.dumps(body)],
+        cwd=REPO, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+
+
+async def test_buf_curl_reaches_reflection_with_the_token_it_sends_as_the_docs_say(
+    guarded: tuple[RunningServer, str],
+) -> None:
+    running, edge = guarded
+    # buf curl blocks; the server answers from this very event loop, so it runs in a thread.
+    without = await asyncio.to_thread(_buf_curl_accept, running.port, edge)
+    assert without.returncode != 0
+    # buf hides reflection's UNAUTHENTICATED behind this: the docs quote it.
+    assert 'failed to find service named "inboxd.v1.InboxService"' in without.stderr
+    answer = await asyncio.to_thread(_buf_curl_accept, running.port, edge, "--reflect-header", "*")
+    assert answer.returncode == 0, answer.stderr
+    assert json.loads(answer.stdout)["outcome"] == "ACCEPT_OUTCOME_ACCEPTED"

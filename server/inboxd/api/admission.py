@@ -12,7 +12,7 @@ then never reads its body, only what HTTP/2 flow control had let in.
 
 A generic handler rather than a `grpc.aio.ServerInterceptor`: an interceptor is
 one more coroutine on every call, this is one plain call per call; health
-checks and reflection are other handlers and stay open.
+checks and reflection have a handler of their own (`api.open_services`).
 
 The namespaces a call touches live in its message, so they are checked after
 it is read (`api.handlers`), where each method's own size limit is applied too.
