@@ -260,11 +260,13 @@ async def test_a_foreign_worker_cannot_touch_an_event_through_fenced_calls_with_
     await stub.Complete(inbox_pb2.CompleteRequest(**stolen), metadata=bearer(tokens.worker_a))
 
 
-async def test_health_and_reflection_stay_open(chan: grpc.aio.Channel) -> None:
+async def test_health_stays_open_and_reflection_takes_a_token_of_any_scope(
+    chan: grpc.aio.Channel, tokens: Tokens
+) -> None:
     # The server does guard its services: without a token, an inboxd call is refused...
     refused = inbox_pb2_grpc.InboxServiceStub(chan).Accept(accept_request("tenant-a/x", "k"))
     assert await code_of(refused) == grpc.StatusCode.UNAUTHENTICATED
-    # ...while health and reflection answer the same tokenless caller.
+    # ...while health answers the same tokenless caller (probes carry no token)...
     for service in ("", "inboxd.v1.InboxService", "inboxd.v1.InboxAdminService"):
         answer = await health_pb2_grpc.HealthStub(chan).Check(health_pb2.HealthCheckRequest(service=service))
         assert answer.status == health_pb2.HealthCheckResponse.SERVING, service
@@ -273,7 +275,9 @@ async def test_health_and_reflection_stay_open(chan: grpc.aio.Channel) -> None:
         reflection_pb2.ServerReflectionRequest(list_services=""),
         reflection_pb2.ServerReflectionRequest(file_containing_symbol="inboxd.v1.InboxService"),
     ]
-    answers = [answer async for answer in reflect.ServerReflectionInfo(iter(requests))]
+    # ...and reflection answers any valid token, of any scope, and refuses the tokenless one.
+    assert await reflect.ServerReflectionInfo(iter(requests)).code() == grpc.StatusCode.UNAUTHENTICATED
+    answers = [answer async for answer in reflect.ServerReflectionInfo(iter(requests), metadata=bearer(tokens.edge_a))]
     assert [a.WhichOneof("message_response") for a in answers] == [
         "list_services_response",
         "file_descriptor_response",

@@ -12,7 +12,7 @@ then never reads its body, only what HTTP/2 flow control had let in.
 
 A generic handler rather than a `grpc.aio.ServerInterceptor`: an interceptor is
 one more coroutine on every call, this is one plain call per call; health
-checks and reflection are other handlers and stay open.
+checks and reflection have a handler of their own (`api.open_services`).
 
 The namespaces a call touches live in its message, so they are checked after
 it is read (`api.handlers`), where each method's own size limit is applied too.
@@ -20,9 +20,10 @@ it is read (`api.handlers`), where each method's own size limit is applied too.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +38,9 @@ from inboxd.domain.errors import InboxError
 ObserveRpc = Callable[[str, grpc.StatusCode, float], None]
 # One admitted call: who calls, the decoded request (or a marker), its context.
 Handle = Callable[[Caller, Any, grpc.aio.ServicerContext[Any, Any]], Awaitable[Any]]
+# Hears where each call came from (`context.peer()`) and whether its caller had a valid token
+# (serving.stranger_connections closes connections that only strangers use).
+CallSeen = Callable[[str, bool], None]
 
 MiB = 1024 * 1024
 # What one message of a method other than Accept, AcceptBatch, Claim and
@@ -107,10 +111,17 @@ class Admission(_GenericHandler):
     `registry` None means every caller is ANONYMOUS (loopback only): nothing to refuse.
     """
 
-    def __init__(self, methods: Mapping[str, Method], registry: TokenRegistry | None, observe: ObserveRpc) -> None:
+    def __init__(
+        self,
+        methods: Mapping[str, Method],
+        registry: TokenRegistry | None,
+        observe: ObserveRpc,
+        seen: CallSeen | None = None,
+    ) -> None:
         self._methods = dict(methods)
         self._registry = registry
         self._observe = observe
+        self._seen = seen
         # Without tokens every call gets the same handler: built once.
         self._open = {path: _admitted(method, ANONYMOUS) for path, method in self._methods.items()}
         # With tokens, one per method and caller: building a handler costs some 5 µs, a call 250.
@@ -135,7 +146,7 @@ class Admission(_GenericHandler):
             return cached[1]
         if len(self._admitted) >= _MOST_CACHED:  # reloads leave old callers behind
             self._admitted.clear()
-        handler = _admitted(method, caller)
+        handler = _admitted(method, caller, self._seen)
         self._admitted[key] = (caller, handler)
         return handler
 
@@ -143,10 +154,13 @@ class Admission(_GenericHandler):
         code = status_for(exc)
         details = str(exc)
         observe = self._observe
+        seen = self._seen
 
         # Request-streaming, and it never iterates its requests: grpc reads no message for it.
         async def refuse(requests: object, context: grpc.aio.ServicerContext[Any, Any]) -> None:
             started = time.perf_counter()
+            if seen is not None:
+                seen(context.peer(), False)
             try:
                 await context.abort(code, details)
             finally:
@@ -155,16 +169,40 @@ class Admission(_GenericHandler):
         return grpc.stream_unary_rpc_method_handler(refuse)
 
 
-def _admitted(method: Method, caller: Caller) -> grpc.RpcMethodHandler[Any, Any]:
+def _admitted(method: Method, caller: Caller, seen: CallSeen | None = None) -> grpc.RpcMethodHandler[Any, Any]:
+    handle: Any = functools.partial(method.handle, caller)
     if method.streaming:
         # Admitted once per stream: its messages are judged by `handle`, each alone.
         return grpc.stream_stream_rpc_method_handler(
-            functools.partial(method.handle, caller),
+            handle if seen is None else _vouching_stream(handle, seen),
             request_deserializer=method.request_deserializer,
             response_serializer=method.response_serializer,
         )
     return grpc.unary_unary_rpc_method_handler(
-        functools.partial(method.handle, caller),
+        handle if seen is None else _vouching(handle, seen),
         request_deserializer=method.request_deserializer,
         response_serializer=method.response_serializer,
     )
+
+
+def _vouching(handle: Any, seen: CallSeen) -> Any:
+    """`handle`, first saying that its connection carries a call with a valid token."""
+
+    async def vouched(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
+        seen(context.peer(), True)
+        return await handle(request, context)
+
+    return vouched
+
+
+def _vouching_stream(handle: Any, seen: CallSeen) -> Any:
+    """A stream's `handle` (an async generator), first saying that its connection carries a call with a valid token."""
+
+    async def vouched(requests: Any, context: grpc.aio.ServicerContext[Any, Any]) -> AsyncIterator[Any]:
+        seen(context.peer(), True)
+        # Closed with the stream, however it ends, as `handle` closes what it runs.
+        async with contextlib.aclosing(handle(requests, context)) as answers:
+            async for answer in answers:
+                yield answer
+
+    return vouched

@@ -3,7 +3,7 @@
 The token and the scope are judged on the call's metadata, before its message
 is read (`api.admission`); the namespaces a call touches live in the message,
 so `api.handlers` checks them in each inboxd.v1 method's wrapper, once it is
-decoded. Health checking and reflection are neither: they stay open.
+decoded. Health checking and reflection are neither (`api.open_services`).
 """
 
 from __future__ import annotations

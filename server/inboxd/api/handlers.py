@@ -38,6 +38,7 @@ from inboxd.api.admission import (
     OVERSIZE_FIELDS,
     SMALL_MESSAGE_BYTES,
     Admission,
+    CallSeen,
     Handle,
     Method,
     ObserveRpc,
@@ -225,6 +226,8 @@ def generic_handler(
     observe: ObserveRpc | None = None,
     registry: TokenRegistry | None = None,
     receive_limits: Mapping[str, int] | None = None,
+    *,
+    seen: CallSeen | None = None,
 ) -> grpc.GenericRpcHandler[Any, Any]:
     """One handler for every RPC of `service`; methods the servicer lacks are UNIMPLEMENTED.
 
@@ -232,6 +235,7 @@ def generic_handler(
     refusals by authentication included. `receive_limits` gives a method's
     most bytes by its name (`api.admission.receive_limits`); others then take
     SMALL_MESSAGE_BYTES. None: only grpc's server-wide limit applies.
+    `seen(peer, vouched)` hears where each call came from (`api.admission.CallSeen`).
     """
     limits = receive_limits
     methods = {}
@@ -263,4 +267,4 @@ def generic_handler(
             response_serializer=response_cls.SerializeToString,
             streaming=streaming,
         )
-    return Admission(methods, registry, observe or _unobserved)
+    return Admission(methods, registry, observe or _unobserved, seen)

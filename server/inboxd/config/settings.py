@@ -122,6 +122,9 @@ class Settings:
     connection_age_grace: timedelta = timedelta(minutes=2)
     # A connection that has not finished its TLS and HTTP/2 handshake within this is closed.
     handshake_timeout: timedelta = timedelta(seconds=10)
+    # With a tokens file: a connection whose calls (health checks, say) carried no valid token this long
+    # after its first one is closed, so strangers cannot hold the connection cap. 0: never.
+    unauthenticated_connection_age: timedelta = timedelta(seconds=30)
 
     @property
     def listen_host(self) -> str:
@@ -187,6 +190,7 @@ _ENV: dict[str, tuple[str, object]] = {
     "INBOXD_CONNECTION_AGE": ("connection_age", parse_duration),
     "INBOXD_CONNECTION_AGE_GRACE": ("connection_age_grace", parse_duration),
     "INBOXD_HANDSHAKE_TIMEOUT": ("handshake_timeout", parse_duration),
+    "INBOXD_UNAUTHENTICATED_CONNECTION_AGE": ("unauthenticated_connection_age", parse_duration),
 }
 _NAMED_PARSERS = (parse_duration, parse_size, parse_flag, parse_stale_revisions)
 
@@ -323,3 +327,5 @@ def _check_connection_bounds(settings: Settings) -> None:
         # grpc takes them as a C int of milliseconds (24 days).
         if not timedelta(milliseconds=1) <= duration <= timedelta(milliseconds=2**31 - 1):
             raise ConfigError(f"{name}={shown_duration(duration)} must be between 1ms and 24d")
+    if settings.unauthenticated_connection_age < timedelta(0):
+        raise ConfigError("INBOXD_UNAUTHENTICATED_CONNECTION_AGE must not be negative (0 turns it off)")

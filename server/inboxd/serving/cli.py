@@ -65,6 +65,7 @@ _SETTING_FLAGS = {
     "--connection-age": "connection_age",
     "--connection-age-grace": "connection_age_grace",
     "--handshake-timeout": "handshake_timeout",
+    "--unauthenticated-connection-age": "unauthenticated_connection_age",
 }
 # On/off flags that force a setting on: flag -> Settings field.
 _SWITCH_FLAGS = {

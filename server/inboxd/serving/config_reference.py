@@ -70,6 +70,7 @@ MEANINGS: dict[str, tuple[str, str]] = {
     "INBOXD_CONNECTION_AGE": ("", "every connection is closed after this long (±10%), its calls first given `INBOXD_CONNECTION_AGE_GRACE`"),
     "INBOXD_CONNECTION_AGE_GRACE": ("", "how long an aged connection's calls may finish (more than a long-poll's 60 s)"),
     "INBOXD_HANDSHAKE_TIMEOUT": ("", "a connection that has not finished its TLS and HTTP/2 handshake by then is closed"),
+    "INBOXD_UNAUTHENTICATED_CONNECTION_AGE": ("", "with a tokens file: a connection whose calls (health checks, say) carried no valid token this long after its first one is closed (within a second more), so strangers cannot hold the connection cap; `0` turns it off"),
 }  # fmt: skip
 
 # Read where they act, not through Settings: variable -> (default, meaning).

@@ -11,14 +11,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import grpc
-from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_health.v1 import health, health_pb2
 from grpc_reflection.v1alpha import reflection
+from grpc_reflection.v1alpha._async import ReflectionServicer
 
 import inboxd
 from inboxd.api.admin_servicer import AdminServicer
 from inboxd.api.admission import receive_limits
 from inboxd.api.handlers import generic_handler
 from inboxd.api.inbox_servicer import MAX_BATCH_EVENTS, InboxServicer
+from inboxd.api.open_services import OpenServices
 from inboxd.background.duties import Operations
 from inboxd.background.presence import PresenceWriter
 from inboxd.config.settings import ConfigError, Settings
@@ -27,6 +29,7 @@ from inboxd.console import start_console
 from inboxd.domain.errors import Unavailable
 from inboxd.domain.validation import MAX_METADATA_BYTES
 from inboxd.serving.connections import connection_options, install_out_of_descriptors_log
+from inboxd.serving.stranger_connections import StrangerConnections
 from inboxd.serving.tls_reload import ServerCertificates
 from inboxd.serving.tokens_admin import token_expiry_gauges
 from inboxd.store.database import Database
@@ -184,21 +187,24 @@ async def start_server(
     # (Under --workers N the parent serves the console: its children get none.)
     console = await start_console(settings, ops.operators, registry)
     # No interceptor: inboxd's own generic handlers admit a call on its metadata
-    # (api.admission), so health checks and reflection pay nothing for it.
+    # (api.admission; health and reflection in api.open_services).
     server = grpc.aio.server(options=server_options(settings, reuse_port=worker_index is not None))
     inbox.signals = ReplicaSignals(db.conninfo, inbox.on_replica_signal)
     inbox.signals.start()
     limits = receive_limits(max_message_bytes(settings), one_event_bytes(settings))
     observe = ops.metrics.observe_rpc
+    strangers = stranger_connections(settings, registry)
+    seen = None if strangers is None else strangers.seen
+    health_servicer = VersionedHealth()
+    reflected = (*SERVICE_NAMES, health.SERVICE_NAME, reflection.SERVICE_NAME)
     server.add_generic_rpc_handlers(
         (
-            generic_handler(INBOX_SERVICE, InboxServicer(inbox), observe, registry, limits),
-            generic_handler(ADMIN_SERVICE, AdminServicer(ops.operators), observe, registry, limits),
+            generic_handler(INBOX_SERVICE, InboxServicer(inbox), observe, registry, limits, seen=seen),
+            generic_handler(ADMIN_SERVICE, AdminServicer(ops.operators), observe, registry, limits, seen=seen),
+            # Not grpc's own handlers: those read a stranger's message in full, up to 32 MiB, however many at once.
+            OpenServices(health_servicer, ReflectionServicer(reflected), registry, seen),
         )
     )
-    health_servicer = VersionedHealth()
-    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    reflection.enable_server_reflection((*SERVICE_NAMES, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
     certificates = server_certificates(settings)
     if certificates is None:
         port = server.add_insecure_port(settings.listen)
@@ -208,6 +214,10 @@ async def start_server(
         raise RuntimeError(f"could not listen on {settings.listen}")
     await server.start()
     running = RunningServer(server, port, inbox, health_servicer, ops=ops, certificates=certificates)
+    if strangers is not None:
+        strangers.port = port
+        strangers.start()
+        running._closers.append(strangers.stop)
     if worker_index is not None:
         running.health_names += (worker_health_name(worker_index),)
     running._closers.append(inbox.signals.stop)
@@ -224,6 +234,14 @@ async def start_server(
     await _report_health(running, db)
     running._tasks.append(asyncio.create_task(_watch_health(running, db)))
     return running
+
+
+def stranger_connections(settings: Settings, registry: TokenRegistry | None) -> StrangerConnections | None:
+    """The rule that closes connections no valid token used (INBOXD_UNAUTHENTICATED_CONNECTION_AGE); None: off."""
+    bound = settings.unauthenticated_connection_age.total_seconds()
+    if registry is None or bound <= 0:
+        return None  # without tokens every caller is let in, on loopback only
+    return StrangerConnections(0, bound)
 
 
 def freeze_start_up_objects() -> None:
