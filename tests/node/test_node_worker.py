@@ -60,6 +60,7 @@ OWN_WRAPPERS = frozenset(
         "idle-claims.test.js",
         "payloads.test.js",
         "readme-stripe.test.js",
+        "silent-path.test.js",
         "tracing.test.js",
         "tracing-setup.test.js",
     }
