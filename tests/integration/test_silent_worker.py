@@ -26,6 +26,7 @@ from inboxd_client.v1 import inbox_pb2
 from inboxd_client.v1.inbox_pb2_grpc import InboxServiceStub
 from tests.client.tcp_proxy import TcpProxy
 from tests.conftest import CLOCKED_SETTINGS, NO_BULK_RUNNER, NO_RESCUER, FakeClock
+from tests.harness import ServerProcess
 from tests.integration.helpers import accept_request, read_event
 from tests.integration.work_streams import NOT_FOUND, Worker, fence_of
 
@@ -81,14 +82,17 @@ async def pushed_within(worker: Worker, count: int, within: float) -> list[inbox
     return worker.events
 
 
-async def test_a_silent_workers_events_go_to_another_worker_within_the_keepalive_bound(
-    pinging_server: RunningServer, db: Database, ns: str
-) -> None:
-    async with grpc.aio.insecure_channel(f"127.0.0.1:{pinging_server.port}") as direct:
+async def hand_on_a_silent_workers_events(port: int, ns: str) -> float:
+    """Two events go to a worker behind the proxy, its path goes silent, and another worker subscribes.
+
+    Returns how long after the silence both were pushed to the other worker,
+    which completes them; they come at attempt 2, the silent one's counted.
+    """
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as direct:
         stub = InboxServiceStub(direct)
         for key in ("a", "b"):
             await stub.Accept(accept_request(ns, key))
-        proxy = await TcpProxy(pinging_server.port).start()
+        proxy = await TcpProxy(port).start()
         try:
             async with grpc.aio.insecure_channel(f"127.0.0.1:{proxy.port}") as far:
                 silent = Worker(InboxServiceStub(far))
@@ -100,18 +104,38 @@ async def test_a_silent_workers_events_go_to_another_worker_within_the_keepalive
                 await other.subscribe([ns], credit=2, worker_id="the-other")
                 taken = await pushed_within(other, 2, HANDED_ON_WITHIN)
                 handed_on = time.monotonic() - went_silent
-                live = [s.worker_id for s in pinging_server.inbox.streams.live()]
-                assert "behind-a-silent-path" not in live
                 silent.call.cancel()
         finally:
             await proxy.stop()
         assert sorted(e.event_key for e in taken) == ["a", "b"]
         assert {e.attempt for e in taken} == {2}  # the silent worker's attempt counted, as a crash's is
-        assert handed_on < HANDED_ON_WITHIN, f"handed on {handed_on:.1f} s after the path went silent"
         for event in taken:
             assert (await other.complete(event)).WhichOneof("result") == "complete"
         assert await other.close() == grpc.StatusCode.OK
+    return handed_on
+
+
+async def test_a_silent_workers_events_go_to_another_worker_within_the_keepalive_bound(
+    pinging_server: RunningServer, db: Database, ns: str
+) -> None:
+    handed_on = await hand_on_a_silent_workers_events(pinging_server.port, ns)
+    assert handed_on < HANDED_ON_WITHIN, f"handed on {handed_on:.1f} s after the path went silent"
+    # Not by a lapsed lease (30 s): the silent worker's stream ended.
+    assert "behind-a-silent-path" not in [s.worker_id for s in pinging_server.inbox.streams.live()]
     assert (await read_event(db, ns, "a"))["state"] == "completed"
+
+
+async def test_inboxd_serve_takes_its_keepalive_from_the_environment(migrated_url: str, ns: str) -> None:
+    server = await asyncio.to_thread(
+        ServerProcess(
+            database_url=migrated_url, env={"INBOXD_KEEPALIVE_TIME": "500ms", "INBOXD_KEEPALIVE_TIMEOUT": "500ms"}
+        ).start
+    )
+    try:
+        handed_on = await hand_on_a_silent_workers_events(server.port, ns)
+    finally:
+        server.kill()
+    assert handed_on < HANDED_ON_WITHIN, f"handed on {handed_on:.1f} s after the path went silent"
 
 
 async def test_a_short_lease_is_renewed_no_further_than_a_lease_past_the_workers_last_word(
