@@ -223,3 +223,23 @@ async def test_a_worker_that_pings_as_the_runtimes_do_is_not_told_too_many_pings
         [event] = await worker.pushed(1)
         assert (await worker.complete(event)).WhichOneof("result") == "complete"
         assert await worker.close() == grpc.StatusCode.OK
+
+
+async def test_a_heartbeat_never_shortens_the_lease_a_push_granted(
+    clocked: RunningServer, short_clock: FakeClock, ns: str
+) -> None:
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{clocked.port}") as chan:
+        stub = InboxServiceStub(chan)
+        worker = Worker(stub)
+        await worker.subscribe([ns], credit=1, lease=3)
+        short_clock.advance(2)  # the worker says nothing meanwhile; then an event is pushed, leased for 3 s
+        await stub.Accept(accept_request(ns, "k"))
+        [event] = await worker.pushed(1)
+        short_clock.advance(0.5)
+        # A lease past its last word would end 0.5 s from now: the push's own lease is longer, and stays.
+        await clocked.inbox.streams.renew_all()
+        short_clock.advance(2)
+        taken = await stub.Claim(inbox_pb2.ClaimRequest(namespaces=[ns], worker_id="taker"))
+        assert list(taken.events) == []
+        assert (await worker.complete(event)).WhichOneof("result") == "complete"
+        assert await worker.close() == grpc.StatusCode.OK
