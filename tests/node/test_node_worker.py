@@ -61,6 +61,7 @@ OWN_WRAPPERS = frozenset(
         "payloads.test.js",
         "readme-stripe.test.js",
         "server-drain.test.js",
+        "silent-path.test.js",
         "tracing.test.js",
         "tracing-setup.test.js",
     }

@@ -37,6 +37,12 @@ const DEFAULT_DEADLINE_MS = 30_000;
 // (1 MiB each by default): refused, its events would stay leased, their attempt counted, until
 // every retry had lapsed and they were dead letters that never ran. The caller's options win.
 const DEFAULT_CHANNEL_OPTIONS = { 'grpc.max_receive_message_length': -1 };
+// Keepalive pings: a path that goes silent (no FIN, no RST) is noticed within about time + timeout
+// (15 s) and its calls end UNAVAILABLE, rather than a Work stream's handlers running on for the hour
+// it takes TCP to give up. inboxd permits a ping every 5 s; an older server every 5 minutes, and
+// answers more with GOAWAY `too_many_pings` (set channelOptions to change these). Read when a
+// client is made.
+export const KEEPALIVE = { timeMs: 10_000, timeoutMs: 5_000 };
 
 export class InboxClient {
   /**
@@ -47,7 +53,8 @@ export class InboxClient {
    * @param {string} [options.protosDir] where protos/ is; see loadInboxd.
    * @param {number} [options.deadlineMs] each call's deadline (a Claim's wait comes on top).
    * @param {object} [options.channelOptions] passed to the grpc-js client, over the defaults
-   *   (`'grpc.max_receive_message_length': -1`: answers of any size).
+   *   (`'grpc.max_receive_message_length': -1`: answers of any size; keepalive pings every 10 s,
+   *   each answered within 5 s, or the connection and its calls end UNAVAILABLE).
    */
   constructor(options = {}) {
     const target = options.target || process.env.INBOXD_TARGET || '127.0.0.1:50051';
@@ -55,7 +62,12 @@ export class InboxClient {
     this.raw = new InboxService(
       target,
       options.credentials ?? grpc.credentials.createInsecure(),
-      { ...DEFAULT_CHANNEL_OPTIONS, ...options.channelOptions },
+      {
+        ...DEFAULT_CHANNEL_OPTIONS,
+        'grpc.keepalive_time_ms': KEEPALIVE.timeMs,
+        'grpc.keepalive_timeout_ms': KEEPALIVE.timeoutMs,
+        ...options.channelOptions,
+      },
     );
     this.token = options.token ?? process.env.INBOXD_TOKEN ?? '';
     this.deadlineMs = options.deadlineMs ?? DEFAULT_DEADLINE_MS;

@@ -204,6 +204,7 @@ class _WorkStream:
                     request = await anext(requests)
                 except StopAsyncIteration:
                     break
+                self._session.heard()
                 if request.stop_pushing:
                     self._session.stop_pushing()
                 self._session.add_credit(request.credit)

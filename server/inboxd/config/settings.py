@@ -126,6 +126,16 @@ class Settings:
     # after its first one is closed, so strangers cannot hold the connection cap. 0: never.
     unauthenticated_connection_age: timedelta = timedelta(seconds=30)
 
+    # The server pings each connection this often, and closes one whose ping is unanswered
+    # this long after: a silent peer's streams end (serving/keepalive.py has the bound).
+    keepalive_time: timedelta = timedelta(seconds=5)
+    keepalive_timeout: timedelta = timedelta(seconds=5)
+
+    @property
+    def silent_peer_bound(self) -> timedelta:
+        """How long a silent peer's streams may live on: a ping may be skipped once (data came), then one times out."""
+        return 2 * self.keepalive_time + self.keepalive_timeout
+
     @property
     def listen_host(self) -> str:
         host, _, _ = self.listen.rpartition(":")
@@ -191,6 +201,8 @@ _ENV: dict[str, tuple[str, object]] = {
     "INBOXD_CONNECTION_AGE_GRACE": ("connection_age_grace", parse_duration),
     "INBOXD_HANDSHAKE_TIMEOUT": ("handshake_timeout", parse_duration),
     "INBOXD_UNAUTHENTICATED_CONNECTION_AGE": ("unauthenticated_connection_age", parse_duration),
+    "INBOXD_KEEPALIVE_TIME": ("keepalive_time", parse_duration),
+    "INBOXD_KEEPALIVE_TIMEOUT": ("keepalive_timeout", parse_duration),
 }
 _NAMED_PARSERS = (parse_duration, parse_size, parse_flag, parse_stale_revisions)
 
@@ -323,6 +335,8 @@ def _check_connection_bounds(settings: Settings) -> None:
         ("INBOXD_CONNECTION_AGE", settings.connection_age),
         ("INBOXD_CONNECTION_AGE_GRACE", settings.connection_age_grace),
         ("INBOXD_HANDSHAKE_TIMEOUT", settings.handshake_timeout),
+        ("INBOXD_KEEPALIVE_TIME", settings.keepalive_time),
+        ("INBOXD_KEEPALIVE_TIMEOUT", settings.keepalive_timeout),
     ):
         # grpc takes them as a C int of milliseconds (24 days).
         if not timedelta(milliseconds=1) <= duration <= timedelta(milliseconds=2**31 - 1):

@@ -71,6 +71,9 @@ MEANINGS: dict[str, tuple[str, str]] = {
     "INBOXD_CONNECTION_AGE_GRACE": ("", "how long an aged connection's calls may finish (more than a long-poll's 60 s)"),
     "INBOXD_HANDSHAKE_TIMEOUT": ("", "a connection that has not finished its TLS and HTTP/2 handshake by then is closed"),
     "INBOXD_UNAUTHENTICATED_CONNECTION_AGE": ("", "with a tokens file: a connection whose calls (health checks, say) carried no valid token this long after its first one is closed (within a second more), so strangers cannot hold the connection cap; `0` turns it off"),
+
+    "INBOXD_KEEPALIVE_TIME": ("", "the server pings every connection this often; with `INBOXD_KEEPALIVE_TIMEOUT`, a peer whose path went silent loses its connection and streams within 2 × this + the timeout (15 s), and a Work stream's events go to other workers ([operations](operations.md#a-silent-worker-loses-its-events)). Clients may ping every 5 s (or this, if shorter)"),
+    "INBOXD_KEEPALIVE_TIMEOUT": ("", "a connection whose ping is not answered within this is closed, with its streams"),
 }  # fmt: skip
 
 # Read where they act, not through Settings: variable -> (default, meaning).

@@ -29,6 +29,7 @@ from inboxd.console import start_console
 from inboxd.domain.errors import Unavailable
 from inboxd.domain.validation import MAX_METADATA_BYTES
 from inboxd.serving.connections import connection_options, install_out_of_descriptors_log
+from inboxd.serving.keepalive import keepalive_options
 from inboxd.serving.stranger_connections import StrangerConnections
 from inboxd.serving.tls_reload import ServerCertificates
 from inboxd.serving.tokens_admin import token_expiry_gauges
@@ -108,6 +109,7 @@ def server_options(settings: Settings, *, reuse_port: bool = False) -> list[tupl
         # (tests/integration/test_stream_windows.py)
         ("grpc.http2.bdp_probe", 0),
         *connection_options(settings),
+        *keepalive_options(settings),
     ]
 
 

@@ -17,7 +17,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Collection
+import time
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING
 
 from inboxd.domain.vocabulary import ClaimRequest
@@ -47,6 +48,8 @@ class WorkStreams:
         # Set while no stream is live: a stop waits for the streams grpc cut off to close.
         self._none_live = asyncio.Event()
         self._none_live.set()
+        # What a stream's silence is measured by (a test moves it with its clock).
+        self.monotonic: Callable[[], float] = time.monotonic
 
     def open(self, subscription: ClaimRequest, caller: str) -> WorkSession:
         """A new stream's session, live from now; its heartbeat begins with its first push."""

@@ -19,6 +19,12 @@ the claims it pushed and still holds.
   runs no timer either (its heartbeat task begins with its first push and
   ends at a beat that finds nothing held: 5,000 idle streams are not 500
   task wake-ups a second).
+- The heartbeat needs the worker: keepalive ends the stream of a worker
+  whose path went silent within `Settings.silent_peer_bound`
+  (serving/keepalive.py). A lease shorter than that bound is renewed no
+  further than a lease past the worker's last message on the stream, so a
+  silent worker's events are claimable again within a lease however long
+  its connection lingers.
 - Its end ends what it still holds, in one statement, as an expired lease
   would (`store.streams.end_held`), and wakes whoever may take them. A
   stream the server cut off at the end of its drain's grace instead gives
@@ -110,6 +116,8 @@ class WorkSession:
         self.on_drain: Callable[[], None] = lambda: None
         # Claim statements this stream ran (tests count them: a stream without credit runs none).
         self.looks = 0
+        # When the worker's last message came (WorkStreams.monotonic): its last sign of life.
+        self._heard = inbox.streams.monotonic()
 
     @property
     def heartbeat(self) -> timedelta:
@@ -119,6 +127,25 @@ class WorkSession:
     def retry_seconds(self) -> float:
         """How long a push that failed (the database down, say) waits before it looks again."""
         return self._inbox.fallback_poll_seconds
+
+    def heard(self) -> None:
+        """The worker sent a message on the stream: it was alive then."""
+        self._heard = self._inbox.streams.monotonic()
+
+    def renewal_lease(self) -> timedelta | None:
+        """How far a heartbeat now moves the leases held; None: not at all, the worker has been silent a lease.
+
+        A lease at least the silent-peer bound needs no more: keepalive ends a
+        silent worker's stream within that bound, and the end hands its events
+        on. A shorter one reaches no further than a lease past the worker's last
+        message (both runtimes renew a running handler on the stream every third
+        of its lease, so a live one is heard that often).
+        """
+        lease = self.subscription.lease
+        if lease >= self._inbox.settings.silent_peer_bound:
+            return lease
+        left = lease - timedelta(seconds=self._inbox.streams.monotonic() - self._heard)
+        return left if left > timedelta(0) else None
 
     def add_credit(self, count: int) -> None:
         """The worker can take `count` more events (none once it asked for no more pushes).
@@ -199,10 +226,11 @@ class WorkSession:
 
     async def renew(self) -> None:
         """One heartbeat: every lease still held, one statement; claims no longer current drop out."""
-        if not self.held:
+        lease = self.renewal_lease()
+        if not self.held or lease is None:
             return
         sent = self._fences()
-        lease, now = self.subscription.lease, self._inbox.clock()
+        now = self._inbox.clock()
         kept = await self._inbox.db.run(
             lambda conn: store.renew_held(conn, sent.values(), lease, now), transaction=False
         )

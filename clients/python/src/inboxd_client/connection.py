@@ -21,6 +21,14 @@ from inboxd_client.rpcs import ALL_RPCS
 ChannelOption = tuple[str, Any]
 Metadata = tuple[tuple[str, str], ...]
 
+# Keepalive pings: a path that goes silent (no FIN, no RST) is noticed within
+# about time + timeout (15 s), and its calls end UNAVAILABLE, rather than a
+# Work stream's handlers running on for the hour it takes TCP to give up.
+# inboxd permits a ping every 5 s; an older server every 5 minutes, and
+# answers more with GOAWAY `too_many_pings` (pass the options to change these).
+KEEPALIVE_TIME_MS = 10_000
+KEEPALIVE_TIMEOUT_MS = 5_000
+
 
 @dataclass(frozen=True)
 class TlsConfig:
@@ -112,6 +120,12 @@ def channel_options(
         # default, and the events of an answer refused for its size are already
         # leased: no limit, unless the caller sets one (a Worker then claims fewer).
         ("grpc.max_receive_message_length", -1),
+        ("grpc.keepalive_time_ms", KEEPALIVE_TIME_MS),
+        ("grpc.keepalive_timeout_ms", KEEPALIVE_TIMEOUT_MS),
+        # grpcio closed no silent connection on the keepalive timeout alone: this one must say it too.
+        ("grpc.http2.ping_timeout_ms", KEEPALIVE_TIMEOUT_MS),
+        # A quiet stream sends no data: keep pinging it all the same.
+        ("grpc.http2.max_pings_without_data", 0),
     ]
     if tls is not None and tls.server_name:
         options.append(("grpc.ssl_target_name_override", tls.server_name))

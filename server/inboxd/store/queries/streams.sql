@@ -10,9 +10,12 @@
 -- The stream's heartbeat: moves the lease end of every claim it still holds.
 -- A claim that is no longer current (completed over a unary call, taken over,
 -- dead-lettered) matches nothing and is not returned: the stream forgets it.
+-- It never shortens a lease: a short lease is renewed only as far as the
+-- worker's last word allows (usecases/streams.py), which may fall before the
+-- end its push (or a RenewLease) granted.
 UPDATE inbox_events AS e
-SET lease_expires_at = inboxd_now(%(now)s) + %(lease)s::interval,
-    due_at = inboxd_now(%(now)s) + %(lease)s::interval, updated_at = inboxd_now(%(now)s)
+SET lease_expires_at = GREATEST(e.lease_expires_at, inboxd_now(%(now)s) + %(lease)s::interval),
+    due_at = GREATEST(e.due_at, inboxd_now(%(now)s) + %(lease)s::interval), updated_at = inboxd_now(%(now)s)
 FROM unnest(%(namespaces)s::text[], %(event_keys)s::text[], %(claim_tokens)s::text[])
      AS h(namespace, event_key, claim_token)
 WHERE e.namespace = h.namespace AND e.event_key = h.event_key
