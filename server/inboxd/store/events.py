@@ -65,6 +65,8 @@ set up the transition they serve.
     event_operator_lock           the event's row, locked while an operator's act is judged against what they saw
     event_operator_settle_lookup  the event's state and claim, key-share locked, while a settlement is judged
     event_bulk_lock               a bulk chunk's matches, locked (held ones waited for) before the chunk judges them
+    claim_lock_timeout            how long a Claim that lost a limited namespace's lock waits for its holder
+    claim_wait_for_namespace      that wait: the namespace's lock, taken and let go, so the Claim looks again
     fencing_token_mint            a settlement's own fencing token, newer than every claim before it
     operator_action_audit         a settlement's audit row (end_claim and discard write theirs in their statement)
     operator_actions_for_event    the operators' audited acts on one key, for GetEvent
