@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
 from aiohttp import web
+from multidict import CIMultiDict
 from opentelemetry.trace import Tracer
 
 from inboxd_client.v1 import types_pb2
@@ -27,7 +28,7 @@ from inboxd_edge.evidence import signature_metadata
 from inboxd_edge.forward import Answer, Forwarder
 from inboxd_edge.identity import constrained_path, placeholder_values_fit
 from inboxd_edge.keys import ResolvedEvent, UnsupportedType, resolve
-from inboxd_edge.signatures import SignatureError
+from inboxd_edge.signatures import SignatureError, StandardWebhooksVerifier, standard_headers
 from inboxd_edge.sources import MissingValue, Request
 from inboxd_edge.tracing import forwarded_context, request_span
 from inboxd_edge.twilio_signature import public_url
@@ -142,7 +143,7 @@ async def receive(
         parsed = document(body, content_type)
     except ValueError as exc:
         return Reply(Answer(400, "malformed"), reason=str(exc))
-    source_request = Request(parsed, request.headers, dict(request.match_info), body)
+    source_request = Request(parsed, readable_headers(verifier, request.headers), dict(request.match_info), body)
     signature = signature_metadata(verifier, request.headers, url)
     try:
         event = resolve(route, source_request, content_type=content_type, signature=signature)
@@ -152,6 +153,16 @@ async def receive(
         return Reply(Answer(400, "malformed"), reason=str(exc))
     answer = await forwarder.accept(event, trace_context)
     return Reply(answer, event_type=event.event_type, delivery_id=event.delivery_id, event=event)
+
+
+def readable_headers(verifier: object, headers: Mapping[str, str]) -> Mapping[str, str]:
+    """The headers sources read: a Standard Webhooks delivery's svix-* values also under their webhook-* names."""
+    if not isinstance(verifier, StandardWebhooksVerifier):
+        return headers
+    merged = CIMultiDict(headers)
+    for name, value in standard_headers(headers).items():
+        merged[name] = value
+    return merged
 
 
 async def _read_limited(request: web.Request, limit: int) -> bytes | None:

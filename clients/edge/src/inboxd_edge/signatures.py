@@ -17,8 +17,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from standardwebhooks.webhooks import Webhook, WebhookVerificationError
-
 Encoding = Literal["hex", "base64"]
 
 
@@ -71,55 +69,78 @@ def _check_timestamp(raw: str | None, now: float, tolerance: float) -> str:
     return raw.strip()
 
 
+# Svix sends its own names for the Standard Webhooks headers (white-labelled senders send webhook-*): both are read.
+STANDARD_HEADERS = ("webhook-id", "webhook-timestamp", "webhook-signature")
+SVIX_HEADERS = ("svix-id", "svix-timestamp", "svix-signature")
+
+
+def standard_headers(headers: Mapping[str, str]) -> dict[str, str]:
+    """The webhook-* values of a Standard Webhooks delivery, read from svix-* or else webhook-* (as Svix's library)."""
+    found: dict[str, str] = {}
+    for standard, svix in zip(STANDARD_HEADERS, SVIX_HEADERS, strict=True):
+        value = header_value(headers, svix) or header_value(headers, standard)
+        if value:
+            found[standard] = value
+    return found
+
+
 @dataclass(frozen=True)
 class StandardWebhooksVerifier:
-    """Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature), through the `standardwebhooks` library."""
+    """Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature, or Svix's svix-* names for them).
 
-    secrets: tuple[Webhook, ...]
+    HMAC-SHA256 of "{id}.{timestamp}.{body}" with the base64 secret after ``whsec_``; the signature header is
+    a space-separated list of ``v1,<base64>`` entries (several while the sender rotates its secret). A ``v1a,``
+    entry is an asymmetric signature, which this verifier has no key for: it is skipped, never a match.
+    """
+
+    secrets: tuple[bytes, ...]
     tolerance: float
 
     @classmethod
     def from_secrets(cls, secrets: Sequence[str], tolerance: float) -> StandardWebhooksVerifier:
         """Raises ValueError for a secret that is not whsec_ + base64."""
-        try:
-            for secret in secrets:
-                # The library skips characters that are not base64, so a mangled secret would
-                # load and then reject every delivery; check it strictly here instead.
-                encoded = secret.removeprefix("whsec_")
-                base64.b64decode(encoded + "=" * (-len(encoded) % 4), validate=True)
-            return cls(tuple(Webhook(s) for s in secrets), tolerance)
-        except Exception as exc:  # the library raises binascii.Error or its own types
-            raise ValueError("a standard-webhooks secret is not whsec_ + base64") from exc
+        keys: list[bytes] = []
+        for secret in secrets:
+            # Strictly: a lenient decoder skips characters that are not base64, so a mangled secret would
+            # load and then reject every delivery.
+            encoded = secret.removeprefix("whsec_")
+            try:
+                keys.append(base64.b64decode(encoded + "=" * (-len(encoded) % 4), validate=True))
+            except (ValueError, binascii.Error):
+                raise ValueError("a standard-webhooks secret is not whsec_ + base64") from None
+        return cls(tuple(keys), tolerance)
 
     @property
     def signed_headers(self) -> frozenset[str]:
-        # The library signs "{webhook-id}.{webhook-timestamp}.{body}".
-        return frozenset({"webhook-id", "webhook-timestamp"})
+        return frozenset({"webhook-id", "webhook-timestamp", "svix-id", "svix-timestamp"})
 
     @property
     def input_headers(self) -> tuple[str, ...]:
-        return ("webhook-id", "webhook-timestamp", "webhook-signature")
+        return STANDARD_HEADERS + SVIX_HEADERS
 
     @property
     def signs_url(self) -> bool:
         return False
 
     def verify(self, body: bytes, headers: Mapping[str, str], now: float, url: str = "") -> None:
-        wanted = {name: header_value(headers, name) for name in self.input_headers}
-        if not all(wanted.values()):
+        wanted = standard_headers(headers)
+        if len(wanted) != len(STANDARD_HEADERS):
             raise SignatureError("missing signature")
-        # The library's own window is a fixed 5 minutes; ours is configurable (and checked first).
-        _check_timestamp(wanted["webhook-timestamp"], now, self.tolerance)
-        plain = {k: v for k, v in wanted.items() if v is not None}
-        for secret in self.secrets:
-            try:
-                secret.verify(body, plain, json_parse=False)
-                return
-            except WebhookVerificationError:
+        stamp = _check_timestamp(wanted["webhook-timestamp"], now, self.tolerance)
+        content = f"{wanted['webhook-id']}.{stamp}.".encode() + body
+        offered: list[bytes] = []
+        for entry in wanted["webhook-signature"].split():
+            version, _, encoded = entry.partition(",")
+            if version != "v1":
                 continue
-            except ValueError:
-                # A signature list the library cannot split or decode, or a body that is not UTF-8.
-                break
+            try:
+                offered.append(base64.b64decode(encoded, validate=True))
+            except (ValueError, binascii.Error):
+                continue
+        for secret in self.secrets:
+            expected = hmac.new(secret, content, hashlib.sha256).digest()
+            if any(hmac.compare_digest(expected, s) for s in offered):
+                return
         raise SignatureError("no matching signature")
 
 
