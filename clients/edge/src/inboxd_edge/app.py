@@ -134,7 +134,7 @@ async def receive(
         return Reply(Answer(413, "too_large"))
     url = public_url(route.public_url, request.match_info, request.rel_url.raw_query_string) if route.public_url else ""
     try:
-        verifier.verify(body, request.headers, clock(), url)
+        verifier.verify(body, request.headers, clock(), url, request.method)
     except SignatureError as exc:
         return Reply(Answer(401, "unauthenticated"), reason=str(exc))
     # As sent, parameters and all: inboxd stores it with the payload ("" lets inboxd say application/json).

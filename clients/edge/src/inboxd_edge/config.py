@@ -12,10 +12,11 @@ import re
 import string
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from inboxd_edge.hmac_template import HmacVerifier, hmac_scheme
 from inboxd_edge.identity import (
     check_signed,
     check_unshared,
@@ -24,13 +25,7 @@ from inboxd_edge.identity import (
 )
 from inboxd_edge.inboxd_settings import InboxdSettings, InboxdSettingsError, inboxd_settings
 from inboxd_edge.presets import PRESETS
-from inboxd_edge.signatures import (
-    HmacScheme,
-    HmacVerifier,
-    StandardWebhooksVerifier,
-    StripeVerifier,
-    Verifier,
-)
+from inboxd_edge.signatures import StandardWebhooksVerifier, Verifier
 from inboxd_edge.sources import Source
 from inboxd_edge.twilio_signature import TwilioVerifier, check_public_url
 
@@ -242,7 +237,7 @@ def _public_url(data: dict[str, Any], signs_url: bool, scheme: str, path_params:
     value = data.get("public_url")
     if not signs_url:
         if value is not None:
-            raise ValueError(f"public_url is only for a scheme that signs the URL (twilio), not {scheme!r}")
+            raise ValueError(f"public_url is only for a scheme that signs the URL (twilio, {{url}}), not {scheme!r}")
         return None
     if not isinstance(value, str) or not value:
         raise ValueError(f"public_url is required for scheme {scheme!r}: the URL the provider calls, which it signs")
@@ -295,23 +290,16 @@ def _secrets(data: Mapping[str, Any], environ: Mapping[str, str], where: str) ->
 
 
 def _verifier(data: dict[str, Any], secrets: list[str], scheme: str) -> Verifier:
-    tolerance = float(data.get("tolerance_seconds", DEFAULT_TOLERANCE_SECONDS))
     preset = PRESETS[scheme]
+    tolerance = float(data.get("tolerance_seconds", preset.tolerance or DEFAULT_TOLERANCE_SECONDS))
     if preset.verifier == "standard-webhooks":
         return StandardWebhooksVerifier.from_secrets(secrets, tolerance)
-    raw = tuple(s.encode() for s in secrets)
-    if preset.verifier == "stripe":
-        return StripeVerifier(raw, tolerance)
     if preset.verifier == "twilio":
-        return TwilioVerifier(raw)
+        return TwilioVerifier(tuple(s.encode() for s in secrets))
     overrides = _dict(data, "hmac")
     if preset.hmac is None and not overrides:
         raise ValueError("scheme 'hmac' needs an [routes.hmac] table")
-    base = {f.name: getattr(preset.hmac, f.name) for f in fields(HmacScheme)} if preset.hmac else {}
-    merged = {**base, **overrides}
-    if "signature_headers" in merged:
-        merged["signature_headers"] = tuple(merged["signature_headers"])
-    return HmacVerifier(HmacScheme(**merged), raw, tolerance)
+    return HmacVerifier.from_secrets(hmac_scheme(preset.hmac, overrides), secrets, tolerance)
 
 
 def _required_str(data: dict[str, Any], name: str) -> str:

@@ -1,0 +1,33 @@
+"""Payments and shops: Stripe, Shopify and the others that sell."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from inboxd_edge.hmac_template import HmacScheme
+from inboxd_edge.presets.base import Preset
+
+PRESETS: Mapping[str, Preset] = {
+    # Stripe-Signature: t=<unix>,v1=<hex HMAC-SHA256 of "{t}.{body}">, several v1 while a secret rolls; 5 minutes
+    # is its libraries' default tolerance. The evt_ id names one event of one type and is kept across retries.
+    "stripe": Preset(
+        "hmac",
+        HmacScheme(
+            signature_headers=("Stripe-Signature",),
+            signature_format="pairs",
+            timestamp_key="t",
+            signature_key="v1",
+            signed_content="{timestamp}.{body}",
+        ),
+        defaults={"event_key": "body:/id", "event_type": "body:/type"},
+        tolerance=300,
+    ),
+    # Shopify: base64 HMAC-SHA256 of the body, no timestamp. X-Shopify-Topic and X-Shopify-Webhook-Id are
+    # not signed: the key is the body's SHA-256 (a retry resends the same bytes), the webhook id goes to
+    # metadata, and a route sets event_type (const:).
+    "shopify": Preset(
+        "hmac",
+        HmacScheme(signature_headers=("X-Shopify-Hmac-Sha256",), signed_content="{body}", encoding="base64"),
+        defaults={"event_key": "digest:sha256", "delivery_id": "header:X-Shopify-Webhook-Id"},
+    ),
+}
