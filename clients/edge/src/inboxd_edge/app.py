@@ -15,19 +15,23 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
 
 from aiohttp import web
 from multidict import CIMultiDict
 from opentelemetry.trace import Tracer
 
 from inboxd_client.v1 import types_pb2
+from inboxd_edge import observations
 from inboxd_edge.bodies import document
 from inboxd_edge.config import EdgeConfig, Route
 from inboxd_edge.evidence import signature_metadata
 from inboxd_edge.forward import Answer, Forwarder
+from inboxd_edge.handshakes import GET_HANDSHAKES, Handshake, after_signature, before_signature
 from inboxd_edge.identity import constrained_path, placeholder_values_fit
-from inboxd_edge.keys import ResolvedEvent, UnsupportedType, resolve
+from inboxd_edge.items import other_type as _other_type
+from inboxd_edge.items import receive_items
+from inboxd_edge.keys import UnsupportedType, resolve
+from inboxd_edge.reply import Reply
 from inboxd_edge.signatures import SignatureError, StandardWebhooksVerifier, standard_headers
 from inboxd_edge.sources import MissingValue, Request
 from inboxd_edge.tracing import forwarded_context, request_span
@@ -41,25 +45,17 @@ Handler = Callable[[web.Request], Awaitable[web.Response]]
 RETRY_AFTER_SECONDS = "5"
 
 
-@dataclass(frozen=True)
-class Reply:
-    """What one request came to, for the response and the log line."""
-
-    answer: Answer
-    reason: str = ""
-    event_type: str = ""
-    delivery_id: str = ""
-    # The event as named and sent to Accept (None when the request stopped before): for the request's span.
-    event: ResolvedEvent | None = None
-
-
 def build_app(
     config: EdgeConfig, forwarder: Forwarder, *, clock: Clock = time.time, tracer: Tracer | None = None
 ) -> web.Application:
     """An aiohttp application with one POST handler per configured route; `tracer` None is tracing off."""
     app = web.Application()
     for route in config.routes:
-        app.router.add_post(constrained_path(route.path), _handler(route, forwarder, clock, tracer))
+        handler = _handler(route, forwarder, clock, tracer)
+        app.router.add_post(constrained_path(route.path), handler)
+        if route.handshake in GET_HANDSHAKES:
+            # GET for Meta's subscribe check (and HEAD with it, which Mandrill's check is).
+            app.router.add_get(constrained_path(route.path), handler)
     return app
 
 
@@ -88,6 +84,9 @@ def _handler(route: Route, forwarder: Forwarder, clock: Clock, tracer: Tracer | 
                 **traced,
             ),
         )
+        if reply.handshake is not None:
+            shake = reply.handshake
+            return web.Response(body=shake.body, status=shake.status, content_type=shake.content_type)
         headers = {"Retry-After": RETRY_AFTER_SECONDS} if reply.answer.status == 503 else None
         return web.json_response({"outcome": reply.answer.outcome}, status=reply.answer.status, headers=headers)
 
@@ -129,6 +128,10 @@ async def receive(
     if verifier is None or not placeholder_values_fit(request.match_info):
         # No secret for this account (or no account by that name could be configured): nothing to verify with.
         return Reply(Answer(404, "not_found"), reason="no secret for this path")
+    if shake := before_signature(route.handshake, request.method, request.query, route.verify_token):
+        return _handshake(route, shake)
+    if request.method != "POST":
+        return Reply(Answer(405, "method_not_allowed"))
     body = await _read_limited(request, route.max_body_bytes)
     if body is None:
         return Reply(Answer(413, "too_large"))
@@ -136,6 +139,7 @@ async def receive(
     try:
         verifier.verify(body, request.headers, clock(), url, request.method)
     except SignatureError as exc:
+        observations.signature_failure(route.name, str(exc))
         return Reply(Answer(401, "unauthenticated"), reason=str(exc))
     # As sent, parameters and all: inboxd stores it with the payload ("" lets inboxd say application/json).
     content_type = request.headers.get("Content-Type", "").strip()
@@ -143,16 +147,33 @@ async def receive(
         parsed = document(body, content_type)
     except ValueError as exc:
         return Reply(Answer(400, "malformed"), reason=str(exc))
-    source_request = Request(parsed, readable_headers(verifier, request.headers), dict(request.match_info), body)
+    if shake := after_signature(route.handshake, parsed, verifier):
+        return _handshake(route, shake)
+    headers = readable_headers(verifier, request.headers)
+    if route.items is not None:
+        return await receive_items(
+            route,
+            forwarder,
+            document=parsed,
+            headers=headers,
+            path_params=dict(request.match_info),
+            trace_context=trace_context,
+        )
+    source_request = Request(parsed, headers, dict(request.match_info), body)
     signature = signature_metadata(verifier, request.headers, url)
     try:
         event = resolve(route, source_request, content_type=content_type, signature=signature)
     except UnsupportedType as exc:
-        return Reply(Answer(422, "unsupported_type"), event_type=str(exc))
+        return _other_type(route, str(exc))
     except MissingValue as exc:
         return Reply(Answer(400, "malformed"), reason=str(exc))
     answer = await forwarder.accept(event, trace_context)
     return Reply(answer, event_type=event.event_type, delivery_id=event.delivery_id, event=event)
+
+
+def _handshake(route: Route, shake: Handshake) -> Reply:
+    observations.handshake(route.name, shake.kind)
+    return Reply(Answer(shake.status, "handshake"), reason=shake.kind, handshake=shake)
 
 
 def readable_headers(verifier: object, headers: Mapping[str, str]) -> Mapping[str, str]:

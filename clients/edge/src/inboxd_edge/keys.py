@@ -47,7 +47,7 @@ class ResolvedEvent:
 def event_type_of(route: Route, request: Request) -> str:
     """The event type, checked against the route's allowed types (raises MissingValue or UnsupportedType)."""
     event_type = route.event_type.read(request)
-    if event_type not in route.allowed_types:
+    if event_type not in route.allowed_types and route.other_types != "accept":
         raise UnsupportedType(event_type)
     return event_type
 

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from inboxd_edge.asymmetric import AsymmetricScheme
 from inboxd_edge.hmac_template import HmacScheme
 
 VerifierKind = Literal[
@@ -26,9 +27,6 @@ class Preset:
     # The provider's own replay window in seconds, when it names one (the route's tolerance_seconds wins).
     tolerance: float | None = None
     handshake: HandshakeKind | None = None
-    # For asymmetric schemes: the headers holding the signature and the timestamp, and how they are joined.
-    signature_header: str = ""
-    timestamp_header: str = ""
-    signed_content: str = "{timestamp}{body}"
+    asymmetric: AsymmetricScheme | None = None
     # A body that holds several events (Microsoft Graph's "value"): a JSON pointer to the array, each item an event.
     items: str | None = None

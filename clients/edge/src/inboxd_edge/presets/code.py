@@ -16,5 +16,6 @@ PRESETS: Mapping[str, Preset] = {
         "hmac",
         HmacScheme(signature_headers=("X-Hub-Signature-256",), signed_content="{body}", signature_prefix="sha256="),
         defaults={"event_key": "digest:sha256", "delivery_id": "header:X-GitHub-Delivery"},
+        handshake="github",
     ),
 }
