@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from inboxd_edge.identity import check_signed, check_unshared, namespace_sources
+from inboxd_edge.identity import check_signed, check_unshared, namespace_sources, unsigned_type_allowed
 from inboxd_edge.inboxd_settings import InboxdSettings, InboxdSettingsError, inboxd_settings
 from inboxd_edge.presets import PRESETS, HandshakeKind
 from inboxd_edge.signatures import Verifier
@@ -214,6 +214,8 @@ def _build_route(data: dict[str, Any], environ: Mapping[str, str], where: str) -
     template_names = _template_names(namespace)
     for var, var_source in namespace_sources(template_names, variables, _path_params(path)).items():
         identity[f"namespace's {{{var}}}"] = var_source
+    if unsigned_type_allowed(scheme, event_type, event_key, bool(data.get("key_includes_type", False))):
+        del identity["event_type"]
     for field_name, field_source in identity.items():
         check_signed(field_name, field_source, scheme=scheme, verifier_headers=signed, bound=bound)
     return Route(
