@@ -29,13 +29,18 @@ PublicKey = Ed25519PublicKey | ec.EllipticCurvePublicKey
 def load_public_key(text: str, algorithm: Algorithm) -> PublicKey:
     """A key as providers hand it out: PEM, or hex (Discord) or base64 (Telnyx, SendGrid) of the raw or DER key."""
     text = text.strip()
-    if text.startswith("-----BEGIN"):
-        key = serialization.load_pem_public_key(text.encode())
-    else:
-        raw = _hex_or_base64(text)
-        if algorithm == "ed25519" and len(raw) == 32:
-            return Ed25519PublicKey.from_public_bytes(raw)
-        key = serialization.load_der_public_key(raw)
+    try:
+        if text.startswith("-----BEGIN"):
+            key = serialization.load_pem_public_key(text.encode())
+        else:
+            raw = _hex_or_base64(text)
+            if algorithm == "ed25519" and len(raw) == 32:
+                return Ed25519PublicKey.from_public_bytes(raw)
+            key = serialization.load_der_public_key(raw)
+    except ValueError as exc:
+        if "PEM, hex or base64" in str(exc):
+            raise
+        raise ValueError(f"the public key is not an {algorithm} key (PEM, or hex or base64 of its bytes)") from None
     if algorithm == "ed25519" and isinstance(key, Ed25519PublicKey):
         return key
     if algorithm == "ecdsa-p256" and isinstance(key, ec.EllipticCurvePublicKey) and key.curve.name == "secp256r1":

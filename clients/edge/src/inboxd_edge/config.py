@@ -241,8 +241,15 @@ def _build_route(data: dict[str, Any], environ: Mapping[str, str], where: str) -
         handshake=preset.handshake,
         verify_token=_verify_token(data, environ, scheme),
         other_types=_other_types(data),
-        items=Source.parse("body:" + preset.items).tokens if preset.items else None,
+        items=_items(preset.items),
     )
+
+
+def _items(pointer: str | None) -> tuple[str, ...] | None:
+    """The tokens of a preset's items pointer: "" is the body itself (an array of events), None no items."""
+    if pointer is None:
+        return None
+    return Source.parse("body:" + pointer).tokens if pointer else ()
 
 
 def _verify_token(data: dict[str, Any], environ: Mapping[str, str], scheme: str) -> str | None:

@@ -3,7 +3,7 @@
 Two kinds. Some checks carry no signature by design and come before the
 signature gate: Meta's ``GET ?hub.mode=subscribe&hub.verify_token=T&hub.challenge=C``
 (answered only when T is the route's ``verify_token_env`` value), Microsoft
-Graph's ``?validationToken=X`` and Mandrill's ``HEAD``. The others are signed
+Graph's ``?validationToken=X`` and Mandrill's and Trello's ``HEAD``. The others are signed
 like any delivery and are recognised, once verified, by their body (never by
 an unsigned header): Slack's ``url_verification``, Zoom's
 ``endpoint.url_validation`` (answered with the plain token's HMAC under the
@@ -28,7 +28,7 @@ from inboxd_edge.signatures import Verifier
 TEXT = "text/plain"
 JSON = "application/json"
 # Handshakes that need a route for GET (and HEAD) besides POST.
-GET_HANDSHAKES: frozenset[str] = frozenset({"meta", "mandrill"})
+GET_HANDSHAKES: frozenset[str] = frozenset({"meta", "mandrill", "trello"})
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,7 @@ def before_signature(
     if kind == "microsoft-graph" and "validationToken" in query:
         # aiohttp has already URL-decoded it; Graph wants it back as plain text within 10 seconds.
         return Handshake("validation", 200, query["validationToken"].encode())
-    if kind == "mandrill" and method == "HEAD":
+    if kind in ("mandrill", "trello") and method == "HEAD":
         return Handshake("head", 200)
     return None
 

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from inboxd_edge.asymmetric import PublicKeyVerifier
+from inboxd_edge.body_signatures import MailgunVerifier, MandrillVerifier
 from inboxd_edge.hmac_template import HmacVerifier, hmac_scheme
 from inboxd_edge.identity import fingerprint
 from inboxd_edge.presets import PRESETS
@@ -70,12 +71,17 @@ def _key_material(data: Mapping[str, Any], environ: Mapping[str, str], scheme: s
             environ,
             "",
             what="public key (public_key or public_key_env)",
+            env_setting="public_key_env",
         )
     if kind == "client-state":
         if "secrets" in data or "secrets_env" in data:
             raise ValueError(f"scheme {scheme!r} checks each item's clientState: name it with client_state_env")
         return _secrets(
-            {"secrets_env": _listed(data, "client_state_env")}, environ, "", what="client state (client_state_env)"
+            {"secrets_env": _listed(data, "client_state_env")},
+            environ,
+            "",
+            what="client state (client_state_env)",
+            env_setting="client_state_env",
         )
     for name in ("public_key", "public_key_env", "client_state_env"):
         if name in data:
@@ -89,12 +95,16 @@ def _listed(data: Mapping[str, Any], name: str) -> list[str]:
 
 
 def _secrets(
-    data: Mapping[str, Any], environ: Mapping[str, str], where: str, what: str = "secret (secrets or secrets_env)"
+    data: Mapping[str, Any],
+    environ: Mapping[str, str],
+    where: str,
+    what: str = "secret (secrets or secrets_env)",
+    env_setting: str = "secrets_env",
 ) -> list[str]:
     secrets = [str(s) for s in data.get("secrets", [])]
     for name in data.get("secrets_env", []):
         if not environ.get(name):
-            raise ValueError(f"{where}secrets_env names {name!r}, which is unset or empty")
+            raise ValueError(f"{where}{env_setting} names {name!r}, which is unset or empty")
         secrets.append(environ[name])
     if not secrets or not all(secrets):
         raise ValueError(f"{where}at least one non-empty {what} is required")
@@ -117,6 +127,10 @@ def _verifier(data: dict[str, Any], secrets: list[str], scheme: str) -> Verifier
         return TokenVerifier(GITLAB_TOKEN_HEADER, tuple(s.encode() for s in secrets))
     if preset.verifier == "client-state":
         return ClientStateVerifier(tuple(s.encode() for s in secrets))
+    if preset.verifier == "mailgun":
+        return MailgunVerifier(tuple(s.encode() for s in secrets), tolerance)
+    if preset.verifier == "mandrill":
+        return MandrillVerifier(tuple(s.encode() for s in secrets))
     if preset.hmac is None and not overrides:
         raise ValueError("scheme 'hmac' needs an [routes.hmac] table")
     return HmacVerifier.from_secrets(hmac_scheme(preset.hmac, overrides), secrets, tolerance)

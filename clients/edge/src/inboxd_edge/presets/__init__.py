@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from inboxd_edge.presets import code, commerce, general, messaging, platforms
+from inboxd_edge.presets import code, commerce, general, messaging, platforms, saas
 from inboxd_edge.presets.base import HandshakeKind, Preset, VerifierKind
 
 PRESETS: Mapping[str, Preset] = {
@@ -19,6 +19,7 @@ PRESETS: Mapping[str, Preset] = {
     **code.PRESETS,
     **messaging.PRESETS,
     **platforms.PRESETS,
+    **saas.PRESETS,
 }
 
 __all__ = ["PRESETS", "HandshakeKind", "Preset", "VerifierKind"]

@@ -42,4 +42,8 @@ PRESETS: Mapping[str, Preset] = {
             signature_prefix="sha256=",
         ),
     ),
+    # Senders built on Svix send svix-id/-timestamp/-signature: the same scheme, read under either name.
+    "svix": Preset("standard-webhooks", defaults={"event_key": "header:webhook-id", "event_type": "body:/type"}),
+    "clerk": Preset("standard-webhooks", defaults={"event_key": "header:webhook-id", "event_type": "body:/type"}),
+    "resend": Preset("standard-webhooks", defaults={"event_key": "header:webhook-id", "event_type": "body:/type"}),
 }
