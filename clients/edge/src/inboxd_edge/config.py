@@ -81,6 +81,8 @@ class Route:
     allowed_types: frozenset[str]
     # A str.format template over `variables` and the path's placeholders, e.g. "mailera/{account}".
     namespace: str
+    # The template's names written {name:path}: their values keep "/" (others have it escaped as %2F).
+    namespace_paths: frozenset[str]
     variables: Mapping[str, Source]
     event_key: Source
     event_type: Source
@@ -193,7 +195,7 @@ def _build_route(data: dict[str, Any], environ: Mapping[str, str], where: str) -
     if not isinstance(allowed, list) or not allowed or not all(isinstance(t, str) and t for t in allowed):
         raise ValueError("allowed_types must list the event types this route accepts")
     variables = {str(k): Source.parse(str(v)) for k, v in _dict(data, "vars").items()}
-    namespace = _required_str(data, "namespace")
+    namespace, slashed = _namespace_template(_required_str(data, "namespace"), set(variables))
     _check_template(namespace, set(variables) | _path_params(path))
     drops = tuple(Source.parse(str(s)) for s in data.get("payload_drop", []))
     if any(d.kind != "body" for d in drops):
@@ -228,6 +230,7 @@ def _build_route(data: dict[str, Any], environ: Mapping[str, str], where: str) -
         max_body_bytes=int(data.get("max_body_bytes", DEFAULT_MAX_BODY_BYTES)),
         allowed_types=frozenset(allowed),
         namespace=namespace,
+        namespace_paths=slashed,
         variables=variables,
         event_key=event_key,
         event_type=event_type,
@@ -307,6 +310,28 @@ def _path_params(path: str) -> set[str]:
 
 def _template_names(template: str) -> set[str]:
     return {name for _, name, _, _ in string.Formatter().parse(template) if name is not None}
+
+
+def _namespace_template(template: str, variables: set[str]) -> tuple[str, frozenset[str]]:
+    """The namespace template without its ``:path`` marks, and the names that had one.
+
+    ``{repo:path}`` keeps the "/" in a var's value (``github/acme/app``, which a grant ``github/acme/*`` matches);
+    any other format or conversion is refused here rather than failing on the first delivery.
+    """
+    out: list[str] = []
+    slashed: set[str] = set()
+    for literal, name, spec, conversion in string.Formatter().parse(template):
+        out.append(literal.replace("{", "{{").replace("}", "}}"))
+        if name is None:
+            continue
+        if conversion or (spec and spec != "path"):
+            raise ValueError(f"namespace field {{{name}...}}: the only format is {{{name}:path}}")
+        if spec == "path":
+            if name not in variables:
+                raise ValueError(f"namespace's {{{name}:path}} is not a var: :path keeps the '/' of a var's value")
+            slashed.add(name)
+        out.append("{" + name + "}")
+    return "".join(out), frozenset(slashed)
 
 
 def _check_template(template: str, names: set[str]) -> None:
