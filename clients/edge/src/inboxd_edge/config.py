@@ -33,7 +33,7 @@ DEFAULT_MAX_BODY_BYTES = 1024 * 1024
 # Never copied into metadata: they authenticate, they do not describe the event.
 _UNKEEPABLE_HEADERS = {"authorization", "cookie", "proxy-authorization"}
 
-_ROUTE_KEYS = {
+ROUTE_KEYS = {
     "name",
     "path",
     "scheme",
@@ -173,7 +173,7 @@ def _route(data: Any, environ: Mapping[str, str], index: int) -> Route:
 
 
 def _build_route(data: dict[str, Any], environ: Mapping[str, str], where: str) -> Route:
-    if unknown := set(data) - _ROUTE_KEYS:
+    if unknown := set(data) - ROUTE_KEYS:
         raise ValueError(f"unknown keys {sorted(unknown)}")
     path = _required_str(data, "path")
     if not path.startswith("/"):
