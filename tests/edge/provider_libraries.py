@@ -13,6 +13,7 @@ from types import SimpleNamespace
 from urllib.parse import parse_qsl
 
 import stripe
+from discord_interactions import verify_key as discord_verify  # type: ignore[import-untyped]  # ships no types
 from paddle_billing.Notifications import Secret, Verifier  # type: ignore[import-untyped]  # ships no types
 from sendgrid.helpers.eventwebhook import EventWebhook  # type: ignore[import-untyped]  # ships no types
 from slack_sdk.signature import SignatureVerifier
@@ -48,6 +49,13 @@ def _slack(d: Delivery) -> bool:
 def _twilio(d: Delivery) -> bool:
     return bool(
         RequestValidator(SECRET).validate(URL, dict(parse_qsl(d.body.decode())), d.headers["X-Twilio-Signature"])
+    )
+
+
+def _discord(d: Delivery) -> bool:
+    headers = d.headers
+    return bool(
+        discord_verify(d.body, headers["X-Signature-Ed25519"], headers["X-Signature-Timestamp"], d.route["public_key"])
     )
 
 
@@ -88,6 +96,7 @@ LIBRARIES: dict[str, Callable[[Delivery], bool]] = {
     "stripe": _stripe,
     "slack": _slack,
     "twilio": _twilio,
+    "discord": _discord,
     "telnyx": _telnyx,
     "sendgrid": _sendgrid,
     "square": _square,

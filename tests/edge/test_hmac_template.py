@@ -169,3 +169,21 @@ def test_every_hmac_preset_is_an_instance_of_the_template() -> None:
     for name, preset in PRESETS.items():
         if preset.verifier == "hmac" and name != "hmac":
             assert isinstance(preset.hmac, HmacScheme), name
+
+
+def test_a_timestamp_in_the_signed_body_is_held_to_the_tolerance_as_linear_asks() -> None:
+    scheme = PRESETS["linear"].hmac
+    assert scheme is not None
+    verifier = HmacVerifier(scheme, (SECRET.encode(),), 60)
+    now = time.time()
+    for body, error in (
+        (b'{"type": "Issue", "webhookTimestamp": %d}' % int(now * 1000), None),
+        (b'{"type": "Issue", "webhookTimestamp": %d}' % int((now - 61) * 1000), "outside tolerance"),
+        (b'{"type": "Issue"}', "missing timestamp"),
+    ):
+        headers = {"Linear-Signature": hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()}
+        if error is None:
+            verifier.verify(body, headers, now)
+        else:
+            with pytest.raises(SignatureError, match=error):
+                verifier.verify(body, headers, now)

@@ -65,7 +65,6 @@ UNSTAMPED = {
     "meta",
     "microsoft-graph",
     "square",
-    "linear",
     "intercom",
     "sentry",
     "vercel",

@@ -28,11 +28,17 @@ PRESETS: Mapping[str, Preset] = {
             "delivery_id": "header:X-Gitlab-Webhook-UUID",
         },
     ),
-    # Linear: Linear-Signature = hex HMAC-SHA256 of the body; the body's webhookTimestamp (ms) is signed but
-    # read by no setting yet. Linear-Delivery is unsigned: the key is the body's digest, the type its "type".
+    # Linear: Linear-Signature = hex HMAC-SHA256 of the body; the body's webhookTimestamp (ms) must be within a
+    # minute. Linear-Delivery is unsigned: the key is the body's digest, the type its "type".
     "linear": Preset(
         "hmac",
-        HmacScheme(signature_headers=("Linear-Signature",), signed_content="{body}"),
+        HmacScheme(
+            signature_headers=("Linear-Signature",),
+            signed_content="{body}",
+            timestamp_body="/webhookTimestamp",
+            timestamp_unit="milliseconds",
+        ),
+        tolerance=60,
         defaults={"event_key": "digest:sha256", "event_type": "body:/type", "delivery_id": "header:Linear-Delivery"},
     ),
     # Sentry integrations: Sentry-Hook-Signature = hex HMAC-SHA256 of the body with the client secret. Its

@@ -47,7 +47,10 @@ def _tolerance(name: str, preset: Preset) -> str:
     stamped = (
         preset.asymmetric is not None
         or preset.verifier in ("standard-webhooks", "mailgun")
-        or (preset.hmac is not None and (preset.hmac.uses("timestamp") or preset.hmac.timestamp_header is not None))
+        or (
+            preset.hmac is not None
+            and (preset.hmac.uses("timestamp") or preset.hmac.timestamp_header or preset.hmac.timestamp_body)
+        )
     )
     if not stamped:
         return "none signed"
