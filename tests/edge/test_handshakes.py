@@ -59,6 +59,14 @@ def routes(target: str) -> dict[str, Any]:
             route("graph", "microsoft-graph", client_state_env="GRAPH_STATE", allowed_types=["created", "updated"]),
             route("discord", "discord", public_key=DISCORD_KEY.verify_key.encode().hex(), allowed_types=["2"]),
             route("github", "github", secrets=[GITHUB], event_type="const:push", allowed_types=["push"]),
+            route(
+                "mandrill",
+                "mandrill",
+                secrets=["hs-mandrill-key"],
+                public_url="https://hooks.example.test/hs/mandrill",
+                event_type="const:events",
+                allowed_types=["events"],
+            ),
         ],
     }
 
@@ -235,3 +243,12 @@ async def test_githubs_ping_is_answered_pong_and_not_handed_to_a_worker_as_a_pus
     status, _, answer = await send(http, "POST", f"{edge.url}/hs/github", body, headers)
     assert (status, json.loads(answer)) == (200, {"outcome": "pong"})
     await nothing_stored(db, "github")
+
+
+async def test_mandrills_head_check_is_answered_and_a_get_on_a_post_only_route_is_not(
+    edge: RunningEdge, http: aiohttp.ClientSession, db: Database
+) -> None:
+    assert (await send(http, "HEAD", f"{edge.url}/hs/mandrill"))[0] == 200
+    assert (await send(http, "GET", f"{edge.url}/hs/mandrill"))[0] == 405
+    assert (await send(http, "GET", f"{edge.url}/hs/zoom"))[0] == 405
+    await nothing_stored(db, "mandrill")
