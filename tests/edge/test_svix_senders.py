@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 
 import aiohttp
 import pytest
+from nacl.signing import SigningKey
 from standardwebhooks.webhooks import Webhook as StandardWebhook
 from svix.webhooks import Webhook as SvixWebhook
 
@@ -72,3 +73,26 @@ def test_svix_and_webhook_headers_are_one_and_the_same_scheme() -> None:
     # A signature moved to another id does not verify, whichever prefix carries it.
     with pytest.raises(SignatureError, match="no matching signature"):
         verifier.verify(body, {**svix, "svix-id": "msg_other"}, now)
+
+
+def test_a_v1a_signature_is_verified_against_the_routes_whpk_public_key_and_nothing_else() -> None:
+    signing = SigningKey.generate()
+    public = "whpk_" + base64.b64encode(signing.verify_key.encode()).decode()
+    body = b'{"type": "invoice.paid"}'
+    now = time.time()
+    headers = {"webhook-id": "msg_a", "webhook-timestamp": str(int(now))}
+    signature = base64.b64encode(
+        signing.sign(b"msg_a." + headers["webhook-timestamp"].encode() + b"." + body).signature
+    )
+    listed = f"v1,{base64.b64encode(b'y' * 32).decode()} v1a,{signature.decode()}"
+    StandardWebhooksVerifier.from_secrets([public], 300.0).verify(body, {**headers, "webhook-signature": listed}, now)
+    other = "whpk_" + base64.b64encode(SigningKey.generate().verify_key.encode()).decode()
+    for keys in ([other], [STD_SECRET]):
+        with pytest.raises(SignatureError, match="no matching signature"):
+            StandardWebhooksVerifier.from_secrets(keys, 300.0).verify(
+                body, {**headers, "webhook-signature": listed}, now
+            )
+    with pytest.raises(SignatureError, match="no matching signature"):
+        StandardWebhooksVerifier.from_secrets([public], 300.0).verify(
+            body + b" ", {**headers, "webhook-signature": listed}, now
+        )

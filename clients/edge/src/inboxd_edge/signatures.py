@@ -16,6 +16,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
 
 class SignatureError(Exception):
     """The request is unsigned, badly signed, or outside the timestamp tolerance; the edge answers 401."""
@@ -88,17 +91,26 @@ class StandardWebhooksVerifier:
 
     HMAC-SHA256 of "{id}.{timestamp}.{body}" with the base64 secret after ``whsec_``; the signature header is
     a space-separated list of ``v1,<base64>`` entries (several while the sender rotates its secret). A ``v1a,``
-    entry is an asymmetric signature, which this verifier has no key for: it is skipped, never a match.
+    entry is the spec's asymmetric signature (Ed25519 over the same content): verified against the route's
+    ``whpk_`` public keys when it lists any, skipped otherwise, never a match by itself.
     """
 
     secrets: tuple[bytes, ...]
     tolerance: float
+    public_keys: tuple[Ed25519PublicKey, ...] = ()
 
     @classmethod
     def from_secrets(cls, secrets: Sequence[str], tolerance: float) -> StandardWebhooksVerifier:
-        """Raises ValueError for a secret that is not whsec_ + base64."""
+        """Raises ValueError for a secret that is not whsec_ + base64 (or a public key not whpk_ + base64)."""
         keys: list[bytes] = []
+        public: list[Ed25519PublicKey] = []
         for secret in secrets:
+            if secret.startswith("whpk_"):
+                try:
+                    public.append(Ed25519PublicKey.from_public_bytes(base64.b64decode(secret[5:], validate=True)))
+                except (ValueError, binascii.Error):
+                    raise ValueError("a standard-webhooks public key is not whpk_ + base64 of 32 bytes") from None
+                continue
             # Strictly: a lenient decoder skips characters that are not base64, so a mangled secret would
             # load and then reject every delivery.
             encoded = secret.removeprefix("whsec_")
@@ -106,7 +118,7 @@ class StandardWebhooksVerifier:
                 keys.append(base64.b64decode(encoded + "=" * (-len(encoded) % 4), validate=True))
             except (ValueError, binascii.Error):
                 raise ValueError("a standard-webhooks secret is not whsec_ + base64") from None
-        return cls(tuple(keys), tolerance)
+        return cls(tuple(keys), tolerance, tuple(public))
 
     @property
     def signed_headers(self) -> frozenset[str]:
@@ -126,17 +138,24 @@ class StandardWebhooksVerifier:
             raise SignatureError("missing signature")
         stamp = check_timestamp(wanted["webhook-timestamp"], now, self.tolerance)
         content = f"{wanted['webhook-id']}.{stamp}.".encode() + body
-        offered: list[bytes] = []
+        offered: dict[str, list[bytes]] = {"v1": [], "v1a": []}
         for entry in wanted["webhook-signature"].split():
             version, _, encoded = entry.partition(",")
-            if version != "v1":
+            if version not in offered:
                 continue
             try:
-                offered.append(base64.b64decode(encoded, validate=True))
+                offered[version].append(base64.b64decode(encoded, validate=True))
             except (ValueError, binascii.Error):
                 continue
+        for key in self.public_keys:
+            for signature in offered["v1a"]:
+                try:
+                    key.verify(signature, content)
+                    return
+                except InvalidSignature:
+                    continue
         for secret in self.secrets:
             expected = hmac.new(secret, content, hashlib.sha256).digest()
-            if any(hmac.compare_digest(expected, s) for s in offered):
+            if any(hmac.compare_digest(expected, s) for s in offered["v1"]):
                 return
         raise SignatureError("no matching signature")
