@@ -184,6 +184,8 @@ async def test_graphs_validation_token_is_echoed_and_each_notification_item_is_i
         http, "POST", f"{edge.url}/hs/graph?validationToken=Validation%3A%20Testing%20client"
     )
     assert (status, kind, answer) == (200, "text/plain", b"Validation: Testing client")
+    # The edge echoes no unsigned value longer than any token Graph sends.
+    assert (await send(http, "POST", f"{edge.url}/hs/graph?validationToken={'x' * 1025}"))[0] == 401
     await nothing_stored(db, "graph")
 
     def item(change: str, resource: str, state: str = GRAPH_STATE) -> dict[str, Any]:

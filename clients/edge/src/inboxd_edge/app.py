@@ -1,6 +1,9 @@
-"""The HTTP handler: size check, signature, parse, event type, key, Accept, in that order.
+"""The HTTP handler: URL checks, size check, signature, parse, event type, key, Accept, in that order.
 
-The order is the point. The body's size is checked before it is read in full,
+The order is the point. A provider's unsigned URL check (Meta's GET, Graph's
+validationToken) is answered first and a signed one right after its signature
+holds, before anything is named (inboxd_edge.handshakes): neither reaches
+inboxd. The body's size is checked before it is read in full,
 the signature before the body is parsed, and the provider hears 2xx only once
 inboxd has answered Accept with OK. The body goes to Accept as it arrived,
 with its Content-Type, and the signature's inputs with it (inboxd_edge.evidence).
@@ -86,7 +89,13 @@ def _handler(route: Route, forwarder: Forwarder, clock: Clock, tracer: Tracer | 
         )
         if reply.handshake is not None:
             shake = reply.handshake
-            return web.Response(body=shake.body, status=shake.status, content_type=shake.content_type)
+            # nosniff: an echoed challenge is text for the provider, never a page for a browser.
+            return web.Response(
+                body=shake.body,
+                status=shake.status,
+                content_type=shake.content_type,
+                headers={"X-Content-Type-Options": "nosniff"},
+            )
         headers = {"Retry-After": RETRY_AFTER_SECONDS} if reply.answer.status == 503 else None
         return web.json_response({"outcome": reply.answer.outcome}, status=reply.answer.status, headers=headers)
 

@@ -27,6 +27,8 @@ from inboxd_edge.signatures import Verifier
 
 TEXT = "text/plain"
 JSON = "application/json"
+# The longest value the edge echoes unsigned (Graph's tokens are far shorter): no free reflector for strangers.
+MAX_ECHO = 1024
 # Handshakes that need a route for GET (and HEAD) besides POST.
 GET_HANDSHAKES: frozenset[str] = frozenset({"meta", "mandrill", "trello"})
 
@@ -51,12 +53,13 @@ def before_signature(
         if (
             query.get("hub.mode") == "subscribe"
             and verify_token
+            and len(challenge) <= MAX_ECHO
             and challenge
             and hmac.compare_digest(offered.encode(), verify_token.encode())
         ):
             return Handshake("subscribe", 200, challenge.encode())
         return Handshake("subscribe_refused", 403, b"verify token does not match")
-    if kind == "microsoft-graph" and "validationToken" in query:
+    if kind == "microsoft-graph" and "validationToken" in query and len(query["validationToken"]) <= MAX_ECHO:
         # aiohttp has already URL-decoded it; Graph wants it back as plain text within 10 seconds.
         return Handshake("validation", 200, query["validationToken"].encode())
     if kind in ("mandrill", "trello") and method == "HEAD":
