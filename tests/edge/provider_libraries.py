@@ -14,6 +14,7 @@ from urllib.parse import parse_qsl
 
 import stripe
 from discord_interactions import verify_key as discord_verify  # type: ignore[import-untyped]  # ships no types
+from hubspot.utils.signature import Signature as HubSpotSignature  # type: ignore[import-untyped]  # ships no types
 from paddle_billing.Notifications import Secret, Verifier  # type: ignore[import-untyped]  # ships no types
 from sendgrid.helpers.eventwebhook import EventWebhook  # type: ignore[import-untyped]  # ships no types
 from slack_sdk.signature import SignatureVerifier
@@ -88,6 +89,19 @@ def _paddle(d: Delivery) -> bool:
     return bool(Verifier().verify(request, Secret(SECRET)))
 
 
+def _hubspot(d: Delivery) -> bool:
+    return bool(
+        HubSpotSignature.is_valid(
+            signature=d.headers["X-HubSpot-Signature-v3"],
+            client_secret=SECRET,
+            request_body=d.body.decode(),
+            http_uri=URL,
+            signature_version="v3",
+            timestamp=d.headers["X-HubSpot-Request-Timestamp"],
+        )
+    )
+
+
 LIBRARIES: dict[str, Callable[[Delivery], bool]] = {
     "standard-webhooks": _standard,
     "svix": _svix,
@@ -101,4 +115,5 @@ LIBRARIES: dict[str, Callable[[Delivery], bool]] = {
     "sendgrid": _sendgrid,
     "square": _square,
     "paddle": _paddle,
+    "hubspot": _hubspot,
 }

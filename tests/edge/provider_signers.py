@@ -1,10 +1,11 @@
 """One delivery per preset, signed as the provider signs it: by its own library where one exists, else by its docs.
 
-Libraries: standardwebhooks, svix, stripe, slack_sdk, twilio, PyNaCl (Discord's
-and Telnyx's Ed25519). Published vectors: GitHub's ("It's a Secret to
-Everybody" over "Hello, World!") and SendGrid's (its eventwebhook library's
-test key, signature and timestamp). The rest are written out from each
-provider's documentation, in the words its page uses.
+Signed by the providers' libraries: standardwebhooks, svix, stripe, slack_sdk,
+twilio, PyNaCl (Discord's and Telnyx's Ed25519). Published vectors: GitHub's
+("It's a Secret to Everybody" over "Hello, World!") and SendGrid's (its
+eventwebhook library's test key, signature and timestamp). The rest are written
+out from each provider's documentation; tests/edge/provider_libraries.py then
+runs the provider's own verifier on the delivery where one exists on PyPI.
 """
 
 from __future__ import annotations
