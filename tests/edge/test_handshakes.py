@@ -59,6 +59,7 @@ def routes(target: str) -> dict[str, Any]:
             route("graph", "microsoft-graph", client_state_env="GRAPH_STATE", allowed_types=["created", "updated"]),
             route("discord", "discord", public_key=DISCORD_KEY.verify_key.encode().hex(), allowed_types=["2"]),
             route("github", "github", secrets=[GITHUB], event_type="const:push", allowed_types=["push"]),
+            route("intercom", "intercom", secrets=["hs-intercom-secret"], allowed_types=["conversation.user.created"]),
             route(
                 "mandrill",
                 "mandrill",
@@ -254,3 +255,16 @@ async def test_mandrills_head_check_is_answered_and_a_get_on_a_post_only_route_i
     assert (await send(http, "GET", f"{edge.url}/hs/mandrill"))[0] == 405
     assert (await send(http, "GET", f"{edge.url}/hs/zoom"))[0] == 405
     await nothing_stored(db, "mandrill")
+
+
+async def test_intercoms_signed_ping_topic_is_answered_and_not_stored(
+    edge: RunningEdge, http: aiohttp.ClientSession, db: Database
+) -> None:
+    body = json.dumps({"type": "notification_event", "id": "notif_1", "topic": "ping", "data": {"item": {}}}).encode()
+    signature = "sha1=" + hmac.new(b"hs-intercom-secret", body, hashlib.sha1).hexdigest()
+    status, _, answer = await send(http, "POST", f"{edge.url}/hs/intercom", body, {"X-Hub-Signature": signature})
+    assert (status, json.loads(answer)) == (200, {"outcome": "pong"})
+    assert (await send(http, "POST", f"{edge.url}/hs/intercom", body, {"X-Hub-Signature": "sha1=" + "0" * 40}))[
+        0
+    ] == 401
+    await nothing_stored(db, "intercom")

@@ -8,8 +8,8 @@ like any delivery and are recognised, once verified, by their body (never by
 an unsigned header): Slack's ``url_verification``, Zoom's
 ``endpoint.url_validation`` (answered with the plain token's HMAC under the
 route's first secret, so an unsigned request never gets the edge to sign
-anything), Twitch's ``webhook_callback_verification``, Discord's PINGs and
-GitHub's ``ping``.
+anything), Twitch's ``webhook_callback_verification``, Discord's PINGs,
+GitHub's ``ping`` and Intercom's ``ping`` topic.
 """
 
 from __future__ import annotations
@@ -89,5 +89,8 @@ def after_signature(kind: HandshakeKind | None, document: Any, verifier: Verifie
         if document.get("type") == 0:
             return Handshake("ping", 204)
     if kind == "github" and "zen" in document and "hook_id" in document:
+        return Handshake("ping", 200, b'{"outcome": "pong"}', JSON)
+    if kind == "intercom" and document.get("topic") == "ping":
+        # Intercom's signed notification when a webhook is registered: answered, not an event.
         return Handshake("ping", 200, b'{"outcome": "pong"}', JSON)
     return None

@@ -13,7 +13,9 @@ VerifierKind = Literal[
     "standard-webhooks", "hmac", "twilio", "ed25519", "ecdsa", "token", "client-state", "mailgun", "mandrill"
 ]
 # The provider's URL check, answered before the signature gate (inboxd_edge.handshakes).
-HandshakeKind = Literal["slack", "meta", "zoom", "twitch", "microsoft-graph", "discord", "github", "mandrill", "trello"]
+HandshakeKind = Literal[
+    "slack", "meta", "zoom", "twitch", "microsoft-graph", "discord", "github", "mandrill", "trello", "intercom"
+]
 
 
 @dataclass(frozen=True)

@@ -24,13 +24,15 @@ PRESETS: Mapping[str, Preset] = {
         tolerance=300,
         items="",
     ),
-    # Intercom: X-Hub-Signature = "sha1=" + hex HMAC-SHA1 of the body with the app's client secret.
+    # Intercom: X-Hub-Signature = "sha1=" + hex HMAC-SHA1 of the body with the app's client secret; the signed
+    # "ping" topic it sends when a webhook is registered is answered, never stored.
     "intercom": Preset(
         "hmac",
         HmacScheme(
             signature_headers=("X-Hub-Signature",), algorithm="sha1", signed_content="{body}", signature_prefix="sha1="
         ),
         defaults={"event_key": "body:/id", "event_type": "body:/topic"},
+        handshake="intercom",
     ),
     # Calendly: Calendly-Webhook-Signature: t=<unix>,v1=<hex HMAC-SHA256 of "{t}.{body}">, 3 minutes. The body names
     # no event id: the key is its digest.
