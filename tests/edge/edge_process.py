@@ -98,8 +98,10 @@ async def edge_process(
             await proc.wait()
 
 
-def stripe_delivery(account: str | None = None, secret: str = STRIPE_NEW_SECRET) -> tuple[bytes, dict[str, str], str]:
+def stripe_delivery(
+    account: str | None = None, secret: str = STRIPE_NEW_SECRET, event_type: str = "payment_intent.succeeded"
+) -> tuple[bytes, dict[str, str], str]:
     """A correctly signed Stripe delivery: (body, headers, its account)."""
     acct = account or f"acct_{uuid.uuid4().hex[:10]}"
-    body = as_body({"id": f"evt_{uuid.uuid4().hex[:10]}", "type": "payment_intent.succeeded", "account": acct})
+    body = as_body({"id": f"evt_{uuid.uuid4().hex[:10]}", "type": event_type, "account": acct})
     return body, {"Content-Type": "application/json", **sign_stripe(body, secret)}, acct

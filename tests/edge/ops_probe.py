@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import hmac
 
 import aiohttp
 
-from inboxd_edge import edge_metrics
 from inboxd_edge.config import config_from_data
 from inboxd_edge.serve import start_edge
 from tests.edge.edge_process import stripe_delivery
 from tests.edge.rig import STRIPE_NEW_SECRET
+
+GITHUB_SECRET = "probe-github-secret"
 
 
 async def edge_metrics_text(inboxd_target: str) -> str:
@@ -30,7 +33,17 @@ async def edge_metrics_text(inboxd_target: str) -> str:
                     "namespace": "stripe/{account}",
                     "vars": {"account": "body:/account"},
                     "allowed_types": ["payment_intent.succeeded"],
-                }
+                    "other_types": "ignore",
+                },
+                {
+                    "name": "github-probe",
+                    "path": "/hooks/github",
+                    "scheme": "github",
+                    "secrets": [GITHUB_SECRET],
+                    "namespace": "github/probe",
+                    "event_type": "const:push",
+                    "allowed_types": ["push"],
+                },
             ],
         },
         {},
@@ -47,10 +60,19 @@ async def edge_metrics_text(inboxd_target: str) -> str:
             held = [await asyncio.open_connection(edge.host, edge.port) for _ in range(9)]
             for _, writer in held:
                 writer.close()
-            # Handshakes and ignored types are counted by the provider schemes' own code paths; here their
-            # counters are touched directly so that their labels are exported for the check.
-            edge_metrics.count_handshake("stripe-probe", "probe")
-            edge_metrics.count_ignored_type("stripe-probe", "probe.type")
+            # A type the route does not list, ignored (other_types), and GitHub's ping, a handshake: each counted.
+            other, other_headers, _ = stripe_delivery(event_type="customer.created")
+            async with http.post(f"{edge.url}/hooks/stripe", data=other, headers=other_headers) as response:
+                assert response.status == 200
+            ping = b'{"zen": "Keep it logically awesome.", "hook_id": 1}'
+            signature = "sha256=" + hmac.new(GITHUB_SECRET.encode(), ping, hashlib.sha256).hexdigest()
+            ping_headers = {
+                "X-Hub-Signature-256": signature,
+                "X-GitHub-Event": "ping",
+                "Content-Type": "application/json",
+            }
+            async with http.post(f"{edge.url}/hooks/github", data=ping, headers=ping_headers) as response:
+                assert response.status == 200
             for _ in range(100):
                 async with http.get(f"http://127.0.0.1:{edge.metrics_port}/metrics") as response:
                     assert response.status == 200

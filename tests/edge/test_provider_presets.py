@@ -249,6 +249,34 @@ def test_github_and_shopify_need_the_route_to_name_the_type_their_unsigned_heade
         data["routes"] = [{k: v for k, v in chosen.items() if k != "event_type"}]
         with pytest.raises(ConfigError, match=f"event_type is required for scheme '{scheme}'"):
             config_from_data(data, {})
-        data["routes"][0]["event_type"] = "header:X-GitHub-Event"
+    # Shopify's topic header stays refused; GitHub's event header only where a re-post cannot mint a new event.
+    data = routes_config("127.0.0.1:1")
+    shopify = next(r for r in data["routes"] if r["name"] == "shopify")
+    data["routes"] = [{**shopify, "event_type": "header:X-Shopify-Topic"}]
+    with pytest.raises(ConfigError, match="which the signature does not cover"):
+        config_from_data(data, {})
+
+
+@pytest.mark.parametrize(
+    ("changes", "loads"),
+    [
+        ({}, True),
+        ({"event_key": "body:/hook_id"}, False),
+        ({"key_includes_type": True}, False),
+        ({"event_type": "header:X-GitHub-Delivery"}, False),
+        ({"scheme": "meta"}, False),
+    ],
+    ids=["digest key", "body key", "type in key", "another header", "another scheme"],
+)
+def test_a_github_app_route_takes_its_type_from_x_github_event_only_with_the_bodys_digest_as_key(
+    changes: dict[str, Any], loads: bool
+) -> None:
+    data = routes_config("127.0.0.1:1")
+    github = next(r for r in data["routes"] if r["name"] == "github")
+    route = {**github, "event_type": "header:X-GitHub-Event", "allowed_types": ["push", "issues"], **changes}
+    data["routes"] = [route]
+    if loads:
+        config_from_data(data, {})
+    else:
         with pytest.raises(ConfigError, match="which the signature does not cover"):
             config_from_data(data, {})

@@ -129,9 +129,14 @@ def _example_environ() -> dict[str, str]:
         "GITHUB_PUSH_WEBHOOK_SECRET",
         "SHOPIFY_API_SECRET",
         "ACME_WEBHOOK_SECRET",
+        "GITHUB_APP_WEBHOOK_SECRET",
+        "META_APP_SECRET",
+        "META_VERIFY_TOKEN",
     ]
     environ = {name: "whsec_" + base64.b64encode(name.encode()).decode() for name in names}
     environ |= {f"BILLING_ACCT_{i}_SECRET": "whsec_" + base64.b64encode(f"acct {i}".encode()).decode() for i in (1, 2)}
+    # A public key, as Discord's portal shows it (hex).
+    environ["DISCORD_PUBLIC_KEY"] = "e2" * 32
     return environ
 
 
@@ -163,4 +168,7 @@ def test_the_example_routes_file_loads() -> None:
         "github-push",
         "shopify",
         "acme",
+        "github-app",
+        "whatsapp",
+        "discord",
     ]

@@ -7,14 +7,9 @@ import time
 
 import pytest
 
+from inboxd_edge.hmac_template import HmacScheme, HmacVerifier
 from inboxd_edge.presets import PRESETS
-from inboxd_edge.signatures import (
-    HmacScheme,
-    HmacVerifier,
-    SignatureError,
-    StandardWebhooksVerifier,
-    StripeVerifier,
-)
+from inboxd_edge.signatures import SignatureError, StandardWebhooksVerifier
 from tests.edge.rig import (
     MAILERA_SECRET,
     STD_SECRET,
@@ -33,8 +28,10 @@ def standard() -> StandardWebhooksVerifier:
     return StandardWebhooksVerifier.from_secrets([STD_SECRET], TOLERANCE)
 
 
-def stripe() -> StripeVerifier:
-    return StripeVerifier((STRIPE_NEW_SECRET.encode(), STRIPE_OLD_SECRET.encode()), TOLERANCE)
+def stripe() -> HmacVerifier:
+    scheme = PRESETS["stripe"].hmac
+    assert scheme is not None
+    return HmacVerifier(scheme, (STRIPE_NEW_SECRET.encode(), STRIPE_OLD_SECRET.encode()), TOLERANCE)
 
 
 def mailera() -> HmacVerifier:

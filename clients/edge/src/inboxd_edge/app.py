@@ -1,6 +1,9 @@
-"""The HTTP handler: size check, signature, parse, event type, key, Accept, in that order.
+"""The HTTP handler: URL checks, size check, signature, parse, event type, key, Accept, in that order.
 
-The order is the point. The body's size is checked before it is read in full,
+The order is the point. A provider's unsigned URL check (Meta's GET, Graph's
+validationToken) is answered first and a signed one right after its signature
+holds, before anything is named (inboxd_edge.handshakes): neither reaches
+inboxd. The body's size is checked before it is read in full,
 the signature before the body is parsed, and the provider hears 2xx only once
 inboxd has answered Accept with OK. The body goes to Accept as it arrived,
 with its Content-Type, and the signature's inputs with it (inboxd_edge.evidence).
@@ -16,20 +19,24 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
 
 from aiohttp import web
+from multidict import CIMultiDict
 from opentelemetry.trace import Tracer
 
 from inboxd_client.v1 import types_pb2
-from inboxd_edge import edge_metrics
+from inboxd_edge import edge_metrics, observations
 from inboxd_edge.bodies import document
 from inboxd_edge.config import EdgeConfig, Route
 from inboxd_edge.evidence import signature_metadata
 from inboxd_edge.forward import Answer, Forwarder
+from inboxd_edge.handshakes import GET_HANDSHAKES, Handshake, after_signature, before_signature
 from inboxd_edge.identity import constrained_path, placeholder_values_fit
-from inboxd_edge.keys import ResolvedEvent, UnsupportedType, resolve
-from inboxd_edge.signatures import SignatureError
+from inboxd_edge.items import other_type as _other_type
+from inboxd_edge.items import receive_items
+from inboxd_edge.keys import UnsupportedType, resolve
+from inboxd_edge.reply import Reply
+from inboxd_edge.signatures import SignatureError, StandardWebhooksVerifier, standard_headers
 from inboxd_edge.sources import MissingValue, Request
 from inboxd_edge.tracing import forwarded_context, request_span
 from inboxd_edge.twilio_signature import public_url
@@ -44,18 +51,6 @@ RETRY_AFTER_SECONDS = "5"
 BODY_TIMEOUT_SECONDS = 30.0
 
 
-@dataclass(frozen=True)
-class Reply:
-    """What one request came to, for the response and the log line."""
-
-    answer: Answer
-    reason: str = ""
-    event_type: str = ""
-    delivery_id: str = ""
-    # The event as named and sent to Accept (None when the request stopped before): for the request's span.
-    event: ResolvedEvent | None = None
-
-
 def build_app(
     config: EdgeConfig, forwarder: Forwarder, *, clock: Clock = time.time, tracer: Tracer | None = None
 ) -> web.Application:
@@ -63,7 +58,11 @@ def build_app(
     app = web.Application()
     body_timeout = config.ops.limits.body_timeout_seconds
     for route in config.routes:
-        app.router.add_post(constrained_path(route.path), _handler(route, forwarder, clock, tracer, body_timeout))
+        handler = _handler(route, forwarder, clock, tracer, body_timeout)
+        app.router.add_post(constrained_path(route.path), handler)
+        if route.handshake in GET_HANDSHAKES:
+            # GET for Meta's subscribe check (and HEAD with it, which Mandrill's check is).
+            app.router.add_get(constrained_path(route.path), handler)
         edge_metrics.route_ready(route.name)
     return app
 
@@ -97,6 +96,15 @@ def _handler(route: Route, forwarder: Forwarder, clock: Clock, tracer: Tracer | 
         # The fields ride along for [log] format = "json" (inboxd_edge.edge_logs), which writes them as members.
         level = logging.ERROR if reply.answer.status == 500 else logging.INFO
         log.log(level, "%s", log_line(**fields), extra={"fields": fields})
+        if reply.handshake is not None:
+            shake = reply.handshake
+            # nosniff: an echoed challenge is text for the provider, never a page for a browser.
+            return web.Response(
+                body=shake.body,
+                status=shake.status,
+                content_type=shake.content_type,
+                headers={"X-Content-Type-Options": "nosniff"},
+            )
         headers = {"Retry-After": RETRY_AFTER_SECONDS} if reply.answer.status == 503 else None
         return web.json_response({"outcome": reply.answer.outcome}, status=reply.answer.status, headers=headers)
 
@@ -140,6 +148,10 @@ async def receive(
     if verifier is None or not placeholder_values_fit(request.match_info):
         # No secret for this account (or no account by that name could be configured): nothing to verify with.
         return Reply(Answer(404, "not_found"), reason="no secret for this path")
+    if shake := before_signature(route.handshake, request.method, request.query, route.verify_token):
+        return _handshake(route, shake)
+    if request.method != "POST":
+        return Reply(Answer(405, "method_not_allowed"))
     try:
         # A body sent slower than this holds a connection for nothing: 408, and aiohttp closes it.
         async with asyncio.timeout(body_timeout):
@@ -150,8 +162,9 @@ async def receive(
         return Reply(Answer(413, "too_large"))
     url = public_url(route.public_url, request.match_info, request.rel_url.raw_query_string) if route.public_url else ""
     try:
-        verifier.verify(body, request.headers, clock(), url)
+        verifier.verify(body, request.headers, clock(), url, request.method)
     except SignatureError as exc:
+        observations.signature_failure(route.name, str(exc))
         return Reply(Answer(401, "unauthenticated"), reason=str(exc))
     # As sent, parameters and all: inboxd stores it with the payload ("" lets inboxd say application/json).
     content_type = request.headers.get("Content-Type", "").strip()
@@ -159,18 +172,45 @@ async def receive(
         parsed = document(body, content_type)
     except ValueError as exc:
         return Reply(Answer(400, "malformed"), reason=str(exc))
-    source_request = Request(parsed, request.headers, dict(request.match_info), body)
+    if shake := after_signature(route.handshake, parsed, verifier):
+        return _handshake(route, shake)
+    headers = readable_headers(verifier, request.headers)
+    if route.items is not None:
+        return await receive_items(
+            route,
+            forwarder,
+            document=parsed,
+            headers=headers,
+            path_params=dict(request.match_info),
+            trace_context=trace_context,
+        )
+    source_request = Request(parsed, headers, dict(request.match_info), body)
     signature = signature_metadata(verifier, request.headers, url)
     try:
         event = resolve(route, source_request, content_type=content_type, signature=signature)
     except UnsupportedType as exc:
-        return Reply(Answer(422, "unsupported_type"), event_type=str(exc))
+        return _other_type(route, str(exc))
     except MissingValue as exc:
         return Reply(Answer(400, "malformed"), reason=str(exc))
     started = time.monotonic()
     answer = await forwarder.accept(event, trace_context)
     edge_metrics.observe_forward(route.name, time.monotonic() - started)
     return Reply(answer, event_type=event.event_type, delivery_id=event.delivery_id, event=event)
+
+
+def _handshake(route: Route, shake: Handshake) -> Reply:
+    observations.handshake(route.name, shake.kind)
+    return Reply(Answer(shake.status, "handshake"), reason=shake.kind, handshake=shake)
+
+
+def readable_headers(verifier: object, headers: Mapping[str, str]) -> Mapping[str, str]:
+    """The headers sources read: a Standard Webhooks delivery's svix-* values also under their webhook-* names."""
+    if not isinstance(verifier, StandardWebhooksVerifier):
+        return headers
+    merged = CIMultiDict(headers)
+    for name, value in standard_headers(headers).items():
+        merged[name] = value
+    return merged
 
 
 async def _read_limited(request: web.Request, limit: int) -> bytes | None:

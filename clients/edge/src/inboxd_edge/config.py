@@ -12,30 +12,21 @@ import re
 import string
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from inboxd_edge.identity import (
-    check_signed,
-    check_unshared,
-    fingerprint,
-    namespace_sources,
-)
+from inboxd_edge.identity import check_signed, check_unshared, namespace_sources, unsigned_type_allowed
 from inboxd_edge.inboxd_settings import InboxdSettings, InboxdSettingsError, inboxd_settings
 from inboxd_edge.ops_settings import OpsSettings, OpsSettingsError, ops_settings
-from inboxd_edge.presets import PRESETS
-from inboxd_edge.signatures import (
-    HmacScheme,
-    HmacVerifier,
-    StandardWebhooksVerifier,
-    StripeVerifier,
-    Verifier,
-)
+from inboxd_edge.presets import PRESETS, HandshakeKind
+from inboxd_edge.signatures import Verifier
 from inboxd_edge.sources import Source
-from inboxd_edge.twilio_signature import TwilioVerifier, check_public_url
+from inboxd_edge.twilio_signature import check_public_url
+from inboxd_edge.verifier_settings import DEFAULT_TOLERANCE_SECONDS, verifiers_for
 
-DEFAULT_TOLERANCE_SECONDS = 300.0
+__all__ = ["DEFAULT_TOLERANCE_SECONDS", "ConfigError", "EdgeConfig", "Route", "config_from_data", "load_config"]
+OTHER_TYPES = ("reject", "ignore", "accept")
 # Not 8080: the README's console example listens there, and both on one machine is the first thing one tries.
 DEFAULT_LISTEN = "127.0.0.1:8081"
 # inboxd's own default payload limit (INBOXD_MAX_PAYLOAD_BYTES).
@@ -43,7 +34,7 @@ DEFAULT_MAX_BODY_BYTES = 1024 * 1024
 # Never copied into metadata: they authenticate, they do not describe the event.
 _UNKEEPABLE_HEADERS = {"authorization", "cookie", "proxy-authorization"}
 
-_ROUTE_KEYS = {
+ROUTE_KEYS = {
     "name",
     "path",
     "scheme",
@@ -65,8 +56,12 @@ _ROUTE_KEYS = {
     "hmac",
     "path_secrets",
     "public_url",
+    "public_key",
+    "public_key_env",
+    "verify_token_env",
+    "client_state_env",
+    "other_types",
 }
-_PATH_SECRETS_KEYS = {"placeholder", "secrets", "secrets_env"}
 
 
 class ConfigError(Exception):
@@ -87,6 +82,8 @@ class Route:
     allowed_types: frozenset[str]
     # A str.format template over `variables` and the path's placeholders, e.g. "mailera/{account}".
     namespace: str
+    # The template's names written {name:path}: their values keep "/" (others have it escaped as %2F).
+    namespace_paths: frozenset[str]
     variables: Mapping[str, Source]
     event_key: Source
     event_type: Source
@@ -102,6 +99,13 @@ class Route:
     secret_owners: tuple[tuple[str, str], ...] = ()
     # The URL the provider calls, for a scheme that signs it (Twilio): behind a proxy, not the edge's own.
     public_url: str | None = None
+    # The provider's URL check this route answers (inboxd_edge.handshakes), and Meta's verify token for it.
+    handshake: HandshakeKind | None = None
+    verify_token: str | None = None
+    # What a type outside allowed_types gets: "reject" (422), "ignore" (200, nothing stored) or "accept".
+    other_types: str = "reject"
+    # A JSON pointer's tokens to an array of events in one body (Microsoft Graph's /value), or None.
+    items: tuple[str, ...] | None = None
 
     def verifier_for(self, path_params: Mapping[str, str]) -> Verifier | None:
         """The verifier for this request's path, or None for an account the route has no secret for."""
@@ -174,7 +178,7 @@ def _route(data: Any, environ: Mapping[str, str], index: int) -> Route:
 
 
 def _build_route(data: dict[str, Any], environ: Mapping[str, str], where: str) -> Route:
-    if unknown := set(data) - _ROUTE_KEYS:
+    if unknown := set(data) - ROUTE_KEYS:
         raise ValueError(f"unknown keys {sorted(unknown)}")
     path = _required_str(data, "path")
     if not path.startswith("/"):
@@ -196,7 +200,7 @@ def _build_route(data: dict[str, Any], environ: Mapping[str, str], where: str) -
     if not isinstance(allowed, list) or not allowed or not all(isinstance(t, str) and t for t in allowed):
         raise ValueError("allowed_types must list the event types this route accepts")
     variables = {str(k): Source.parse(str(v)) for k, v in _dict(data, "vars").items()}
-    namespace = _required_str(data, "namespace")
+    namespace, slashed = _namespace_template(_required_str(data, "namespace"), set(variables))
     _check_template(namespace, set(variables) | _path_params(path))
     drops = tuple(Source.parse(str(s)) for s in data.get("payload_drop", []))
     if any(d.kind != "body" for d in drops):
@@ -208,7 +212,7 @@ def _build_route(data: dict[str, Any], environ: Mapping[str, str], where: str) -
     event_type = source("event_type", required=True)
     assert event_key is not None and event_type is not None
     name = str(data.get("name", path))
-    bound, verifiers, owners = _verifiers(data, environ, scheme, name, _path_params(path))
+    bound, verifiers, owners = verifiers_for(data, environ, scheme, name, _path_params(path))
     signed = next(iter(verifiers.values())).signed_headers
     public_url = _public_url(data, next(iter(verifiers.values())).signs_url, scheme, _path_params(path))
     identity = {"event_key": event_key, "event_type": event_type}
@@ -217,6 +221,8 @@ def _build_route(data: dict[str, Any], environ: Mapping[str, str], where: str) -
     template_names = _template_names(namespace)
     for var, var_source in namespace_sources(template_names, variables, _path_params(path)).items():
         identity[f"namespace's {{{var}}}"] = var_source
+    if unsigned_type_allowed(scheme, event_type, event_key, bool(data.get("key_includes_type", False))):
+        del identity["event_type"]
     for field_name, field_source in identity.items():
         check_signed(field_name, field_source, scheme=scheme, verifier_headers=signed, bound=bound)
     return Route(
@@ -229,6 +235,7 @@ def _build_route(data: dict[str, Any], environ: Mapping[str, str], where: str) -
         max_body_bytes=int(data.get("max_body_bytes", DEFAULT_MAX_BODY_BYTES)),
         allowed_types=frozenset(allowed),
         namespace=namespace,
+        namespace_paths=slashed,
         variables=variables,
         event_key=event_key,
         event_type=event_type,
@@ -239,7 +246,39 @@ def _build_route(data: dict[str, Any], environ: Mapping[str, str], where: str) -
         keep_headers=keep,
         payload_drop=drops,
         public_url=public_url,
+        handshake=preset.handshake,
+        verify_token=_verify_token(data, environ, scheme),
+        other_types=_other_types(data),
+        items=_items(preset.items),
     )
+
+
+def _items(pointer: str | None) -> tuple[str, ...] | None:
+    """The tokens of a preset's items pointer: "" is the body itself (an array of events), None no items."""
+    if pointer is None:
+        return None
+    return Source.parse("body:" + pointer).tokens if pointer else ()
+
+
+def _verify_token(data: dict[str, Any], environ: Mapping[str, str], scheme: str) -> str | None:
+    """Meta's verify token, from the variable verify_token_env names: required on a meta route, refused elsewhere."""
+    name = data.get("verify_token_env")
+    if PRESETS[scheme].handshake != "meta":
+        if name is not None:
+            raise ValueError(f"verify_token_env is only for scheme 'meta', not {scheme!r}")
+        return None
+    if not isinstance(name, str) or not environ.get(name):
+        raise ValueError(
+            "scheme 'meta' needs verify_token_env, a variable holding the verify token set in Meta's dashboard"
+        )
+    return environ[name]
+
+
+def _other_types(data: dict[str, Any]) -> str:
+    value = data.get("other_types", "reject")
+    if value not in OTHER_TYPES:
+        raise ValueError(f"other_types must be one of {', '.join(OTHER_TYPES)}, not {value!r}")
+    return str(value)
 
 
 def _public_url(data: dict[str, Any], signs_url: bool, scheme: str, path_params: set[str]) -> str | None:
@@ -247,76 +286,12 @@ def _public_url(data: dict[str, Any], signs_url: bool, scheme: str, path_params:
     value = data.get("public_url")
     if not signs_url:
         if value is not None:
-            raise ValueError(f"public_url is only for a scheme that signs the URL (twilio), not {scheme!r}")
+            raise ValueError(f"public_url is only for a scheme that signs the URL (twilio, {{url}}), not {scheme!r}")
         return None
     if not isinstance(value, str) or not value:
         raise ValueError(f"public_url is required for scheme {scheme!r}: the URL the provider calls, which it signs")
     check_public_url(value, path_params)
     return value
-
-
-def _verifiers(
-    data: dict[str, Any], environ: Mapping[str, str], scheme: str, name: str, path_params: set[str]
-) -> tuple[str | None, dict[str, Verifier], tuple[tuple[str, str], ...]]:
-    """The bound placeholder (or None), the verifiers by its value (or under ""), and each secret's owner."""
-    table = data.get("path_secrets")
-    if table is None:
-        secrets = _secrets(data, environ, "")
-        return None, {"": _verifier(data, secrets, scheme)}, tuple((f"route {name}", fingerprint(s)) for s in secrets)
-    if not isinstance(table, dict):
-        raise ValueError("path_secrets must be a table")
-    if unknown := set(table) - _PATH_SECRETS_KEYS:
-        raise ValueError(f"path_secrets: unknown keys {sorted(unknown)} (it takes {sorted(_PATH_SECRETS_KEYS)})")
-    if "secrets" in data or "secrets_env" in data:
-        raise ValueError("a route with path_secrets takes its secrets from there only")
-    placeholder = table.get("placeholder")
-    if placeholder not in path_params:
-        raise ValueError(f"path_secrets.placeholder must name one of the path's placeholders {sorted(path_params)}")
-    values = set(_dict(table, "secrets")) | set(_dict(table, "secrets_env"))
-    if not values:
-        raise ValueError("path_secrets needs secrets or secrets_env, a list per account")
-    verifiers: dict[str, Verifier] = {}
-    owners: list[tuple[str, str]] = []
-    for value in sorted(values):
-        per_value = {
-            "secrets": _dict(table, "secrets").get(value, []),
-            "secrets_env": _dict(table, "secrets_env").get(value, []),
-        }
-        secrets = _secrets(per_value, environ, f"path_secrets for {placeholder}={value!r}: ")
-        verifiers[value] = _verifier(data, secrets, scheme)
-        owners.extend((f"route {name} {placeholder}={value!r}", fingerprint(s)) for s in secrets)
-    return str(placeholder), verifiers, tuple(owners)
-
-
-def _secrets(data: Mapping[str, Any], environ: Mapping[str, str], where: str) -> list[str]:
-    secrets = [str(s) for s in data.get("secrets", [])]
-    for name in data.get("secrets_env", []):
-        if not environ.get(name):
-            raise ValueError(f"{where}secrets_env names {name!r}, which is unset or empty")
-        secrets.append(environ[name])
-    if not secrets or not all(secrets):
-        raise ValueError(f"{where}at least one non-empty secret is required (secrets or secrets_env)")
-    return secrets
-
-
-def _verifier(data: dict[str, Any], secrets: list[str], scheme: str) -> Verifier:
-    tolerance = float(data.get("tolerance_seconds", DEFAULT_TOLERANCE_SECONDS))
-    preset = PRESETS[scheme]
-    if preset.verifier == "standard-webhooks":
-        return StandardWebhooksVerifier.from_secrets(secrets, tolerance)
-    raw = tuple(s.encode() for s in secrets)
-    if preset.verifier == "stripe":
-        return StripeVerifier(raw, tolerance)
-    if preset.verifier == "twilio":
-        return TwilioVerifier(raw)
-    overrides = _dict(data, "hmac")
-    if preset.hmac is None and not overrides:
-        raise ValueError("scheme 'hmac' needs an [routes.hmac] table")
-    base = {f.name: getattr(preset.hmac, f.name) for f in fields(HmacScheme)} if preset.hmac else {}
-    merged = {**base, **overrides}
-    if "signature_headers" in merged:
-        merged["signature_headers"] = tuple(merged["signature_headers"])
-    return HmacVerifier(HmacScheme(**merged), raw, tolerance)
 
 
 def _required_str(data: dict[str, Any], name: str) -> str:
@@ -340,6 +315,28 @@ def _path_params(path: str) -> set[str]:
 
 def _template_names(template: str) -> set[str]:
     return {name for _, name, _, _ in string.Formatter().parse(template) if name is not None}
+
+
+def _namespace_template(template: str, variables: set[str]) -> tuple[str, frozenset[str]]:
+    """The namespace template without its ``:path`` marks, and the names that had one.
+
+    ``{repo:path}`` keeps the "/" in a var's value (``github/acme/app``, which a grant ``github/acme/*`` matches);
+    any other format or conversion is refused here rather than failing on the first delivery.
+    """
+    out: list[str] = []
+    slashed: set[str] = set()
+    for literal, name, spec, conversion in string.Formatter().parse(template):
+        out.append(literal.replace("{", "{{").replace("}", "}}"))
+        if name is None:
+            continue
+        if conversion or (spec and spec != "path"):
+            raise ValueError(f"namespace field {{{name}...}}: the only format is {{{name}:path}}")
+        if spec == "path":
+            if name not in variables:
+                raise ValueError(f"namespace's {{{name}:path}} is not a var: :path keeps the '/' of a var's value")
+            slashed.add(name)
+        out.append("{" + name + "}")
+    return "".join(out), frozenset(slashed)
 
 
 def _check_template(template: str, names: set[str]) -> None:

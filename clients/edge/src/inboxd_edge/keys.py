@@ -47,7 +47,7 @@ class ResolvedEvent:
 def event_type_of(route: Route, request: Request) -> str:
     """The event type, checked against the route's allowed types (raises MissingValue or UnsupportedType)."""
     event_type = route.event_type.read(request)
-    if event_type not in route.allowed_types:
+    if event_type not in route.allowed_types and route.other_types != "accept":
         raise UnsupportedType(event_type)
     return event_type
 
@@ -62,7 +62,7 @@ def resolve(
     """
     event_type = event_type_of(route, request)
     names = {**request.path_params, **{name: src.read(request) for name, src in route.variables.items()}}
-    namespace = route.namespace.format_map({k: _segment(v) for k, v in names.items()})
+    namespace = route.namespace.format_map({k: _segment(v, k in route.namespace_paths) for k, v in names.items()})
     logical_id = route.event_key.read(request)
     event_key = f"{event_type}:{logical_id}" if route.key_includes_type else logical_id
     delivery_id = _optional(route.delivery_id, request)
@@ -88,9 +88,11 @@ def resolve(
     )
 
 
-def _segment(value: str) -> str:
-    # A "/" inside a value would let ("a/b", "c") and ("a", "b/c") name one namespace.
-    return value.replace("%", "%25").replace("/", "%2F")
+def _segment(value: str, keep_slash: bool) -> str:
+    # A "/" inside a value would let ("a/b", "c") and ("a", "b/c") name one namespace: escaped unless the route
+    # wrote {name:path}, asking for the value's own hierarchy (a GitHub repository's owner/name).
+    escaped = value.replace("%", "%25")
+    return escaped if keep_slash else escaped.replace("/", "%2F")
 
 
 def _optional(source: Source | None, request: Request) -> str:

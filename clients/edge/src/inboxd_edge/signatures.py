@@ -12,14 +12,12 @@ import base64
 import binascii
 import hashlib
 import hmac
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Protocol
 
-from standardwebhooks.webhooks import Webhook, WebhookVerificationError
-
-Encoding = Literal["hex", "base64"]
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 
 class SignatureError(Exception):
@@ -29,8 +27,8 @@ class SignatureError(Exception):
 class Verifier(Protocol):
     """Checks one request's signature; raises SignatureError when it does not hold."""
 
-    def verify(self, body: bytes, headers: Mapping[str, str], now: float, url: str = "") -> None:
-        """`url` is the public URL the provider called, for a scheme that signs it (`signs_url`)."""
+    def verify(self, body: bytes, headers: Mapping[str, str], now: float, url: str = "", method: str = "POST") -> None:
+        """`url` is the public URL the provider called, for a scheme that signs it (`signs_url`); `method` its verb."""
         ...
 
     @property
@@ -58,7 +56,8 @@ def header_value(headers: Mapping[str, str], name: str) -> str | None:
     return None
 
 
-def _check_timestamp(raw: str | None, now: float, tolerance: float) -> str:
+def check_timestamp(raw: str | None, now: float, tolerance: float) -> str:
+    """The timestamp as sent (stripped), once it is a whole number within `tolerance` of `now`."""
     if not raw:
         raise SignatureError("missing timestamp")
     try:
@@ -71,177 +70,92 @@ def _check_timestamp(raw: str | None, now: float, tolerance: float) -> str:
     return raw.strip()
 
 
+# Svix sends its own names for the Standard Webhooks headers (white-labelled senders send webhook-*): both are read.
+STANDARD_HEADERS = ("webhook-id", "webhook-timestamp", "webhook-signature")
+SVIX_HEADERS = ("svix-id", "svix-timestamp", "svix-signature")
+
+
+def standard_headers(headers: Mapping[str, str]) -> dict[str, str]:
+    """The webhook-* values of a Standard Webhooks delivery, read from svix-* or else webhook-* (as Svix's library)."""
+    found: dict[str, str] = {}
+    for standard, svix in zip(STANDARD_HEADERS, SVIX_HEADERS, strict=True):
+        value = header_value(headers, svix) or header_value(headers, standard)
+        if value:
+            found[standard] = value
+    return found
+
+
 @dataclass(frozen=True)
 class StandardWebhooksVerifier:
-    """Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature), through the `standardwebhooks` library."""
+    """Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature, or Svix's svix-* names for them).
 
-    secrets: tuple[Webhook, ...]
+    HMAC-SHA256 of "{id}.{timestamp}.{body}" with the base64 secret after ``whsec_``; the signature header is
+    a space-separated list of ``v1,<base64>`` entries (several while the sender rotates its secret). A ``v1a,``
+    entry is the spec's asymmetric signature (Ed25519 over the same content): verified against the route's
+    ``whpk_`` public keys when it lists any, skipped otherwise, never a match by itself.
+    """
+
+    secrets: tuple[bytes, ...]
     tolerance: float
+    public_keys: tuple[Ed25519PublicKey, ...] = ()
 
     @classmethod
     def from_secrets(cls, secrets: Sequence[str], tolerance: float) -> StandardWebhooksVerifier:
-        """Raises ValueError for a secret that is not whsec_ + base64."""
-        try:
-            for secret in secrets:
-                # The library skips characters that are not base64, so a mangled secret would
-                # load and then reject every delivery; check it strictly here instead.
-                encoded = secret.removeprefix("whsec_")
-                base64.b64decode(encoded + "=" * (-len(encoded) % 4), validate=True)
-            return cls(tuple(Webhook(s) for s in secrets), tolerance)
-        except Exception as exc:  # the library raises binascii.Error or its own types
-            raise ValueError("a standard-webhooks secret is not whsec_ + base64") from exc
-
-    @property
-    def signed_headers(self) -> frozenset[str]:
-        # The library signs "{webhook-id}.{webhook-timestamp}.{body}".
-        return frozenset({"webhook-id", "webhook-timestamp"})
-
-    @property
-    def input_headers(self) -> tuple[str, ...]:
-        return ("webhook-id", "webhook-timestamp", "webhook-signature")
-
-    @property
-    def signs_url(self) -> bool:
-        return False
-
-    def verify(self, body: bytes, headers: Mapping[str, str], now: float, url: str = "") -> None:
-        wanted = {name: header_value(headers, name) for name in self.input_headers}
-        if not all(wanted.values()):
-            raise SignatureError("missing signature")
-        # The library's own window is a fixed 5 minutes; ours is configurable (and checked first).
-        _check_timestamp(wanted["webhook-timestamp"], now, self.tolerance)
-        plain = {k: v for k, v in wanted.items() if v is not None}
-        for secret in self.secrets:
-            try:
-                secret.verify(body, plain, json_parse=False)
-                return
-            except WebhookVerificationError:
+        """Raises ValueError for a secret that is not whsec_ + base64 (or a public key not whpk_ + base64)."""
+        keys: list[bytes] = []
+        public: list[Ed25519PublicKey] = []
+        for secret in secrets:
+            if secret.startswith("whpk_"):
+                try:
+                    public.append(Ed25519PublicKey.from_public_bytes(base64.b64decode(secret[5:], validate=True)))
+                except (ValueError, binascii.Error):
+                    raise ValueError("a standard-webhooks public key is not whpk_ + base64 of 32 bytes") from None
                 continue
-            except ValueError:
-                # A signature list the library cannot split or decode, or a body that is not UTF-8.
-                break
-        raise SignatureError("no matching signature")
-
-
-@dataclass(frozen=True)
-class StripeVerifier:
-    """Stripe's Stripe-Signature: ``t=<unix>,v1=<hex>`` with HMAC-SHA256 over ``"{t}.{body}"``."""
-
-    secrets: tuple[bytes, ...]
-    tolerance: float
-    header: str = "Stripe-Signature"
-
-    @property
-    def signed_headers(self) -> frozenset[str]:
-        # The timestamp rides inside Stripe-Signature itself; no other header is signed.
-        return frozenset()
-
-    @property
-    def input_headers(self) -> tuple[str, ...]:
-        return (self.header.lower(),)
-
-    @property
-    def signs_url(self) -> bool:
-        return False
-
-    def verify(self, body: bytes, headers: Mapping[str, str], now: float, url: str = "") -> None:
-        value = header_value(headers, self.header)
-        if not value:
-            raise SignatureError("missing signature")
-        stamps: list[str] = []
-        signatures: list[str] = []
-        for item in value.split(","):
-            key, _, part = item.strip().partition("=")
-            if key == "t":
-                stamps.append(part)
-            elif key == "v1":
-                signatures.append(part)
-        if len(stamps) != 1 or not signatures:
-            raise SignatureError("malformed signature header")
-        stamp = _check_timestamp(stamps[0], now, self.tolerance)
-        content = stamp.encode() + b"." + body
-        for secret in self.secrets:
-            expected = hmac.new(secret, content, hashlib.sha256).hexdigest()
-            if any(hmac.compare_digest(expected, s) for s in signatures):
-                return
-        raise SignatureError("no matching signature")
-
-
-@dataclass(frozen=True)
-class HmacScheme:
-    """A provider's own HMAC-SHA256 convention: which headers, which signed bytes, which encoding."""
-
-    signature_headers: tuple[str, ...]
-    timestamp_header: str | None = None
-    # What is signed: "{body}" exactly once, "{timestamp}" where the provider puts it.
-    signed_content: str = "{timestamp}.{body}"
-    encoding: Encoding = "hex"
-    # Stripped from each signature when present, e.g. "sha256=".
-    signature_prefix: str = ""
-
-    def __post_init__(self) -> None:
-        if not self.signature_headers:
-            raise ValueError("an hmac scheme needs at least one signature header")
-        if self.signed_content.count("{body}") != 1:
-            raise ValueError("signed_content must contain {body} exactly once")
-        leftover = re.sub(r"\{(body|timestamp)\}", "", self.signed_content)
-        if "{" in leftover or "}" in leftover:
-            raise ValueError("signed_content may use only {timestamp} and {body}")
-        if "{timestamp}" in self.signed_content and not self.timestamp_header:
-            raise ValueError("signed_content uses {timestamp} but no timestamp_header is set")
-        if self.encoding not in ("hex", "base64"):
-            raise ValueError("encoding must be hex or base64")
-
-
-@dataclass(frozen=True)
-class HmacVerifier:
-    """Verifies an `HmacScheme`; a timestamp header, when the scheme has one, is held to the tolerance."""
-
-    scheme: HmacScheme
-    secrets: tuple[bytes, ...]
-    tolerance: float
-
-    @property
-    def signed_headers(self) -> frozenset[str]:
-        stamp = self.scheme.timestamp_header
-        return frozenset({stamp.lower()}) if stamp and "{timestamp}" in self.scheme.signed_content else frozenset()
-
-    @property
-    def input_headers(self) -> tuple[str, ...]:
-        stamp = self.scheme.timestamp_header
-        return tuple(h.lower() for h in self.scheme.signature_headers) + ((stamp.lower(),) if stamp else ())
-
-    @property
-    def signs_url(self) -> bool:
-        return False
-
-    def verify(self, body: bytes, headers: Mapping[str, str], now: float, url: str = "") -> None:
-        value = next((v for name in self.scheme.signature_headers if (v := header_value(headers, name))), None)
-        if not value:
-            raise SignatureError("missing signature")
-        stamp = ""
-        if self.scheme.timestamp_header:
-            stamp = _check_timestamp(header_value(headers, self.scheme.timestamp_header), now, self.tolerance)
-        before, after = self.scheme.signed_content.split("{body}")
-        content = before.replace("{timestamp}", stamp).encode() + body + after.replace("{timestamp}", stamp).encode()
-        offered = self._decode_all(value)
-        for secret in self.secrets:
-            expected = hmac.new(secret, content, hashlib.sha256).digest()
-            if any(hmac.compare_digest(expected, s) for s in offered):
-                return
-        raise SignatureError("no matching signature")
-
-    def _decode_all(self, value: str) -> list[bytes]:
-        """Every signature in the header; a sender rotating its secret may list several."""
-        decoded: list[bytes] = []
-        prefix = self.scheme.signature_prefix
-        for item in re.split(r"[\s,]+", value.strip()):
-            part = item[len(prefix) :] if prefix and item.startswith(prefix) else item
+            # Strictly: a lenient decoder skips characters that are not base64, so a mangled secret would
+            # load and then reject every delivery.
+            encoded = secret.removeprefix("whsec_")
             try:
-                if self.scheme.encoding == "hex":
-                    decoded.append(bytes.fromhex(part))
-                else:
-                    decoded.append(base64.b64decode(part, validate=True))
+                keys.append(base64.b64decode(encoded + "=" * (-len(encoded) % 4), validate=True))
+            except (ValueError, binascii.Error):
+                raise ValueError("a standard-webhooks secret is not whsec_ + base64") from None
+        return cls(tuple(keys), tolerance, tuple(public))
+
+    @property
+    def signed_headers(self) -> frozenset[str]:
+        return frozenset({"webhook-id", "webhook-timestamp", "svix-id", "svix-timestamp"})
+
+    @property
+    def input_headers(self) -> tuple[str, ...]:
+        return STANDARD_HEADERS + SVIX_HEADERS
+
+    @property
+    def signs_url(self) -> bool:
+        return False
+
+    def verify(self, body: bytes, headers: Mapping[str, str], now: float, url: str = "", method: str = "POST") -> None:
+        wanted = standard_headers(headers)
+        if len(wanted) != len(STANDARD_HEADERS):
+            raise SignatureError("missing signature")
+        stamp = check_timestamp(wanted["webhook-timestamp"], now, self.tolerance)
+        content = f"{wanted['webhook-id']}.{stamp}.".encode() + body
+        offered: dict[str, list[bytes]] = {"v1": [], "v1a": []}
+        for entry in wanted["webhook-signature"].split():
+            version, _, encoded = entry.partition(",")
+            if version not in offered:
+                continue
+            try:
+                offered[version].append(base64.b64decode(encoded, validate=True))
             except (ValueError, binascii.Error):
                 continue
-        return decoded
+        for key in self.public_keys:
+            for signature in offered["v1a"]:
+                try:
+                    key.verify(signature, content)
+                    return
+                except InvalidSignature:
+                    continue
+        for secret in self.secrets:
+            expected = hmac.new(secret, content, hashlib.sha256).digest()
+            if any(hmac.compare_digest(expected, s) for s in offered["v1"]):
+                return
+        raise SignatureError("no matching signature")

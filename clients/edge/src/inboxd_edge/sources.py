@@ -91,7 +91,7 @@ class Source:
         elif self.kind == "path":
             value = request.path_params.get(self.name)
         else:
-            value = _walk(request.document, self.tokens)
+            value = walk(request.document, self.tokens)
         # bool is an int subclass, but `true` is never an identifier.
         if isinstance(value, bool) or not isinstance(value, str | int) or value == "":
             raise MissingValue(self)
@@ -105,7 +105,8 @@ def _body_tokens(where: str) -> tuple[str, ...]:
     return tuple(where.split("."))
 
 
-def _walk(document: Any, tokens: tuple[str, ...]) -> Any:
+def walk(document: Any, tokens: tuple[str, ...]) -> Any:
+    """The value at `tokens` in a parsed body, or None."""
     node = document
     for token in tokens:
         if isinstance(node, dict):
@@ -121,6 +122,6 @@ def drop_pointer(document: Any, tokens: tuple[str, ...]) -> None:
     """Removes the member a body source points at, if present (for delivery-only fields)."""
     if not tokens:
         return
-    parent = _walk(document, tokens[:-1])
+    parent = walk(document, tokens[:-1])
     if isinstance(parent, dict):
         parent.pop(tokens[-1], None)

@@ -47,7 +47,7 @@ class TwilioVerifier:
     def signs_url(self) -> bool:
         return True
 
-    def verify(self, body: bytes, headers: Mapping[str, str], now: float, url: str = "") -> None:
+    def verify(self, body: bytes, headers: Mapping[str, str], now: float, url: str = "", method: str = "POST") -> None:
         offered = header_value(headers, HEADER)
         if not offered:
             raise SignatureError("missing signature")
