@@ -184,7 +184,14 @@ async def start_server(
     observe = ops.metrics.observe_rpc
     server.add_generic_rpc_handlers(
         (
-            generic_handler(INBOX_SERVICE, InboxServicer(inbox), observe, registry, limits),
+            generic_handler(
+                INBOX_SERVICE,
+                InboxServicer(inbox),
+                observe,
+                registry,
+                limits,
+                max_streams_per_caller=settings.max_streams_per_caller,
+            ),
             generic_handler(ADMIN_SERVICE, AdminServicer(ops.operators), observe, registry, limits),
         )
     )
