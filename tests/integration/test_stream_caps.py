@@ -3,15 +3,20 @@
 Against a real `inboxd serve` process with a tokens file. A `work` token's
 200 Work streams of 100 globs of about 245 stars each took other tenants'
 Accepts from 1-8 ms to 0.5-6.8 s: every Accept matched every waiting glob.
+Latency on a machine shared with other work is noisy, so the pace test
+measures idle and loaded windows in turn, and bounds the server's CPU time
+per Accept (2x) more tightly than the wall clock's p99 (3x + 10 ms).
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 import uuid
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -33,6 +38,8 @@ CAP = 256
 class _Rig:
     stub: InboxServiceStub
     tokens: dict[str, str]
+    # The server's process: its CPU time is read from /proc.
+    pid: int
 
     def bearer(self, name: str) -> dict[str, Any]:
         return {"metadata": [("authorization", f"Bearer {self.tokens[name]}")]}
@@ -53,7 +60,8 @@ async def rig(migrated_url: str, tmp_path_factory: pytest.TempPathFactory) -> As
     server = await asyncio.to_thread(ServerProcess(database_url=migrated_url, env=env).start)
     try:
         async with grpc.aio.insecure_channel(server.target) as channel:
-            yield _Rig(InboxServiceStub(channel), tokens)
+            assert server.proc is not None
+            yield _Rig(InboxServiceStub(channel), tokens, server.proc.pid)
     finally:
         server.kill()
 
@@ -87,12 +95,12 @@ async def test_globs_past_their_bounds_are_refused_naming_the_bound(rig: _Rig) -
         f"subscribe.namespaces: holds {MAX_GLOBS + 1} globs; a Claim or a subscription takes at most {MAX_GLOBS}"
     )
     # A unary Claim is bounded alike.
-    for namespaces, field in ((too_starry, "namespaces[0]"), (too_many, "namespaces")):
+    for namespaces, named in ((too_starry, "namespaces[0]"), (too_many, "namespaces")):
         claim = inbox_pb2.ClaimRequest(namespaces=namespaces)
         error = await expect_status(
             stub.Claim(claim, timeout=10, **rig.bearer(worker)), grpc.StatusCode.INVALID_ARGUMENT
         )
-        assert (error.details() or "").startswith(f"{field}: ")
+        assert (error.details() or "").startswith(f"{named}: ")
     # At the bounds: taken.
     at_bounds = Worker(stub, **rig.bearer(worker))
     await at_bounds.subscribe(_globs("b"), credit=1)
@@ -135,39 +143,63 @@ async def test_a_caller_past_its_stream_cap_is_refused_and_others_are_not(rig: _
         assert await edge.code() == grpc.StatusCode.OK
 
 
-async def _accept_times(rig: _Rig, ns: str, count: int) -> list[float]:
-    """How long each of `count` Accepts of tenant-v took, one after another, in seconds."""
-    took = []
+def _cpu_seconds(pid: int) -> float:
+    """The CPU time process `pid` has used so far (user and system), from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@dataclass
+class _Window:
+    """Accepts timed one after another, and the server's CPU time they took (with whatever ran meanwhile)."""
+
+    took: list[float] = field(default_factory=list)
+    cpu: float = 0.0
+
+    def p99(self) -> float:
+        return sorted(self.took)[int(len(self.took) * 0.99) - 1]
+
+    def cpu_per_accept(self) -> float:
+        return self.cpu / len(self.took)
+
+
+async def _accepts(rig: _Rig, ns: str, count: int, window: _Window | None = None) -> None:
+    """`count` Accepts of tenant-v, one after another; timed into `window` when given."""
+    cpu = _cpu_seconds(rig.pid)
     for _ in range(count):
         started = time.perf_counter()
         await rig.stub.Accept(accept_request(ns, uuid.uuid4().hex), timeout=30, **rig.bearer("tenant-v-edge"))
-        took.append(time.perf_counter() - started)
-    return took
-
-
-def _p99(took: list[float]) -> float:
-    return sorted(took)[int(len(took) * 0.99) - 1]
+        if window is not None:
+            window.took.append(time.perf_counter() - started)
+    if window is not None:
+        window.cpu += _cpu_seconds(rig.pid) - cpu
 
 
 async def test_other_tenants_accepts_keep_their_pace_while_many_star_work_streams_wait(rig: _Rig) -> None:
     ns = f"tenant-v/{uuid.uuid4().hex[:6]}"
-    await _accept_times(rig, ns, 30)  # warm: connections, prepared statements
-    idle: list[float] = []
-    loaded: list[float] = []
+    await _accepts(rig, ns, 30)  # warm: connections, prepared statements
+    idle, loaded = _Window(), _Window()
     # Idle and loaded windows in turn: a machine shared with other work is not equally quiet throughout.
     for round_ in range(2):
-        idle += await _accept_times(rig, ns, 150)
+        await _accepts(rig, ns, 150, idle)
         # tenant-x's streams at every bound at once: the cap, the most globs, the most stars; all waiting.
         streams = []
         for index in range(CAP):
             worker = Worker(rig.stub, **rig.bearer("tenant-x-worker"))
             await worker.subscribe(_globs(f"r{round_}-{index}"), credit=10)
             streams.append(worker)
-        loaded += await _accept_times(rig, ns, 150)
+        # Not timed: the streams' first looks, each its claim statement, may still be running.
+        await _accepts(rig, ns, 30)
+        await _accepts(rig, ns, 150, loaded)
         # Closed, each answered, before the next idle window: not torn down during it.
         assert set(await asyncio.gather(*(worker.close() for worker in streams))) == {grpc.StatusCode.OK}
-    print(f"tenant-v Accept p99: {_p99(idle) * 1000:.2f} ms idle, {_p99(loaded) * 1000:.2f} ms under {CAP} streams")
-    # Generous: within 2x, and 5 ms more for a loaded machine's spikes.
-    assert _p99(loaded) <= 2 * _p99(idle) + 0.005, (
-        f"p99 {_p99(loaded) * 1000:.1f} ms loaded, {_p99(idle) * 1000:.1f} idle"
+    print(
+        f"tenant-v Accept p99: {idle.p99() * 1000:.2f} ms idle, {loaded.p99() * 1000:.2f} ms under {CAP} streams; "
+        f"server CPU per Accept: {idle.cpu_per_accept() * 1000:.2f} ms idle, {loaded.cpu_per_accept() * 1000:.2f} ms"
     )
+    # The server's CPU time is what the streams could cost each Accept, and what other work on the
+    # machine does not move: within 2x (and a clock tick per window's worth of Accepts).
+    tick = 1 / os.sysconf("SC_CLK_TCK")
+    assert loaded.cpu <= 2 * idle.cpu + 2 * tick, f"CPU {loaded.cpu:.2f} s under load, {idle.cpu:.2f} s idle"
+    # The wall clock, which other work on a shared machine does move: generously.
+    assert loaded.p99() <= 3 * idle.p99() + 0.010, f"p99 {loaded.p99() * 1000:.1f} ms, {idle.p99() * 1000:.1f} idle"

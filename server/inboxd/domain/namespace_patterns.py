@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from inboxd.domain.errors import InvalidArgument
@@ -159,10 +159,12 @@ def like_matcher(patterns: tuple[str, ...]) -> LikeMatcher:
     )
 
 
+@functools.lru_cache(maxsize=16384)
 def like_prefix(pattern: str) -> str:
     """The literal text an SQL LIKE pattern starts with: every name it matches begins with it.
 
     The store hands these to its queries so that PostgreSQL can scan an index range before it applies LIKE.
+    Cached: the due poller's look asks again, each interval, for every waiting pattern.
     """
     prefix: list[str] = []
     chars = iter(pattern)
@@ -171,6 +173,42 @@ def like_prefix(pattern: str) -> str:
             break
         prefix.append(next(chars, "\\") if char == "\\" else char)
     return "".join(prefix)
+
+
+def shortest_prefixes(prefixes: Iterable[str]) -> tuple[str, ...]:
+    """The prefixes without those that start with another: every name one starts with, one of these starts."""
+    kept: list[str] = []
+    for prefix in sorted(set(prefixes), key=len):
+        if not prefix.startswith(tuple(kept)):
+            kept.append(prefix)
+    return tuple(kept)
+
+
+@functools.lru_cache(maxsize=8)
+def coarsened(patterns: frozenset[tuple[str, str]], most: int) -> frozenset[tuple[str, str]]:
+    """At most `most` (LIKE pattern, tag) pairs that match every name `patterns` match, and maybe more.
+
+    Past `most`, the patterns give way to their fixed prefixes, cut as short
+    as needed ("tenant-x/a%b" and "tenant-x/c%" to "tenant-x/%"): a superset,
+    for a look whose every finding is checked again against the patterns.
+    Cached: the waiters' patterns stay the same from one look to the next.
+    """
+    if len(patterns) <= most:
+        return patterns
+    prefixed = sorted({(like_prefix(pattern), tag) for pattern, tag in patterns})
+
+    def cut(length: int) -> set[tuple[str, str]]:
+        return {(prefix[:length], tag) for prefix, tag in prefixed}
+
+    # The longest cut that leaves at most `most`: the count only grows with the length.
+    shortest, longest = 0, max(len(prefix) for prefix, _ in prefixed)
+    while shortest < longest:
+        middle = (shortest + longest + 1) // 2
+        if len(cut(middle)) <= most:
+            shortest = middle
+        else:
+            longest = middle - 1
+    return frozenset((grant_to_like(prefix + "*"), tag) for prefix, tag in cut(shortest))
 
 
 def is_glob(name: str) -> bool:

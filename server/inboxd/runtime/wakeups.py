@@ -41,11 +41,14 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from inboxd.domain.namespace_patterns import LikeMatcher, like_matcher, like_prefix
+from inboxd.domain.namespace_patterns import LikeMatcher, coarsened, like_matcher, like_prefix, shortest_prefixes
 from inboxd.domain.vocabulary import Wanted
 
 # How many times a wake-up that found nothing is handed to the next waiter.
 MAX_HOPS = 3
+# (pattern, type) pairs the due poller's look passes at most: 4,096 globs (256 streams
+# of 16), each adapted in Python for PostgreSQL, held the event loop for milliseconds a look.
+MOST_PATTERNS_LOOKED_UP = 64
 # Kinds of wake-up remembered between two of the poller's looks; beyond, the bus
 # remembers only "anything may have changed" (while nobody waits, nobody looks).
 MAX_REMEMBERED_KINDS = 1024
@@ -83,7 +86,7 @@ class WaitFilter:
     def __post_init__(self) -> None:
         if self.namespace_patterns:
             object.__setattr__(self, "_patterns", like_matcher(self.namespace_patterns))
-            object.__setattr__(self, "prefixes", _shortest(like_prefix(p) for p in self.namespace_patterns))
+            object.__setattr__(self, "prefixes", shortest_prefixes(like_prefix(p) for p in self.namespace_patterns))
 
     def wants(self, namespace: str, event_type: str) -> bool:
         if self.event_types and event_type not in self.event_types:
@@ -106,15 +109,6 @@ class WaitFilter:
 
     def _types(self) -> Iterable[str | None]:
         return self.event_types or (None,)
-
-
-def _shortest(prefixes: Iterable[str]) -> tuple[str, ...]:
-    """The prefixes without those that start with another: a waiter is filed once per name it may want."""
-    kept: list[str] = []
-    for prefix in sorted(set(prefixes), key=len):
-        if not prefix.startswith(tuple(kept)):
-            kept.append(prefix)
-    return tuple(kept)
 
 
 @dataclass(eq=False)
@@ -316,7 +310,9 @@ class WakeBus:
             by_patterns.update(itertools.product(wait_filter.namespace_patterns, kinds))
             if not wait_filter.namespaces and not wait_filter.namespace_patterns:
                 anywhere.update(kinds)
-        return Wanted(frozenset(in_namespaces), frozenset(by_patterns), frozenset(anywhere))
+        return Wanted(
+            frozenset(in_namespaces), coarsened(frozenset(by_patterns), MOST_PATTERNS_LOOKED_UP), frozenset(anywhere)
+        )
 
     def _candidates(self, namespace: str, event_type: str) -> Iterator[Waiter]:
         keys: tuple[_Key, ...] = ((namespace, event_type), (namespace, None), (None, event_type), (None, None))
