@@ -53,24 +53,26 @@ class _Rig:
     def __init__(self, path: Path, server: ServerProcess, stub: InboxServiceStub, tokens: dict[str, str]) -> None:
         self.path, self.server, self.stub, self.tokens = path, server, stub, tokens
 
-    async def reload(self, grants: Grants, probe: str) -> None:
-        """Writes `grants`, sends SIGHUP, and returns once a unary Accept with `probe`'s token is refused."""
-        _write(self.path, self.tokens, grants)
+    async def reload(self, grants: Grants) -> None:
+        """Writes `grants` (and a new probe token), sends SIGHUP, and returns once the probe token is taken."""
+        self.tokens["probe"] = new_token()
+        _write(self.path, self.tokens, {**grants, "probe": ([Scope.ACCEPT], ["probe/*"])})
         assert self.server.proc is not None
         self.server.proc.send_signal(signal.SIGHUP)
         for _ in range(200):  # bounded: the reload is asynchronous to us
             try:
-                await self.stub.Accept(accept_request("probe/ns", "k"), timeout=5, **_bearer(self.tokens[probe]))
+                await self.stub.Accept(accept_request("probe/ns", "k"), timeout=5, **_bearer(self.tokens["probe"]))
             except grpc.aio.AioRpcError as exc:
-                if exc.code() in (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED):
-                    return
-            await asyncio.sleep(0.05)
+                assert exc.code() == grpc.StatusCode.UNAUTHENTICATED, exc
+                await asyncio.sleep(0.05)
+            else:
+                return
         raise AssertionError("the tokens file was not reloaded after SIGHUP")
 
 
-@pytest.fixture
-async def rig(migrated_url: str, tmp_path: Path) -> AsyncIterator[_Rig]:
-    path = tmp_path / "tokens.toml"
+@pytest.fixture(scope="module")
+async def rig(migrated_url: str, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[_Rig]:
+    path = tmp_path_factory.mktemp("revocation") / "tokens.toml"
     names = ("edge", "worker", "steady-edge", "steady-worker", "narrowed", "unscoped", "widened", "probe")
     tokens = {name: new_token() for name in names}
     _write(path, tokens, {"probe": ([Scope.ACCEPT], ["probe/*"])})
@@ -95,8 +97,10 @@ async def test_a_revoked_tokens_streams_end_and_its_held_events_go_to_another_wo
             ("steady-worker", Scope.WORK),
         )
     }
-    await rig.reload({**grants, "probe": ([Scope.WORK], ["probe/*"])}, probe="probe")
+    await rig.reload(grants)
     stub, tokens = rig.stub, rig.tokens
+    # A Work stream that has not subscribed yet: its handler waits for the subscription.
+    unsubscribed = stub.Work(**_bearer(tokens["worker"]))
     edge = stub.AcceptStream(**_bearer(tokens["edge"]))
     steady_edge = stub.AcceptStream(**_bearer(tokens["steady-edge"]))
     for sequence, stream in enumerate((edge, steady_edge), start=1):
@@ -113,9 +117,9 @@ async def test_a_revoked_tokens_streams_end_and_its_held_events_go_to_another_wo
     assert other.event_key != held.event_key
 
     revoked = {name: grants[name] for name in ("steady-edge", "steady-worker")}
-    await rig.reload(revoked, probe="edge")
-    # The unary refusal above came after the reload judged every stream: each ends at once.
-    for stream in (edge, worker.call):
+    await rig.reload(revoked)
+    # The probe's Accept above came after the reload had judged every stream: each ends at once.
+    for stream in (edge, worker.call, unsubscribed):
         code, details = await _ended(stream, within=1.0)
         assert code == grpc.StatusCode.UNAUTHENTICATED, details
         assert "revoked" in details
@@ -140,9 +144,8 @@ async def test_a_stream_ends_when_its_token_loses_the_scope_or_a_grant_and_goes_
         "unscoped": ([Scope.WORK], ["tenant-a/*"]),
         "narrowed": ([Scope.WORK], ["tenant-a/*", "tenant-b/*"]),
         "widened": ([Scope.WORK], ["tenant-a/*"]),
-        "probe": ([Scope.WORK], ["probe/*"]),
     }
-    await rig.reload(before, probe="probe")
+    await rig.reload(before)
     workers = {name: Worker(rig.stub, **_bearer(rig.tokens[name])) for name in ("unscoped", "narrowed", "widened")}
     for worker in workers.values():
         await worker.subscribe([ns], credit=1)
@@ -151,7 +154,7 @@ async def test_a_stream_ends_when_its_token_loses_the_scope_or_a_grant_and_goes_
         "narrowed": ([Scope.WORK], ["tenant-a/*"]),
         "widened": ([Scope.WORK, Scope.ACCEPT], ["tenant-a/*", "tenant-c/*"]),
     }
-    await rig.reload(after, probe="probe")
+    await rig.reload(after)
     code, details = await _ended(workers["unscoped"].call, within=1.0)
     assert code == grpc.StatusCode.PERMISSION_DENIED and "no longer holds the 'work' scope" in details, details
     # Opened again, it is judged by the grants in force (and its subscription still granted: it works).
