@@ -36,7 +36,8 @@ async def idle_streams_phase(run: Run) -> None:
     c = run.config
     await execute(run.url, CLEAR_EVENTS)
     channels = math.ceil(c.idle_streams / STREAMS_PER_CONNECTION)
-    async with run.fresh_server({}) as server:
+    # One caller holds them all (no tokens: every loopback caller is one): above its stream cap by default.
+    async with run.fresh_server({"INBOXD_MAX_STREAMS_PER_CALLER": str(2 * c.idle_streams)}) as server:
         idle_rss = server.rss()
         load = NodeLoad(server.target, "work_idle", c.idle_streams, 0.0, 0.0, namespace=IDLE_NS, channels=channels)
         proc = await spawn_node(load, stdin=True)

@@ -9,7 +9,16 @@ import time
 import pytest
 
 from inboxd.config.tokens import Caller, Scope
-from inboxd.domain.namespace_patterns import grant_to_like, like_matcher, like_prefix
+from inboxd.domain.errors import InvalidArgument
+from inboxd.domain.namespace_patterns import (
+    MAX_GLOB_STARS,
+    MAX_GLOBS,
+    check_globs,
+    coarsened,
+    grant_to_like,
+    like_matcher,
+    like_prefix,
+)
 
 
 def test_a_like_patterns_prefix_is_its_literal_start() -> None:
@@ -111,3 +120,33 @@ def test_a_512_byte_namespace_against_a_five_star_grant_matches_in_under_a_milli
         fastest = min(fastest, time.perf_counter() - started)
     assert fastest < 0.001
     assert caller.may_see("/" * 506 + "orders")
+
+
+def test_many_patterns_coarsen_to_few_that_still_match_every_name_they_matched() -> None:
+    rng = random.Random(7)
+    patterns = frozenset(
+        (grant_to_like(f"tenant-{t}/w{i}-{j}" + "*a" * rng.randint(1, 4)), kind)
+        for t in "xy"
+        for i in range(40)
+        for j in range(4)
+        for kind in ("", "order.paid")
+    )
+    coarse = coarsened(patterns, 64)
+    assert len(coarse) <= 64
+    names = [
+        f"tenant-{t}/w{i}-{j}" + "a" * 5 + f"{k}" for t in "xyz" for i in range(40) for j in range(4) for k in "ab"
+    ]
+    for name in names:
+        for kind in ("", "order.paid"):
+            wanted = like_matcher(tuple(p for p, k in patterns if k == kind)).matches(name)
+            covered = like_matcher(tuple(p for p, k in coarse if k == kind)).matches(name)
+            assert covered or not wanted, name
+    assert coarsened(frozenset(list(patterns)[:10]), 64) == frozenset(list(patterns)[:10])
+
+
+def test_a_glob_past_its_stars_or_a_filter_past_its_globs_is_refused_naming_the_bound() -> None:
+    check_globs("namespaces", ["plain", "a/" + "*" * MAX_GLOB_STARS, *[f"g{i}/*" for i in range(MAX_GLOBS - 1)]])
+    with pytest.raises(InvalidArgument, match=rf"namespaces\[1\]: is a glob of {MAX_GLOB_STARS + 1} '\*'"):
+        check_globs("namespaces", ["plain", "*" * (MAX_GLOB_STARS + 1)])
+    with pytest.raises(InvalidArgument, match=rf"namespaces: holds {MAX_GLOBS + 1} globs"):
+        check_globs("namespaces", [f"g{i}/*" for i in range(MAX_GLOBS + 1)])

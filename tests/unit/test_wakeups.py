@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from inboxd.domain.namespace_patterns import grant_to_like
 from inboxd.runtime.wakeups import MAX_HOPS, MAX_REMEMBERED_KINDS, WaitFilter, WakeBus
 
@@ -175,3 +177,28 @@ def test_a_wake_up_in_a_long_namespace_meets_a_many_star_grant_without_stalling_
     assert fastest < 0.001
     assert bus.notify("/" * 506 + "orders", "order.paid") == 1
     assert waiter.woken.is_set()
+
+
+def test_another_tenants_event_never_meets_a_waiters_patterns_filed_under_their_prefix(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    bus = WakeBus()
+    # 100 waiters of tenant-x, each with many-star patterns of its own, and one of any namespace by pattern.
+    tenant_x = [bus.register([], [], [grant_to_like(f"tenant-x/w{i}-*a*a*a*a")]) for i in range(100)]
+    anywhere = bus.register([], ["order.paid"], [grant_to_like("*-prod")])
+    asked: list[str] = []
+    wants = WaitFilter.wants
+
+    def counted(self: WaitFilter, namespace: str, event_type: str) -> bool:
+        asked.append(namespace)
+        return wants(self, namespace, event_type)
+
+    monkeypatch.setattr(WaitFilter, "wants", counted)
+    assert bus.notify("tenant-v/orders", "order.paid", count=5) == 0
+    assert asked == ["tenant-v/orders"]  # the one pattern with no fixed prefix, and only it
+    assert bus.notify("tenant-x/w7-aaaa", "order.paid") == 1
+    assert tenant_x[7].woken.is_set() and not any(w.woken.is_set() for i, w in enumerate(tenant_x) if i != 7)
+    assert bus.notify("tenant-v/eu-prod", "order.paid") == 1 and anywhere.woken.is_set()
+    for waiter in (*tenant_x, anywhere):
+        bus.unregister(waiter)
+    assert len(bus) == 0 and bus.notify("tenant-x/w7-aaaa", "t") == 0

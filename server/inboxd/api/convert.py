@@ -13,7 +13,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from inboxd.api.status import status_for
 from inboxd.domain import validation
 from inboxd.domain.errors import InboxError, InvalidArgument, RefusedEvent
-from inboxd.domain.namespace_patterns import grant_to_like, is_glob
+from inboxd.domain.namespace_patterns import check_globs, grant_to_like, is_glob
 from inboxd.domain.trace_context import TraceContext, check_trace_context
 from inboxd.domain.vocabulary import (
     AcceptOutcome,
@@ -211,6 +211,7 @@ def claim_request(request: inbox_pb2.ClaimRequest) -> ClaimRequest:
     if not timedelta(0) <= wait <= MAX_WAIT:
         raise InvalidArgument("wait", f"is {wait.total_seconds():g} s; use 0 s to {MAX_WAIT.total_seconds():g} s")
     named = [validation.check_identity(f"namespaces[{i}]", ns) for i, ns in enumerate(request.namespaces)]
+    check_globs("namespaces", named)
     return ClaimRequest(
         # A glob ("mailera/*") takes every namespace it matches (its grant was checked as a name's: auth.py).
         namespaces=tuple(ns for ns in named if not is_glob(ns)),

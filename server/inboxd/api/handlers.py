@@ -43,9 +43,10 @@ from inboxd.api.admission import (
     Method,
     ObserveRpc,
 )
-from inboxd.api.auth import authorize_namespaces
+from inboxd.api.auth import RULES, authorize_namespaces
 from inboxd.api.convert import check_batch_size
 from inboxd.api.identity import set_caller
+from inboxd.api.live_streams import LiveStreams
 from inboxd.api.rpc_spans import observing_spans, traced_stream, traced_unary
 from inboxd.api.status import status_for
 from inboxd.config.tokens import Caller, TokenRegistry
@@ -157,13 +158,18 @@ async def _decoded(requests: AsyncIterable[Any], method_name: str) -> AsyncItera
         yield request
 
 
-def _wrap_stream(method_name: str, behaviour: StreamBehaviour | None, observe: ObserveRpc) -> Any:
+def _wrap_stream(
+    path: str, method_name: str, behaviour: StreamBehaviour | None, observe: ObserveRpc, live: LiveStreams
+) -> Any:
     """The async generator an admitted stream of `method_name` runs; its items are judged by `behaviour`.
 
     The caller was admitted on the stream's metadata (once); namespaces live in
     each item, so `behaviour` checks them item by item. An error raised here
-    ends the stream; an item's refusal is an answer, never raised.
+    ends the stream; an item's refusal is an answer, never raised. `live`
+    counts the caller's open streams and ends this one when a reload of the
+    tokens file takes its token away (api/live_streams.py).
     """
+    scope = RULES[path][0]
 
     async def handle(
         caller: Caller, requests: AsyncIterable[Any], context: grpc.aio.ServicerContext[Any, Any]
@@ -175,12 +181,17 @@ def _wrap_stream(method_name: str, behaviour: StreamBehaviour | None, observe: O
                 if behaviour is None:
                     code = grpc.StatusCode.UNIMPLEMENTED
                     await context.abort(code, f"{method_name} is not implemented yet")
-                set_caller(caller)
-                assert behaviour is not None
-                # Closed with the stream, however it ends: its reader and items are let go at once, not at GC.
-                async with contextlib.aclosing(behaviour(_decoded(requests, method_name), context)) as answers:
-                    async for answer in answers:
-                        yield answer
+                stream = live.open(method_name, scope, caller)
+                try:
+                    set_caller(caller)
+                    assert behaviour is not None
+                    judged = _decoded(stream.requests(requests), method_name)
+                    # Closed with the stream, however it ends: its reader and items are let go at once, not at GC.
+                    async with contextlib.aclosing(behaviour(judged, context)) as answers:
+                        async for answer in answers:
+                            yield answer
+                finally:
+                    live.close(stream)
                 code = grpc.StatusCode.OK
             except InboxError as exc:
                 code = status_for(exc)
@@ -228,6 +239,7 @@ def generic_handler(
     receive_limits: Mapping[str, int] | None = None,
     *,
     seen: CallSeen | None = None,
+    max_streams_per_caller: int | None = None,
 ) -> grpc.GenericRpcHandler[Any, Any]:
     """One handler for every RPC of `service`; methods the servicer lacks are UNIMPLEMENTED.
 
@@ -236,6 +248,8 @@ def generic_handler(
     most bytes by its name (`api.admission.receive_limits`); others then take
     SMALL_MESSAGE_BYTES. None: only grpc's server-wide limit applies.
     `seen(peer, vouched)` hears where each call came from (`api.admission.CallSeen`).
+    `max_streams_per_caller`: the open streams of each kind one caller may
+    hold (None: no bound); a reload of `registry` judges them all again.
     """
     limits = receive_limits
     methods = {}
@@ -244,6 +258,7 @@ def generic_handler(
     observed = observe or _unobserved
     if traced:
         observed = observing_spans(observed)
+    live: LiveStreams | None = None
     for method in service.methods:
         request_cls = message_factory.GetMessageClass(method.input_type)
         response_cls = message_factory.GetMessageClass(method.output_type)
@@ -251,7 +266,9 @@ def generic_handler(
         path = f"/{service.full_name}/{method.name}"
         streaming = method.client_streaming and method.server_streaming
         if streaming:
-            handle = _wrap_stream(method.name, behaviour, observed)
+            if live is None:
+                live = LiveStreams(max_streams_per_caller, registry)
+            handle = _wrap_stream(path, method.name, behaviour, observed, live)
             if traced:
                 handle = traced_stream(path, handle)
         else:

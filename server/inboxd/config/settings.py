@@ -77,6 +77,8 @@ class Settings:
     shutdown_grace: timedelta = timedelta(seconds=10)
     # Waiting (long-polling) Claims one caller may hold at once.
     max_waiting_claims_per_caller: int = 1000
+    # Open Work streams, and open AcceptStreams, one caller may hold at once (each kind counted alone).
+    max_streams_per_caller: int = 256
     # Unanswered items one AcceptStream may hold: the server stops reading it at
     # this many, so one stream holds at most this x max_payload_bytes.
     accept_stream_window: int = 64
@@ -181,6 +183,7 @@ _ENV: dict[str, tuple[str, object]] = {
     "INBOXD_POOL_SIZE": ("pool_size", int),
     "INBOXD_ACTION_STALE_AFTER": ("action_stale_after", parse_duration),
     "INBOXD_MAX_WAITING_CLAIMS_PER_CALLER": ("max_waiting_claims_per_caller", int),
+    "INBOXD_MAX_STREAMS_PER_CALLER": ("max_streams_per_caller", int),
     "INBOXD_ACCEPT_STREAM_WINDOW": ("accept_stream_window", int),
     "INBOXD_FALLBACK_POLL": ("fallback_poll", parse_duration),
     "INBOXD_WORKERS": ("workers", int),
@@ -284,6 +287,8 @@ def _check_streams(settings: Settings) -> None:
         raise ConfigError(
             f"INBOXD_ACCEPT_STREAM_WINDOW must be between 1 and 10000, not {settings.accept_stream_window}"
         )
+    if settings.max_streams_per_caller < 1:
+        raise ConfigError(f"INBOXD_MAX_STREAMS_PER_CALLER must be at least 1, not {settings.max_streams_per_caller}")
 
 
 def _check(settings: Settings) -> None:

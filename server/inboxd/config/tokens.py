@@ -17,8 +17,8 @@ import logging
 import re
 import secrets
 import tomllib
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -47,6 +47,9 @@ class Caller:
     scopes: frozenset[Scope]
     # Patterns such as "mailera/*"; "*" alone grants every namespace.
     namespaces: tuple[str, ...]
+    # The SHA-256 of the token this caller presented (empty: no tokens file): what a reload judges a
+    # live stream's caller by, since the token itself is kept nowhere.
+    token_sha256: bytes = field(default=b"", compare=False, repr=False)
 
     @property
     def all_namespaces(self) -> bool:
@@ -109,11 +112,26 @@ class TokenRegistry:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._entries: tuple[_Entry, ...] = self._load()
+        # Told after each reload that took: open streams judge their callers again (api/live_streams.py).
+        self._on_reload: list[Callable[[TokenRegistry], None]] = []
 
     def reload(self) -> int:
         """Re-reads the file; on error keeps the entries in force and raises."""
         self._entries = self._load()
+        for listener in list(self._on_reload):
+            listener(self)
         return len(self._entries)
+
+    def on_reload(self, listener: Callable[[TokenRegistry], None]) -> None:
+        """`listener(self)` runs after every reload that replaced the entries."""
+        self._on_reload.append(listener)
+
+    def current(self, caller: Caller) -> Caller | None:
+        """The entry now in force for the token `caller` presented, or None: that token was revoked."""
+        for entry in self._entries:
+            if entry.digest == caller.token_sha256:
+                return entry.caller
+        return None
 
     def _load(self) -> tuple[_Entry, ...]:
         entries = load_tokens_file(self.path)
@@ -184,7 +202,7 @@ def load_tokens_file(path: Path) -> tuple[_Entry, ...]:
             # One token, two sets of grants: which one applies must not depend on the order of the file.
             raise TokensFileError(f"{where}: its sha256 is also entry {owners[hashed]!r}'s: one token, one entry")
         owners[hashed] = name
-        entries.append(_Entry(hashed, _caller(where, raw), _expiry(where, raw.get("expires_at"))))
+        entries.append(_Entry(hashed, _caller(where, raw, hashed), _expiry(where, raw.get("expires_at"))))
     return tuple(entries)
 
 
@@ -219,7 +237,7 @@ def _expiry(where: str, raw: object) -> datetime | None:
     return when.astimezone(UTC)
 
 
-def _caller(where: str, raw: dict[str, object]) -> Caller:
+def _caller(where: str, raw: dict[str, object], digest: bytes) -> Caller:
     scopes_raw = raw.get("scopes", [])
     namespaces = raw.get("namespaces", [])
     if not isinstance(scopes_raw, list) or not scopes_raw:
@@ -230,7 +248,7 @@ def _caller(where: str, raw: dict[str, object]) -> Caller:
         raise TokensFileError(f"{where}: unknown scope in {scopes_raw!r}") from None
     if not isinstance(namespaces, list) or not namespaces or not all(isinstance(n, str) and n for n in namespaces):
         raise TokensFileError(f'{where}: \'namespaces\' must list patterns such as "mailera/*" or "*"')
-    return Caller(str(raw["name"]), scopes, tuple(str(n) for n in namespaces))
+    return Caller(str(raw["name"]), scopes, tuple(str(n) for n in namespaces), digest)
 
 
 def entry_toml(

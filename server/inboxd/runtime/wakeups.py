@@ -11,6 +11,16 @@ that may take the event. A waiter wants only what its caller may claim: one
 that names no namespace carries its token's namespace patterns, so a
 restricted worker never takes the wake-up meant for an eligible one.
 
+A waiter by pattern is filed under each pattern's fixed prefix ("tenant-a/"
+for "tenant-a/%"), and a wake-up looks only in the buckets of its
+namespace's own prefixes (one dict lookup per distinct prefix length). So a
+tenant's waiters with many-star patterns cost another tenant's Accept
+nothing: filed under "any namespace", each Accept matched every one of
+them (200 Work streams of 100 globs of 245 stars took Accepts from 1-8 ms
+to seconds). Only patterns with no fixed prefix, which only a token granted
+them may name, are still matched on every wake-up; their number is bounded
+by the stream and glob caps (api/live_streams.py, domain/namespace_patterns.py).
+
 A wake-up is handed on, not dropped, when the waiter it reached does not use
 it: the waiter went away, returned holding other events, or looked and found
 nothing (then at most MAX_HOPS times, so a wake-up for an event someone else
@@ -27,20 +37,26 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from inboxd.domain.namespace_patterns import LikeMatcher, like_matcher
+from inboxd.domain.namespace_patterns import LikeMatcher, coarsened, like_matcher, like_prefix, shortest_prefixes
 from inboxd.domain.vocabulary import Wanted
 
 # How many times a wake-up that found nothing is handed to the next waiter.
 MAX_HOPS = 3
+# (pattern, type) pairs the due poller's look passes at most: 4,096 globs (256 streams
+# of 16), each adapted in Python for PostgreSQL, held the event loop for milliseconds a look.
+MOST_PATTERNS_LOOKED_UP = 64
 # Kinds of wake-up remembered between two of the poller's looks; beyond, the bus
 # remembers only "anything may have changed" (while nobody waits, nobody looks).
 MAX_REMEMBERED_KINDS = 1024
 
 # A bucket key: (namespace or None for "any namespace", event type or None for "any type").
 _Key = tuple[str | None, str | None]
+# A pattern bucket's key: (the fixed text its waiters' patterns begin with, event type or None).
+_PrefixKey = tuple[str, str | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,25 +80,35 @@ class WaitFilter:
     # SQL LIKE patterns: the waiter also wants every namespace one matches (as ClaimRequest's).
     namespace_patterns: tuple[str, ...] = ()
     _patterns: LikeMatcher | None = field(default=None, init=False, compare=False, repr=False)
+    # The patterns' fixed prefixes, none a prefix of another: every name a pattern matches starts with one.
+    prefixes: tuple[str, ...] = field(default=(), init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.namespace_patterns:
             object.__setattr__(self, "_patterns", like_matcher(self.namespace_patterns))
+            object.__setattr__(self, "prefixes", shortest_prefixes(like_prefix(p) for p in self.namespace_patterns))
 
     def wants(self, namespace: str, event_type: str) -> bool:
         if self.event_types and event_type not in self.event_types:
             return False
         if not self.namespaces and self._patterns is None:
             return True
-        return namespace in self.namespaces or (self._patterns is not None and self._patterns.matches(namespace))
+        if namespace in self.namespaces:
+            return True
+        # The prefixes first, in one C call: most names are another tenant's.
+        return self._patterns is not None and namespace.startswith(self.prefixes) and self._patterns.matches(namespace)
 
     def keys(self) -> Iterator[_Key]:
-        # A waiter by pattern is filed under "any namespace" too: which names match is known only on a wake-up.
-        namespaces: Iterable[str | None] = (
-            (*self.namespaces, None) if self.namespace_patterns else (self.namespaces or (None,))
-        )
-        event_types: Iterable[str | None] = self.event_types or (None,)
-        return itertools.product(namespaces, event_types)
+        """The buckets of the namespaces it names (or of any namespace, naming none and no pattern)."""
+        namespaces: Iterable[str | None] = self.namespaces or (() if self.namespace_patterns else (None,))
+        return itertools.product(namespaces, self._types())
+
+    def prefix_keys(self) -> Iterator[_PrefixKey]:
+        """The buckets of its patterns' prefixes: which names match is known only on a wake-up."""
+        return itertools.product(self.prefixes, self._types())
+
+    def _types(self) -> Iterable[str | None]:
+        return self.event_types or (None,)
 
 
 @dataclass(eq=False)
@@ -102,9 +128,6 @@ class Waiter:
         self.woken.clear()
         return held
 
-    def keys(self) -> Iterator[_Key]:
-        return self.filter.keys()
-
 
 class WakeBus:
     """The waiters of one server process, filed by what they want, oldest first within each file."""
@@ -112,6 +135,9 @@ class WakeBus:
     def __init__(self) -> None:
         # Dicts keep insertion (= seq) order and remove in O(1).
         self._buckets: dict[_Key, dict[Waiter, None]] = {}
+        # Waiters by pattern, by prefix; and how many of those buckets have a prefix of each length.
+        self._by_prefix: dict[_PrefixKey, dict[Waiter, None]] = {}
+        self._prefix_lengths: Counter[int] = Counter()
         # The distinct filters of the waiters, each with its one shared object and how many wait with it.
         self._filters: dict[WaitFilter, tuple[WaitFilter, int]] = {}
         self._count = 0
@@ -132,20 +158,20 @@ class WakeBus:
         shared, waiting = self._filters.get(wait_filter, (wait_filter, 0))
         self._filters[shared] = (shared, waiting + 1)
         waiter = Waiter(shared, seq=next(self._seq))
-        for key in waiter.keys():
+        for key in shared.keys():
             self._buckets.setdefault(key, {})[waiter] = None
+        for prefix_key in shared.prefix_keys():
+            bucket = self._by_prefix.get(prefix_key)
+            if bucket is None:
+                bucket = self._by_prefix[prefix_key] = {}
+                self._prefix_lengths[len(prefix_key[0])] += 1
+            bucket[waiter] = None
         self._count += 1
         return waiter
 
     def unregister(self, waiter: Waiter, taken: Iterable[tuple[str, str]] = (), held: WakeUp | None = None) -> None:
         """Forgets `waiter`; the wake-ups it held and did not use (`taken`: the kinds it claimed) go on."""
-        removed = False
-        for key in waiter.keys():
-            bucket = self._buckets.get(key)
-            if bucket is not None and bucket.pop(waiter, False) is None:
-                removed = True
-                if not bucket:
-                    del self._buckets[key]
+        removed = self._unfile(waiter)
         if not removed:
             return
         self._count -= 1
@@ -162,6 +188,26 @@ class WakeBus:
             else:
                 self.notify(wake_up.namespace, wake_up.event_type, hops=wake_up.hops)
 
+    def _unfile(self, waiter: Waiter) -> bool:
+        """Takes `waiter` out of its buckets; whether it was in any."""
+        removed = False
+        for key in waiter.filter.keys():
+            bucket = self._buckets.get(key)
+            if bucket is not None and bucket.pop(waiter, False) is None:
+                removed = True
+                if not bucket:
+                    del self._buckets[key]
+        for prefix_key in waiter.filter.prefix_keys():
+            bucket = self._by_prefix.get(prefix_key)
+            if bucket is not None and bucket.pop(waiter, False) is None:
+                removed = True
+                if not bucket:
+                    del self._by_prefix[prefix_key]
+                    self._prefix_lengths[len(prefix_key[0])] -= 1
+                    if not self._prefix_lengths[len(prefix_key[0])]:
+                        del self._prefix_lengths[len(prefix_key[0])]
+        return removed
+
     def looked_in_vain(self, waiter: Waiter, held: WakeUp | None) -> None:
         """`waiter` was woken and found nothing: the wake-up goes to another waiter, a bounded number of times."""
         if held is not None and held.hops < MAX_HOPS:
@@ -175,8 +221,15 @@ class WakeBus:
         if count <= 0:
             return 0
         self._remember(namespace, event_type)
+        # Waiters with equal filters share one (register): each filter is judged once per wake-up.
+        verdicts: dict[int, bool] = {}
         for waiter in self._candidates(namespace, event_type):
-            if waiter is not skip and not waiter.woken.is_set() and waiter.wants(namespace, event_type):
+            if waiter is skip or waiter.woken.is_set():
+                continue
+            wanted = verdicts.get(id(waiter.filter))
+            if wanted is None:
+                wanted = verdicts[id(waiter.filter)] = waiter.wants(namespace, event_type)
+            if wanted:
                 waiter.wake_up = WakeUp(namespace, event_type, hops)
                 waiter.woken.set()
                 woken += 1
@@ -187,7 +240,7 @@ class WakeBus:
     def notify_all(self) -> None:
         """Everyone looks again."""
         self.anything_may_have_changed()
-        for bucket in list(self._buckets.values()):
+        for bucket in [*self._buckets.values(), *self._by_prefix.values()]:
             for waiter in bucket:
                 waiter.woken.set()
 
@@ -257,11 +310,23 @@ class WakeBus:
             by_patterns.update(itertools.product(wait_filter.namespace_patterns, kinds))
             if not wait_filter.namespaces and not wait_filter.namespace_patterns:
                 anywhere.update(kinds)
-        return Wanted(frozenset(in_namespaces), frozenset(by_patterns), frozenset(anywhere))
+        return Wanted(
+            frozenset(in_namespaces), coarsened(frozenset(by_patterns), MOST_PATTERNS_LOOKED_UP), frozenset(anywhere)
+        )
 
     def _candidates(self, namespace: str, event_type: str) -> Iterator[Waiter]:
         keys: tuple[_Key, ...] = ((namespace, event_type), (namespace, None), (None, event_type), (None, None))
         buckets = [iter(self._buckets[key]) for key in keys if key in self._buckets]
+        # A waiter by pattern only where its prefix begins the name (a waiter in two buckets is woken once).
+        for length in self._prefix_lengths:
+            if length <= len(namespace):
+                head = namespace[:length]
+                for prefix_key in ((head, event_type), (head, None)):
+                    bucket = self._by_prefix.get(prefix_key)
+                    if bucket is not None:
+                        buckets.append(iter(bucket))
+        if not buckets:
+            return iter(())
         if len(buckets) == 1:
             return buckets[0]
         return heapq.merge(*buckets, key=lambda waiter: waiter.seq)

@@ -45,6 +45,7 @@ MEANINGS: dict[str, tuple[str, str]] = {
     "INBOXD_FALLBACK_POLL": ("", "a waiting Claim looks again this often when no wake-up signal came (a lease expired, a signal was lost, say)"),
     "INBOXD_ACTION_STALE_AFTER": ("", "an action INTENDED this long counts as unresolved"),
     "INBOXD_MAX_WAITING_CLAIMS_PER_CALLER": ("", "long-polls one caller may hold at once"),
+    "INBOXD_MAX_STREAMS_PER_CALLER": ("", "open `Work` streams one caller (tokens-file entry) may hold at once in one server process, and as many `AcceptStream`s; one more is refused `RESOURCE_EXHAUSTED`"),
     "INBOXD_ACCEPT_STREAM_WINDOW": ("", "unanswered items one `AcceptStream` may hold: the server stops reading the stream at this many until answers free room, so one stream holds at most this × `INBOXD_MAX_PAYLOAD_BYTES` (1 to 10000)"),
     "INBOXD_RESCUE_GRACE": ("", "the lease rescuer returns leases expired longer than this to PENDING"),
     "INBOXD_RESCUE_INTERVAL": ("", "how often the lease rescuer runs (one replica at a time); `0` turns it off"),

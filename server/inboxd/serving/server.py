@@ -201,7 +201,15 @@ async def start_server(
     reflected = (*SERVICE_NAMES, health.SERVICE_NAME, reflection.SERVICE_NAME)
     server.add_generic_rpc_handlers(
         (
-            generic_handler(INBOX_SERVICE, InboxServicer(inbox), observe, registry, limits, seen=seen),
+            generic_handler(
+                INBOX_SERVICE,
+                InboxServicer(inbox),
+                observe,
+                registry,
+                limits,
+                seen=seen,
+                max_streams_per_caller=settings.max_streams_per_caller,
+            ),
             generic_handler(ADMIN_SERVICE, AdminServicer(ops.operators), observe, registry, limits, seen=seen),
             # Not grpc's own handlers: those read a stranger's message in full, up to 32 MiB, however many at once.
             OpenServices(health_servicer, ReflectionServicer(reflected), registry, seen),
