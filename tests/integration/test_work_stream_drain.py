@@ -143,8 +143,14 @@ async def test_a_stream_that_stopped_pushing_runs_no_claim_statement_when_woken(
     for i in range(5):
         await work.Accept(accept_request(ns, f"k{i}"))
     # Whoever else looks finds them all: the stopped stream took none, and ran no statement for the wake-ups.
-    taken = await work.Claim(inbox_pb2.ClaimRequest(namespaces=[ns], max_events=10, wait=seconds(5)))
-    assert sorted(e.event_key for e in taken.events) == [f"k{i}" for i in range(5)]
+    # Claimed until all five came: a row another look holds that moment is skipped, not lost (a loaded run saw it).
+    taken: list[str] = []
+    for _ in range(10):
+        answer = await work.Claim(inbox_pb2.ClaimRequest(namespaces=[ns], max_events=10, wait=seconds(1)))
+        taken += [e.event_key for e in answer.events]
+        if len(taken) == 5:
+            break
+    assert sorted(taken) == [f"k{i}" for i in range(5)]
     assert session.looks == looks, f"{session.looks - looks} claim statements after stop_pushing"
     assert not any(ns in f.namespaces for f in bus.filters()), "the stopped stream still waits for wake-ups"
     worker.call.cancel()
