@@ -178,8 +178,40 @@ class HttpResult:
     cpu: CpuShare | None
 
 
-async def run_http(load: HttpLoad, probe: CpuProbe | None, parts: dict[str, Any] | None = None) -> HttpResult:
-    """Runs the generator; `parts` (name -> CPU reader) are watched for this window only. Raises when it fails."""
+class _Window:
+    """Follows the generator's lines: the probe's snapshots at the window's two ends, and its report."""
+
+    def __init__(self, probe: CpuProbe | None, started: asyncio.Event | None) -> None:
+        self.probe = probe
+        self.started = started
+        self.first: tuple[float, dict[str, float]] | None = None
+        self.cpu: CpuShare | None = None
+        self.report: dict[str, Any] | None = None
+
+    def take(self, line: dict[str, Any]) -> None:
+        event = line["event"]
+        if event == "window_start":
+            if self.started is not None:
+                self.started.set()
+            self.first = self.probe.snapshot() if self.probe is not None else None
+        elif event == "window_end" and self.probe is not None and self.first is not None:
+            self.cpu = CpuProbe.between(self.first, self.probe.snapshot())
+        elif event == "result":
+            self.report = line
+
+
+async def run_http(
+    load: HttpLoad,
+    probe: CpuProbe | None,
+    parts: dict[str, Any] | None = None,
+    *,
+    started: asyncio.Event | None = None,
+) -> HttpResult:
+    """Runs the generator; `parts` (name -> CPU reader) are watched for this window only. Raises when it fails.
+
+    `started` is set when the measured window opens (signing the deliveries first takes seconds: a profile
+    waits for it).
+    """
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -190,33 +222,26 @@ async def run_http(load: HttpLoad, probe: CpuProbe | None, parts: dict[str, Any]
         stderr=asyncio.subprocess.PIPE,
     )
     assert proc.stdout is not None and proc.stderr is not None
-    watched = {**(parts or {}), LOADGEN_PART: lambda: process_cpu_seconds(proc.pid)}
-    if probe is not None:
-        for name, read in watched.items():
-            probe.watch(name, read)
-    first: tuple[float, dict[str, float]] | None = None
-    cpu: CpuShare | None = None
-    report: dict[str, Any] | None = None
+    watched = {**(parts or {}), LOADGEN_PART: lambda: process_cpu_seconds(proc.pid)} if probe is not None else {}
+    for name, read in watched.items():
+        assert probe is not None
+        probe.watch(name, read)
+    window = _Window(probe, started)
     try:
         async for raw in proc.stdout:
-            line = json.loads(raw)
-            if line["event"] == "window_start" and probe is not None:
-                first = probe.snapshot()
-            elif line["event"] == "window_end" and probe is not None and first is not None:
-                cpu = CpuProbe.between(first, probe.snapshot())
-            elif line["event"] == "result":
-                report = line
+            window.take(json.loads(raw))
         stderr = (await proc.stderr.read()).decode(errors="replace")
         code = await proc.wait()
     finally:
-        if probe is not None:
-            for name in watched:
-                probe.forget(name)
+        for name in watched:
+            assert probe is not None
+            probe.forget(name)
         if proc.returncode is None:
             proc.kill()
             await proc.wait()
+    report = window.report
     if code != 0 or report is None:
         raise RuntimeError(f"the HTTP generator failed (exit {code}): {stderr.strip()[-2000:]}")
     if report["ops"] == 0:
         raise RuntimeError(f"no delivery answered 200 in the window: {report['first_error'] or 'no answer at all'}")
-    return HttpResult(report, cpu)
+    return HttpResult(report, window.cpu)

@@ -47,6 +47,7 @@ def edge(bench: dict[str, Any]) -> list[str]:
     out.append("")
     out += _workers(figs)
     out += _headroom(figs)
+    out += _stored(figs, facts)
     out += _profile(facts.get("profile"))
     return out
 
@@ -112,6 +113,19 @@ def _headroom(figs: dict[str, Any]) -> list[str]:
         f"The generator's headroom: it drove the bare app at {bare['value']:,.0f} {UNIT}, "
         f"{bare['value'] / one['value']:.1f}x the one-process edge's {one['value']:,.0f} {UNIT}{spent}: the "
         "edge's rate is the edge's, not the generator's.",
+        "",
+    ]
+
+
+def _stored(figs: dict[str, Any], facts: dict[str, Any]) -> list[str]:
+    """What inboxd held after the windows beside what the edges were sent: each delivery is one event."""
+    if "stored_events" not in facts:
+        return []
+    edges = [f for name in (figure_name(ONE), figure_name("workers2")) if (f := figs.get(name))]
+    distinct = sum(int(f.get("sent", 0)) - int(f.get("repeated", 0)) for f in edges)
+    return [
+        f"After the windows inboxd held {facts['stored_events']:,} events in the edges' namespace, for "
+        f"{distinct:,} distinct deliveries the generator sent the two edges (warm-ups included).",
         "",
     ]
 

@@ -16,12 +16,15 @@ the one-process edge under the same load, in a window of its own.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from pathlib import Path
-from typing import Any
+from typing import Any, LiteralString
+
+import psycopg
 
 from bench.cluster import checkpoint, execute
-from bench.edge_procs import NAMESPACE, HttpLoad, HttpResult, Served, bare_app, edge, run_http
+from bench.edge_procs import NAMESPACE, READY_SECONDS, HttpLoad, HttpResult, Served, bare_app, edge, run_http
 from bench.edge_requests import BODY_BYTES, PATH
 from bench.profiles import profile_during
 from bench.record import combined
@@ -38,6 +41,8 @@ UNIT = "req/s"
 # run.extra's key for what the phase found besides its figures: the set-up and the profile.
 EXTRA = "edge"
 PROFILE = "edge"
+
+STORED: LiteralString = "SELECT count(*) FROM inbox_events WHERE namespace = %(namespace)s"
 
 # The edge's profile groups its samples by these parts (bench/profiles.py's are the server's).
 EDGE_PARTS = (
@@ -102,6 +107,7 @@ def from_http(result: HttpResult, position: int) -> dict[str, Any]:
         "generator": f"python asyncio.Protocol on {r['loop']} ({r['connections']} keep-alive connections)",
         "generator_cpu_us_per_op": round(float(r["cpu_us_per_op"]), 1) if r.get("cpu_us_per_op") else None,
         "repeated": int(r["repeated"]),
+        "sent": int(r["sent"]),
         "position": position,
     }
 
@@ -113,6 +119,8 @@ def combine(windows: list[dict[str, Any]], system: str, rounds: int) -> dict[str
     spent = sum(float(w["generator_cpu_us_per_op"] or 0.0) * int(w["ops"]) for w in windows)
     fig["generator_cpu_us_per_op"] = round(spent / ops, 1) if ops else None
     fig["repeated"] = sum(int(w["repeated"]) for w in windows)
+    # Every request sent, warm-up and the window's last answers included: what an edge's inboxd must hold.
+    fig["sent"] = sum(int(w.get("sent", 0)) for w in windows)
     split: dict[str, float] = {}
     for w in windows:
         for name, seconds in w.get("edge_processes", {}).items():
@@ -131,14 +139,16 @@ async def edge_phase(run: Run, profiles: Path) -> None:
         "route": {"scheme": "github", "path": PATH, "namespace": NAMESPACE, "body_bytes": BODY_BYTES},
         "connections": c.edge_connections,
         "deliveries_per_window": c.edge_deliveries,
-        "window_s": c.edge_seconds,
+        "window_s": c.duration,
         "warmup_s": c.warmup,
     }
+    await execute(run.url, CLEAR_EVENTS)
     try:
         async with bare_app(logs) as bare, edge(logs, run.target, 1) as one, edge(logs, run.target, 2) as two:
             served = {BARE: bare, ONE: one, TWO: two}
             run.extra[EXTRA]["workers2_processes"] = len(two.serving_pids())
             await windows(run, served)
+            run.extra[EXTRA]["stored_events"] = await stored(run.url)
             await profile(run, one, profiles)
     finally:
         await execute(run.url, CLEAR_EVENTS)
@@ -154,7 +164,7 @@ async def windows(run: Run, served: dict[str, Served]) -> None:
             target.port,
             c.edge_connections,
             c.warmup,
-            c.edge_seconds,
+            c.duration,
             c.edge_deliveries,
             f"{RUN_ID}-edge-{system}-{position}",
         )
@@ -175,6 +185,14 @@ async def windows(run: Run, served: dict[str, Served]) -> None:
         run.figures[figure_name(system)] = combine(figs, system, c.edge_rounds)
 
 
+async def stored(url: str) -> int:
+    """Events inboxd holds in the edge's namespace: one per distinct delivery an edge was sent, if all went in."""
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+        cur = await conn.execute(STORED, {"namespace": NAMESPACE})
+        row = await cur.fetchone()
+    return int(row[0]) if row else 0
+
+
 def _cpu_text(fig: dict[str, Any]) -> str:
     cpu = fig.get("cpu") or {}
     seconds = cpu.get("seconds") or 0.0
@@ -189,12 +207,21 @@ async def profile(run: Run, target: Served, folder: Path) -> None:
     load = HttpLoad(
         target.port, c.edge_connections, 0.5, c.profile_seconds + 1.5, c.edge_deliveries, f"{RUN_ID}-edge-profile"
     )
-    log.info("profiling %s for %.0f s", label, c.profile_seconds)
-
-    async def busy() -> None:
-        await run_http(load, None)
-
+    # The generator signs its deliveries first: py-spy starts once they are on the wire, not before.
+    started = asyncio.Event()
+    running = asyncio.create_task(run_http(load, None, started=started))
+    waiting = asyncio.create_task(started.wait())
     try:
+        await asyncio.wait({running, waiting}, timeout=READY_SECONDS, return_when=asyncio.FIRST_COMPLETED)
+        if not started.is_set():
+            if running.done():
+                await running  # the generator's own error
+            raise RuntimeError(f"the generator put no load on the edge within {READY_SECONDS:.0f} s")
+        log.info("profiling %s for %.0f s", label, c.profile_seconds)
+
+        async def busy() -> None:
+            await running
+
         summary = await profile_during(
             target.pid, busy, c.profile_seconds, c.profile_rate, folder / f"{PROFILE}.txt", by_part=EDGE_PARTS
         )
@@ -203,4 +230,7 @@ async def profile(run: Run, target: Served, folder: Path) -> None:
         log.warning("no profile of %s: %s", label, exc)
         run.extra[EXTRA]["profile"] = {"workload": label, "error": str(exc)}
         return
+    finally:
+        for task in (waiting, running):
+            task.cancel()
     run.extra[EXTRA]["profile"] = {"workload": label, **summary}

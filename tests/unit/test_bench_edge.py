@@ -102,6 +102,7 @@ def window(system: str, value: float, *, edge_s: float, workers: dict[str, float
         "generator": "python",
         "generator_cpu_us_per_op": 20.0,
         "repeated": 5 if system == BARE else 0,
+        "sent": ops + 1000,
     }
 
 
@@ -123,6 +124,7 @@ def run_results(edge_rate: float, *, failed: str | None = None) -> dict[str, Any
             "deliveries_per_window": 150_000,
             "window_s": 10.0,
             "warmup_s": 2.0,
+            "stored_events": 120_400,
             "profile": {
                 "workload": "the edge",
                 "samples": 2000,
@@ -176,5 +178,7 @@ def test_the_page_shows_each_systems_windows_the_worker_split_the_headroom_and_t
     assert "edge 400 µs, inboxd 250 µs, PostgreSQL 80 µs, generator 20 µs" in text
     assert "worker1 45%, worker2 35%, parent 0%" in text
     assert "11,000 req/s, 5.5x the one-process edge's 2,000 req/s" in text
+    # Two windows of each edge: 20,000 + 1,000 sent by one process, 26,000 + 1,000 by --workers 2, none twice.
+    assert "held 120,400 events in the edges' namespace, for 96,000 distinct deliveries" in text
     assert "| grpc | 40.0% |" in text and "`_write` (grpc/aio/_call.py)" in text
     assert edge({"config": {}, "figures": {}}) == []
