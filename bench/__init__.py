@@ -49,4 +49,11 @@ sets), `flow_workers` (grpc.aio workers that keep claiming under a rule),
 `report`, `report_sections`, `report_streams`, `report_flow`,
 `report_bulk`, `report_tracing` and `chart` (the page), `otlp_sink` (the
 tracing phase's OTLP receiver, in its own process).
+
+The edge (issue 44): `phases/edge` (the bare app, one edge process and
+`--workers 2` in alternating windows, then the edge's profile),
+`edge_requests` (the signed GitHub deliveries, answers framed),
+`edge_loadgen` (the HTTP/1.1 generator, a process of its own), `bare_app`
+(the aiohttp floor), `edge_procs` (starting them, a generator run under the
+CPU probe), `edge_targets` and `report_edge` (its rows and its section).
 """

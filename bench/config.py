@@ -50,6 +50,12 @@ class Config:
     bulk_claim_backlog: int = 300_000
     # Issue 31 (tracing): rounds of windows A B C C B A (the server at 1bc5f2c, this one off, this one on).
     tracing_rounds: int = 2
+    # Issue 44 (the edge): rounds of windows A B C C B A (bare aiohttp app, edge, edge --workers 2), on
+    # edge_connections keep-alive connections, from edge_deliveries deliveries signed before each window
+    # (sent again, and counted, if a window outruns them).
+    edge_rounds: int = 1
+    edge_connections: int = 64
+    edge_deliveries: int = 150_000
     peer_jobs: int = 20_000
     # An unmeasured drain of this many jobs per system before the measured rounds.
     peer_priming_jobs: int = 2000
@@ -89,6 +95,7 @@ class Config:
             flow_rate_seconds=4.0,
             bulk_events=4_000,
             bulk_claim_backlog=40_000,
+            edge_deliveries=5_000,
             peer_jobs=1_000,
             peer_priming_jobs=300,
             peer_rounds=1,

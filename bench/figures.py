@@ -8,7 +8,7 @@ from typing import Any
 from bench.record import percent_of_core, server_us_per
 
 Figures = dict[str, dict[str, Any]]
-PARTS = ("server", "postgres", "loadgen", "client", "other")
+PARTS = ("server", "postgres", "loadgen", "client", "edge", "bare", "other")
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,8 @@ TRUNK_FILES = (
     "selectors.py",
     "inboxd/__main__.py",
     "inboxd/serving/cli.py",
+    "inboxd_edge/__main__.py",
+    "inboxd_edge/cli.py",
 )
 
 # A sample belongs to the part of the frame nearest its leaf that lives in one of these; frames of
@@ -92,17 +94,20 @@ def frame_key(frame: str) -> tuple[str, str]:
     return found["function"], found["file"]
 
 
-def part_of(files: list[str]) -> str:
+Parts = tuple[tuple[str, tuple[str, ...]], ...]
+
+
+def part_of(files: list[str], parts: Parts = PARTS) -> str:
     """The part of the innermost frame (files from root to leaf) that belongs to a named part."""
     for file in reversed(files):
-        for name, markers in PARTS:
+        for name, markers in parts:
             if any(marker in file for marker in markers):
                 return name
     return "other Python"
 
 
-def summarise(raw: str) -> dict[str, Any]:
-    """Top functions by own and by inclusive samples, and own samples by part, all in % of samples."""
+def summarise(raw: str, by_part: Parts = PARTS) -> dict[str, Any]:
+    """Top functions by own and by inclusive samples, and own samples by part (`by_part`), all in % of samples."""
     own: Counter[tuple[str, str]] = Counter()
     inclusive: Counter[tuple[str, str]] = Counter()
     parts: Counter[str] = Counter()
@@ -118,7 +123,7 @@ def summarise(raw: str) -> dict[str, Any]:
             continue
         total += count
         own[frames[-1]] += count
-        parts[part_of([file for _, file in frames])] += count
+        parts[part_of([file for _, file in frames], by_part)] += count
         for key in set(frames):
             if not any(marker in key[1] for marker in TRUNK_FILES):
                 inclusive[key] += count
@@ -149,8 +154,12 @@ async def profile_during(
     seconds: float,
     rate: int,
     out: Path,
+    *,
+    by_part: Parts = PARTS,
 ) -> dict[str, Any]:
-    """Records the server's serving processes for `seconds` while `load()` keeps them busy; returns the summary."""
+    """Records the server's serving processes for `seconds` while `load()` keeps them busy; returns the summary.
+
+    `by_part`: how own samples are grouped (the edge's profile names its own parts)."""
     pids = serving_pids(pid)
     parts = [out.with_name(f"{out.stem}.{p}.txt") for p in pids]
     spies = [await record(p, seconds, rate, part) for p, part in zip(pids, parts, strict=True)]
@@ -164,7 +173,7 @@ async def profile_during(
     # The threads' times over the same window: how much of the samples was waiting for a core, not CPU.
     threads = thread_time.between(times_before, thread_time.snapshot(pids), time.monotonic() - started)
     await busy
-    summary = await asyncio.to_thread(_keep_raw, parts, out)
+    summary = await asyncio.to_thread(_keep_raw, parts, out, by_part)
     summary.update({"seconds": seconds, "rate": rate, "processes": len(pids), "raw": out.with_suffix(".txt.gz").name})
     if threads:
         summary["threads"] = threads
@@ -172,7 +181,7 @@ async def profile_during(
     return summary
 
 
-def _keep_raw(parts: list[Path], out: Path) -> dict[str, Any]:
+def _keep_raw(parts: list[Path], out: Path, by_part: Parts = PARTS) -> dict[str, Any]:
     """Summarises py-spy's output files (one per process), keeps them gzipped as one, removes the plain ones."""
     raw = ""
     for part in parts:
@@ -180,7 +189,7 @@ def _keep_raw(parts: list[Path], out: Path) -> dict[str, Any]:
             raw += part.read_text()
             part.unlink()
     store_raw(raw, out.with_suffix(".txt.gz"))
-    return summarise(raw)
+    return summarise(raw, by_part)
 
 
 def _first(summary: dict[str, Any]) -> str:

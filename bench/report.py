@@ -16,6 +16,7 @@ from bench.chart import chart
 from bench.figures import Figures, cpu_line, per_unit_line
 from bench.record import percent_of_core
 from bench.report_bulk import bulk
+from bench.report_edge import edge
 from bench.report_flow import flow
 from bench.report_streams import streams
 from bench.report_tracing import tracing
@@ -52,6 +53,7 @@ def markdown(bench: dict[str, Any] | None, peers: dict[str, Any] | None, before:
         out += flow(bench)
         out += bulk(bench)
         out += tracing(bench)
+        out += edge(bench)
         out += sections.history(bench)
     out += sections.peers(peers)
     out += sections.method(bench, peers)
@@ -96,8 +98,9 @@ def targets_section(bench: dict[str, Any], peers: dict[str, Any] | None) -> list
         "Issues 13 and 14, then issue 10's kept targets, then issue 27's (the streams), then issue 29's (raw "
         "bodies), then issue 28's (flow control: counts from the claims ledger and EXPLAIN, not timers), then "
         "issue 30's (bulk operations: counts from the audit rows), then issue 31's (tracing: off against the server "
-        "before it, on against off, in alternating windows); each ratio is of two figures of the same run, but "
-        "issue 29's unary Accept before and after, which is across two runs (its row names both).",
+        "before it, on against off, in alternating windows), then issue 44's (the edge: signed deliveries through "
+        "`inboxd-edge` beside a bare aiohttp app, in alternating windows); each ratio is of two figures of the same "
+        "run, but issue 29's unary Accept before and after, which is across two runs (its row names both).",
         "",
         "| issue | figure | wanted | measured | met |",
         "|---|---|---|---|---|",

@@ -14,6 +14,7 @@ from bench.config import Config
 from bench.phases.accept import accept_phase
 from bench.phases.bulk import bulk_phase
 from bench.phases.claim import claim_phase
+from bench.phases.edge import edge_phase
 from bench.phases.flow import flow_phase
 from bench.phases.history import history_phase
 from bench.phases.idle import backlog_phase, long_poll_phase, wakeup_phase
@@ -83,6 +84,9 @@ async def run_bench(config: Config) -> dict[str, Any]:
     async def claim_profile(run: Run) -> None:
         await profile_phase(run, (CLAIM10,), folder)
 
+    async def edge(run: Run) -> None:
+        await edge_phase(run, folder)
+
     async def stream_profiles(run: Run) -> None:
         if support.lacks(run.support, support.WORK) is None:
             await profile_phase(run, (ACCEPT_STREAM, WORK), folder)
@@ -110,6 +114,7 @@ async def run_bench(config: Config) -> dict[str, Any]:
             ("history", history_phase),
             ("bulk", bulk_phase),
             ("tracing", tracing_phase),
+            ("edge", edge),
         ],
     )
 
