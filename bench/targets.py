@@ -1,7 +1,7 @@
 """The targets of issues 13 and 14, each a figure (mostly a ratio) of one run, with its bar.
 
 Issue 27's are in stream_targets.py, 29's in raw_body_targets.py, 28's in flow_targets.py, 30's in
-bulk_targets.py, 31's in tracing_targets.py.
+bulk_targets.py, 31's in tracing_targets.py, 47's against the peers in peer_targets.py.
 
 A target that could not be measured says why (the server lacks a feature, or
 `make bench-peers` has not run) and has no value: never a number that was not
@@ -120,7 +120,7 @@ def _enqueue_over_peer(bench: Results, peers: Results | None) -> Measured:
     figs: Figures = peers["figures"]
     rates = {
         system: float(figs[f"enqueue.{system}.single.c{top}"]["value"])
-        for system in ("inboxd", "pgqueuer", "procrastinate")
+        for system in ("inboxd", "pgqueuer", "procrastinate", "pg-boss", "graphile-worker")
         if f"enqueue.{system}.single.c{top}" in figs
     }
     best = better_peer(rates)
@@ -194,6 +194,7 @@ def _accept_bar(bench: Results, top: int) -> tuple[float, str]:
 def targets(bench: Results) -> list[Target]:
     from bench.bulk_targets import bulk_targets
     from bench.flow_targets import flow_targets
+    from bench.peer_targets import peer_targets
     from bench.raw_body_targets import raw_body_targets  # they build on this module's measures
     from bench.stream_targets import stream_targets
     from bench.tracing_targets import tracing_targets
@@ -349,6 +350,7 @@ def targets(bench: Results) -> list[Target]:
         *flow_targets(bench),
         *bulk_targets(bench),
         *tracing_targets(bench),
+        *peer_targets(bench),
     ]
 
 
