@@ -25,6 +25,16 @@ LABELS = {
 NOT_RUN = "not measured: run `make bench-peers`"
 
 
+def _without_node_peers(peers: Results | None) -> str | None:
+    """Why a run cannot name the best of all four peers, or None when it can."""
+    if peers is None:
+        return NOT_RUN
+    if peers.get("node_peer_versions"):
+        return None
+    why = peers.get("node_peers_missing") or "this peers run predates pg-boss and graphile-worker"
+    return f"not measured: {why}; run `make bench-peers`"
+
+
 def best_peer(values: dict[str, float], *, lowest: bool = False) -> tuple[str, float] | None:
     """The best peer's name and figure (the highest, or with `lowest` the lowest), inboxd's own left out."""
     # The drain's rounds name the Python peers as their libraries spell themselves (PgQueuer).
@@ -82,15 +92,15 @@ def over_best(
 
 
 def _single(bench: Results, peers: Results | None) -> Measured:
-    if peers is None:
-        return Measured(None, missing=NOT_RUN)
+    if (why := _without_node_peers(peers)) is not None or peers is None:
+        return Measured(None, missing=why or NOT_RUN)
     top = max(peers["config"]["peer_enqueue_callers"])
     return over_best(enqueue_rates(peers["figures"], f"single.c{top}"), ("inboxd",), "tx/s", note=f", {top} callers")
 
 
 def _batch(bench: Results, peers: Results | None) -> Measured:
-    if peers is None:
-        return Measured(None, missing=NOT_RUN)
+    if (why := _without_node_peers(peers)) is not None or peers is None:
+        return Measured(None, missing=why or NOT_RUN)
     c = peers["config"]
     shape = f"batch{c['batch_rows']}.c{c['batch_clients']}"
     rates = enqueue_rates(peers["figures"], shape)
@@ -98,14 +108,14 @@ def _batch(bench: Results, peers: Results | None) -> Measured:
 
 
 def _drain(bench: Results, peers: Results | None) -> Measured:
-    if peers is None or not peers.get("rounds"):
-        return Measured(None, missing=NOT_RUN)
+    if (why := _without_node_peers(peers)) is not None or peers is None or not peers.get("rounds"):
+        return Measured(None, missing=why or NOT_RUN)
     return over_best(peer_rates(peers), ("inboxd-work",), "jobs/s")
 
 
 def _latency(bench: Results, peers: Results | None) -> Measured:
-    if peers is None:
-        return Measured(None, missing=NOT_RUN)
+    if (why := _without_node_peers(peers)) is not None or peers is None:
+        return Measured(None, missing=why or NOT_RUN)
     return over_best(latency_p99s(peers["figures"]), ("inboxd", "inboxd-work"), "ms", lowest=True, note=" p99")
 
 

@@ -1,4 +1,7 @@
-"""The same end-to-end job on inboxd, PgQueuer and Procrastinate: enqueue N no-op jobs, then drain them.
+"""The same end-to-end job on inboxd and its peers: enqueue N no-op jobs, then drain them.
+
+PgQueuer and Procrastinate are here; pg-boss and graphile-worker, Node libraries,
+run in a Node process of their own (node_peers.py, peers-node/peer.mjs).
 
 Same PostgreSQL (durable), same payload, same number of concurrent claimers
 (WORKERS), each taking up to BATCH jobs per round trip where the library can:

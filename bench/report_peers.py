@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from bench.figures import Figures, cpu_line, peer_rates, per_unit_line, shown_value
+from bench.node_peers import HOW
 from bench.peer_targets import LABELS, best_peer, enqueue_rates, label, latency_p99s
 from bench.run import NOISY_PERCENT
 
@@ -43,6 +44,11 @@ def peers(peers: dict[str, Any] | None) -> list[str]:
         out += [f"Phase `{name}` failed, so its figures are not measured: `{error}`", ""]
     if peers.get("node_peers_missing"):
         out += [f"pg-boss and graphile-worker did not run: {peers['node_peers_missing']}.", ""]
+    elif not peers.get("node_peer_versions"):
+        out += [
+            "pg-boss and graphile-worker are not in this stored run (it predates them): `make bench-peers` adds them.",
+            "",
+        ]
     out += [
         f"Run of {peers['date']} at commit {peers['git']}, same durable PostgreSQL, every queue table LOGGED, "
         "the same payload and the same number of callers or workers for every system. Versions: "
@@ -56,12 +62,13 @@ def peers(peers: dict[str, Any] | None) -> list[str]:
         *drain_table(peers),
         *latency_table(figs),
     ]
-    return [*out, ""]
+    return out
 
 
 def configuration(peers: dict[str, Any]) -> list[str]:
     """How each peer was configured, and why that is its best (its own fastest documented way)."""
-    how = {**PYTHON_HOW, **peers.get("node_peer_config", {})}
+    # The run's own words for the Node peers when it stored them; this checkout's for a run without them.
+    how = {**PYTHON_HOW, **HOW, **peers.get("node_peer_config", {})}
     out = [
         "### How each peer runs",
         "",

@@ -241,7 +241,7 @@ def targets(bench: Results) -> list[Target]:
         ),
         Target(
             "13",
-            f"single-event Accept ÷ the better peer's single enqueue, {top} callers (make bench-peers)",
+            f"single-event Accept ÷ the best peer's single enqueue, {top} callers (make bench-peers)",
             ">= 1.5x",
             _enqueue_over_peer,
             Bar(1.5),
@@ -273,7 +273,7 @@ def targets(bench: Results) -> list[Target]:
         ),
         Target(
             "14",
-            "drain ÷ the better of PgQueuer and Procrastinate (make bench-peers)",
+            "drain ÷ the best peer's (make bench-peers)",
             ">= 2x (resolve at >= 1.2x with the profile of what remains)",
             _drain_over_peer,
             DRAIN_OVER_PEER,

@@ -67,7 +67,9 @@ def peers_run(*, node_peers: bool = True) -> dict[str, Any]:
         },
         "versions": {"inboxd": "0.1", "pgqueuer": "1.6.0", "procrastinate": "3.10.0"},
         "node_peer_versions": {PG_BOSS: "10.4.2", GRAPHILE_WORKER: "0.17.3"} if node_peers else {},
-        "node_peer_config": {PG_BOSS: "fetch with batchSize 10", GRAPHILE_WORKER: "its local queue"},
+        "node_peer_config": {PG_BOSS: "fetch with batchSize 10", GRAPHILE_WORKER: "its local queue"}
+        if node_peers
+        else {},
         "figures": figures,
         "rounds": [drain(s, r) for s, r in rates.items()],
     }
@@ -112,8 +114,9 @@ def test_the_drain_s_python_peers_count_as_peers_under_their_own_spelling() -> N
 
 
 def test_a_peer_that_did_not_run_is_left_out_never_guessed() -> None:
-    found = rows(peers_run(node_peers=False))
-    assert found["single-event Accept"] == ("2.00x (inboxd 8,000 ÷ PgQueuer 4,000 tx/s, 64 callers)", "yes")
+    run = peers_run()
+    del run["figures"][f"enqueue.{PG_BOSS}.{SINGLE}"]
+    assert rows(run)["single-event Accept"] == ("2.00x (inboxd 8,000 ÷ PgQueuer 4,000 tx/s, 64 callers)", "yes")
     assert enqueue_rates(peers_run(node_peers=False)["figures"], SINGLE).keys() == {
         "inboxd",
         "inboxd-python",
@@ -125,6 +128,16 @@ def test_a_peer_that_did_not_run_is_left_out_never_guessed() -> None:
 def test_without_a_peers_run_every_row_says_how_to_measure_it() -> None:
     for shown, met in rows(None).values():
         assert (shown, met) == ("not measured: run `make bench-peers`", "not measured")
+
+
+def test_a_run_without_the_node_peers_names_no_best_peer_and_says_why() -> None:
+    # The best of two peers is not the best of four: an older run, or one whose Node peers were not installed.
+    older = rows(peers_run(node_peers=False))
+    assert set(older.values()) == {
+        ("not measured: this peers run predates pg-boss and graphile-worker; run `make bench-peers`", "not measured")
+    }
+    missing = peers_run(node_peers=False) | {"node_peers_missing": "the Node peers are not installed"}
+    assert rows(missing)["drain (Work streams)"][0].startswith("not measured: the Node peers are not installed")
 
 
 def test_the_page_shows_every_row_for_each_peer_with_its_ratio_and_how_it_ran() -> None:
@@ -144,6 +157,10 @@ def test_the_page_says_why_the_node_peers_did_not_run() -> None:
     page = "\n".join(peers_section(run))
     assert "pg-boss and graphile-worker did not run: the Node peers are not installed." in page
     assert "| pg-boss |" not in page
+    older = "\n".join(peers_section(peers_run(node_peers=False)))
+    assert "pg-boss and graphile-worker are not in this stored run (it predates them)" in older
+    # How they would run is on the page all the same.
+    assert "- pg-boss: enqueue with `send`" in older
 
 
 def test_a_node_peer_s_spec_carries_what_peer_mjs_reads_and_pg_boss_rounds_span_its_polling_interval() -> None:
