@@ -116,7 +116,7 @@ $(PEERS_NODE)/node_modules/.installed: $(PEERS_NODE)/package.json $(PEERS_NODE)/
 bench: setup $(VENV)/.bench-installed ## benchmark inboxd against raw PostgreSQL, with profiles (~20 min, never in CI); writes docs/benchmarks.md
 	$(PY) -m bench run
 
-bench-peers: setup $(VENV)/.bench-installed $(PEERS_NODE)/node_modules/.installed ## benchmark inboxd beside PgQueuer, Procrastinate, pg-boss and graphile-worker (~8 min); adds to docs/benchmarks.md
+bench-peers: setup $(VENV)/.bench-installed $(PEERS_NODE)/node_modules/.installed ## benchmark inboxd beside PgQueuer, Procrastinate, pg-boss and graphile-worker (~10 min); adds to docs/benchmarks.md
 	$(PY) -m bench peers
 
 .PHONY: bench-quick

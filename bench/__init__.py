@@ -7,7 +7,7 @@ matplotlib, PgQueuer, Procrastinate).
 Commands (from the repository root):
 
     make bench          # python -m bench run:   inboxd against raw PostgreSQL, with profiles, about 16 min
-    make bench-peers    # python -m bench peers: inboxd beside four PostgreSQL queues, about 8 min
+    make bench-peers    # python -m bench peers: inboxd beside four PostgreSQL queues, about 10 min
     make bench-quick    # both with --quick: a smoke run; results in bench/results/quick/, never published
     python -m bench profile         # only the server profiles: the "before" of a change
     python -m bench report          # rewrite docs/benchmarks.md and .png from bench/results/*.json

@@ -49,9 +49,10 @@ HOW = {
     ),
     GRAPHILE_WORKER: (
         "enqueue with WorkerUtils `addJob` and `addJobs` (many, one statement), a pool of one connection per "
-        f"caller; the drain is its runner with concurrentJobs {WORKERS}, the local queue its performance page "
-        f"recommends (one fetch locks up to {WORKERS} x 10 jobs, the jobs the others hold at once) and "
-        "completions batched (completeJobBatchDelay 0); latency: a runner of one job at a time, no local "
+        "caller (`quickAddJob`, now `addJobAdhoc`, makes and drops a pool per call: its docs say a WorkerUtils "
+        f"for more than one job); the drain is its runner with concurrentJobs {WORKERS}, the local queue its "
+        f"performance page recommends (one fetch locks up to {WORKERS} x 10 jobs, the jobs the others hold at "
+        "once) and completions batched (completeJobBatchDelay 0); latency: a runner of one job at a time, no local "
         "queue, woken by LISTEN as it ships"
     ),
 }
