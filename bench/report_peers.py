@@ -13,11 +13,13 @@ ENQUEUE_SYSTEMS = ("inboxd", "inboxd-python", "pgqueuer", "procrastinate", "pg-b
 # How the Python peers are configured; the Node peers' own words come with their results (node_peers.HOW).
 PYTHON_HOW = {
     "pgqueuer": (
-        "enqueue with `Queries.enqueue` (one job, or lists of many in one statement), one connection per caller; "
-        "the drain is 16 QueueManagers, one connection each, run(batch_size=10, mode=drain), completions "
-        "through its own batching log buffer; latency: one QueueManager of batch 1 on its asyncpg driver (it "
-        "LISTENs; on its psycopg driver a wake-up waited 1 to 2 s every other round, its LISTEN watcher holding "
-        "the connection for up to its 1 s timeout)"
+        "enqueue with `Queries.enqueue` (one job, or lists of many in one statement), one psycopg connection per "
+        "caller (asyncpg measured no clear difference there); the drain is 16 QueueManagers, one asyncpg "
+        "connection each, run(batch_size=10, mode=drain), completions through its own batching log buffer; "
+        "latency: one QueueManager of batch 1 on asyncpg (it LISTENs). asyncpg is its first driver, and its "
+        "fastest where it waits: on psycopg its LISTEN watcher holds the connection for up to its 1 s timeout "
+        "and the dequeue a NOTIFY starts waits behind it (measured: a drain at under half the rate, and a "
+        "wake-up of 1 to 2 s every other round)"
     ),
     "procrastinate": (
         "enqueue with `defer_async` and `batch_defer_async`, a pool of one connection per caller; the drain is "
