@@ -45,7 +45,8 @@ HOW = {
         f"the drain is {WORKERS} loops of `fetch` with batchSize 10, each batch then one `complete` of its ids "
         "(its `work` waits out its polling interval after every fetch, jobs or not: 10 jobs per worker per 0.5 s "
         "at best); latency: one `work` worker at its shortest polling interval, 0.5 s (pg-boss 10 refuses "
-        "less, and has no LISTEN)"
+        "less, and has no LISTEN; its `notifyWorker` wakes a worker of the same process only, which a sender in "
+        "another process cannot call)"
     ),
     GRAPHILE_WORKER: (
         "enqueue with WorkerUtils `addJob` and `addJobs` (many, one statement), a pool of one connection per "

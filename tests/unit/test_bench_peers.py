@@ -8,9 +8,14 @@ needs the Node peers installed.
 
 from __future__ import annotations
 
+import asyncio
+import time
 from typing import Any
 
+import pytest
+
 from bench.node_peers import GRAPHILE_WORKER, PG_BOSS, PeerLoad, jitter_ms
+from bench.peer_latency import figure, python_rounds
 from bench.peer_targets import best_peer, enqueue_rates, peer_targets
 from bench.report_peers import peers as peers_section
 from bench.targets import verdict
@@ -169,3 +174,28 @@ def test_a_node_peer_s_spec_carries_what_peer_mjs_reads_and_pg_boss_rounds_span_
     assert "script" not in spec and spec["payload"]
     # pg-boss polls every 0.5 s: its rounds start anywhere in that interval; a LISTENing worker needs no spread.
     assert jitter_ms(PG_BOSS) >= 500 > jitter_ms(GRAPHILE_WORKER)
+
+
+def test_a_latency_figure_is_its_p99_in_ms_with_the_p50_beside_it() -> None:
+    fig = figure([0.001 * n for n in range(1, 101)], worker="w")
+    assert fig["value"] == fig["p99_ms"] == pytest.approx(99.0, abs=0.5)
+    assert (fig["p50_ms"], fig["rounds"], fig["unit"]) == (pytest.approx(50.0, abs=0.6), 100, "ms")
+    assert fig["worker"] == "w"
+
+
+def test_a_latency_round_times_from_the_enqueue_s_answer_and_refuses_a_job_started_before_it() -> None:
+    async def rounds(early: bool) -> list[float]:
+        started: asyncio.Queue[float] = asyncio.Queue()
+        if early:
+            started.put_nowait(0.0)
+
+        async def enqueue() -> None:
+            # The worker starts the job 5 ms after the enqueue is answered.
+            asyncio.get_running_loop().call_later(0.005, lambda: started.put_nowait(time.perf_counter()))
+
+        return await python_rounds(enqueue, started, 3)
+
+    found = asyncio.run(rounds(early=False))
+    assert len(found) == 3 and all(0.004 <= s < 5.0 for s in found)
+    with pytest.raises(RuntimeError, match="before anything was enqueued"):
+        asyncio.run(rounds(early=True))
