@@ -159,8 +159,10 @@ def latency_table(figs: Figures) -> list[str]:
     out = [
         "### Enqueue -> a waiting worker starts",
         "",
-        "On an idle queue, rounds of one job: from the enqueue's answer to the moment a worker that was waiting "
+        "On an idle queue, rounds of one job: from the enqueue call to the moment a worker that was waiting "
         "starts it (its handler runs; for inboxd, the waiting Claim answers or the Work stream is pushed it). "
+        "From the call, not its answer: a worker woken by NOTIFY in the producer's process can start the job "
+        "before the producer reads the answer (graphile-worker did), so the commit's flush is in every figure. "
         "A short varying pause before each round (for pg-boss, which polls, spread over its whole interval); "
         "5 rounds first, unmeasured.",
         "",

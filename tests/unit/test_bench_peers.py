@@ -183,14 +183,14 @@ def test_a_latency_figure_is_its_p99_in_ms_with_the_p50_beside_it() -> None:
     assert fig["worker"] == "w"
 
 
-def test_a_latency_round_times_from_the_enqueue_s_answer_and_refuses_a_job_started_before_it() -> None:
+def test_a_latency_round_times_from_the_enqueue_call_and_refuses_a_job_started_before_it() -> None:
     async def rounds(early: bool) -> list[float]:
         started: asyncio.Queue[float] = asyncio.Queue()
         if early:
             started.put_nowait(0.0)
 
         async def enqueue() -> None:
-            # The worker starts the job 5 ms after the enqueue is answered.
+            # The worker starts the job 5 ms after the enqueue is called.
             asyncio.get_running_loop().call_later(0.005, lambda: started.put_nowait(time.perf_counter()))
 
         return await python_rounds(enqueue, started, 3)
