@@ -107,14 +107,20 @@ $(VENV)/.bench-installed: $(VENV)/.installed pyproject.toml
 	$(PY) -m pip install --quiet -e '.[bench]'
 	touch $@
 
+# The Node peers of bench-peers (pg-boss, graphile-worker), pinned in their own lockfile.
+PEERS_NODE := bench/peers-node
+$(PEERS_NODE)/node_modules/.installed: $(PEERS_NODE)/package.json $(PEERS_NODE)/package-lock.json
+	npm ci --prefix $(PEERS_NODE) --no-audit --no-fund --loglevel=error
+	touch $@
+
 bench: setup $(VENV)/.bench-installed ## benchmark inboxd against raw PostgreSQL, with profiles (~20 min, never in CI); writes docs/benchmarks.md
 	$(PY) -m bench run
 
-bench-peers: setup $(VENV)/.bench-installed ## benchmark inboxd beside PgQueuer and Procrastinate (~6 min); adds to docs/benchmarks.md
+bench-peers: setup $(VENV)/.bench-installed $(PEERS_NODE)/node_modules/.installed ## benchmark inboxd beside PgQueuer, Procrastinate, pg-boss and graphile-worker (~10 min); adds to docs/benchmarks.md
 	$(PY) -m bench peers
 
 .PHONY: bench-quick
-bench-quick: setup $(VENV)/.bench-installed ## smoke-test both benchmarks (~3 min); results in bench/results/quick/, never published
+bench-quick: setup $(VENV)/.bench-installed $(PEERS_NODE)/node_modules/.installed ## smoke-test both benchmarks (~3 min); results in bench/results/quick/, never published
 	$(PY) -m bench run --quick
 	$(PY) -m bench peers --quick
 

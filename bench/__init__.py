@@ -7,7 +7,7 @@ matplotlib, PgQueuer, Procrastinate).
 Commands (from the repository root):
 
     make bench          # python -m bench run:   inboxd against raw PostgreSQL, with profiles, about 16 min
-    make bench-peers    # python -m bench peers: inboxd beside PgQueuer and Procrastinate, about 6 min
+    make bench-peers    # python -m bench peers: inboxd beside four PostgreSQL queues, about 10 min
     make bench-quick    # both with --quick: a smoke run; results in bench/results/quick/, never published
     python -m bench profile         # only the server profiles: the "before" of a change
     python -m bench report          # rewrite docs/benchmarks.md and .png from bench/results/*.json
@@ -40,7 +40,9 @@ from this process: the probes, wake-up, recovery), `peer_work` (the drain
 through Work), `raw` (the raw baseline), `plans`
 (EXPLAIN of the claim, generic and custom), `profiles` (py-spy), `support`,
 `cluster`, `server`, `cpu`, `loop`, `workload`, `history`, `longpolls`,
-`peers` and `peer_enqueue`, `record` (a stored figure), `figures`,
+`peers` and `peer_enqueue`, `node_peers` and `peers-node/` (pg-boss and
+graphile-worker in Node), `peer_latency` (enqueue -> start, every system),
+`peer_targets` and `report_peers`, `record` (a stored figure), `figures`,
 `flow_ledger` (issue 28's counts from the claims ledger, the rules it
 sets), `flow_workers` (grpc.aio workers that keep claiming under a rule),
 `flow_baseline` (fair claiming beside the claim statement at 37c09d5),

@@ -21,7 +21,7 @@ from bench.suites import run_bench, run_peers, run_profiles, save
 
 COMMANDS = {
     "run": "inboxd against raw PostgreSQL, with profiles (make bench)",
-    "peers": "inboxd beside PgQueuer and Procrastinate (make bench-peers)",
+    "peers": "inboxd beside PgQueuer, Procrastinate, pg-boss and graphile-worker (make bench-peers)",
     "profile": "only the server profiles, saved as the 'before' of a change (bench/results/profiles-before.json)",
 }
 

@@ -92,7 +92,7 @@ def _chart_peers(ax: Any, peers: dict[str, Any] | None) -> None:
         bar = DRAIN_OVER_PEER.value * best
         ax.plot([i - 0.4, i + 0.4], [bar] * 2, color="black", linewidth=2)
         ax.annotate(
-            f"target: {DRAIN_OVER_PEER.value:g}x the better peer",
+            f"target: {DRAIN_OVER_PEER.value:g}x the best peer",
             (i, bar),
             textcoords="offset points",
             xytext=(0, 4),

@@ -61,6 +61,8 @@ class Config:
     peer_priming_jobs: int = 2000
     peer_rounds: int = 3
     peer_enqueue_callers: tuple[int, ...] = (16, 64)
+    # Enqueue -> a waiting worker starts, on an idle queue: rounds per system (issue 47).
+    peer_latency_rounds: int = 200
     # The load generator's transport: h2 (hand-framed gRPC on node:http2) or grpc-js.
     transport: str = "h2"
     # Measured: uvloop lifts the raw 64-client INSERT baseline by about 40% and
@@ -99,6 +101,7 @@ class Config:
             peer_jobs=1_000,
             peer_priming_jobs=300,
             peer_rounds=1,
+            peer_latency_rounds=10,
             noisy_retries=0,
             quick=True,
         )

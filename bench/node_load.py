@@ -16,7 +16,7 @@ import os
 import shutil
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Protocol
 
 from bench.cpu import CpuProbe, CpuShare, tree_cpu_seconds
 from bench.workload import EVENT_TYPE, PAYLOAD, RUN_ID
@@ -27,10 +27,22 @@ _RUNS = itertools.count()
 LOADGEN_PART = "loadgen"
 
 
+class NodeSpec(Protocol):
+    """A run of a Node script that speaks loadgen.mjs's protocol: its window's lines, then its result."""
+
+    script: ClassVar[Path]
+
+    @property
+    def workload(self) -> str: ...
+
+    def spec(self) -> dict[str, Any]: ...
+
+
 @dataclass(frozen=True)
 class NodeLoad:
     """One closed-loop run of the Node generator; see loadgen.mjs for the workloads."""
 
+    script: ClassVar[Path] = LOADGEN
     target: str
     workload: str
     callers: int
@@ -97,11 +109,11 @@ def node_binary() -> str:
     return found
 
 
-async def spawn_node(load: NodeLoad, *, stdin: bool = False) -> asyncio.subprocess.Process:
+async def spawn_node(load: NodeSpec, *, stdin: bool = False) -> asyncio.subprocess.Process:
     """The generator running `load`, its stdout (one JSON object a line) and stderr piped; stdin too if asked."""
     proc = await asyncio.create_subprocess_exec(
         node_binary(),
-        str(LOADGEN),
+        str(load.script),
         json.dumps(load.spec()),
         stdin=asyncio.subprocess.PIPE if stdin else asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
@@ -124,7 +136,7 @@ async def next_line(proc: asyncio.subprocess.Process, event: str, within: float)
     raise RuntimeError(f"the load generator ended before {event!r}: {stderr.strip()[-2000:]}")
 
 
-async def run_node(load: NodeLoad, probe: CpuProbe | None) -> NodeResult:
+async def run_node(load: NodeSpec, probe: CpuProbe | None) -> NodeResult:
     """Runs one load; raises when the generator fails, or when every call failed."""
     proc = await spawn_node(load)
     assert proc.stdout is not None and proc.stderr is not None

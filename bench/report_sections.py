@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.figures import Figures, cpu_line, pairs, peer_rates, per_unit_line, shown_value, top_concurrency
+from bench.figures import Figures, cpu_line, pairs, per_unit_line, shown_value, top_concurrency
 from bench.record import per_op_us
 from bench.run import NOISY_PERCENT
 from bench.workload import PAYLOAD
@@ -177,79 +177,6 @@ def history(bench: dict[str, Any]) -> list[str]:
             "```",
         ]
     return [*out, ""]
-
-
-def peers(peers: dict[str, Any] | None) -> list[str]:
-    out = ["## Beside PgQueuer and Procrastinate", ""]
-    if peers is None:
-        return [*out, "No `make bench-peers` results yet.", ""]
-    figs: Figures = peers["figures"]
-    v = peers["versions"]
-    for name, error in peers.get("failed_phases", {}).items():
-        out += [f"Phase `{name}` failed, so its figures are not measured: `{error}`", ""]
-    out += [
-        f"Run of {peers['date']} at commit {peers['git']}, same durable PostgreSQL, every queue table LOGGED. "
-        f"Versions: inboxd {v.get('inboxd')}, PgQueuer {v.get('pgqueuer')}, Procrastinate {v.get('procrastinate')}.",
-        "",
-        "### Enqueue",
-        "",
-        "PgQueuer and Procrastinate are Python libraries, so their callers run in Python (this process, "
-        "uvloop, one connection per caller). inboxd is shown twice: driven by the Node generator, and by "
-        "grpc.aio callers in Python, the same generator class as the peers.",
-        "",
-        "| shape | inboxd (Node) | inboxd (Python grpc.aio) | PgQueuer | Procrastinate |",
-        "|---|---|---|---|---|",
-    ]
-    shapes = sorted({name.split(".", 2)[2] for name in figs if name.startswith("enqueue.")}, key=_shape_order)
-    for shape in shapes:
-        cells = []
-        for system in ("inboxd", "inboxd-python", "pgqueuer", "procrastinate"):
-            fig = figs.get(f"enqueue.{system}.{shape}")
-            cells.append(f"{shown_value(fig)} (p99 {fig['p99_ms']:.1f} ms)" if fig else "-")
-        out.append(f"| {_shape_label(shape)} | {' | '.join(cells)} |")
-    out += ["", "| figure | CPU (% of a core) | CPU per unit |", "|---|---|---|"]
-    for name, fig in figs.items():
-        out.append(f"| `{name}` | {cpu_line(fig)} | {per_unit_line(fig)} |")
-    cfg = peers["config"]
-    # Older results did not record which calls inboxd's claimers made: then the page does not guess.
-    drain = f": {peers['inboxd_drain']}" if "inboxd_drain" in peers else ""
-    drain += f"; inboxd-work's: {peers['inboxd_work_drain']}" if "inboxd_work_drain" in peers else ""
-    out += [
-        "",
-        "### Drain",
-        "",
-        f"Each round enqueues {cfg['peer_jobs']:,} no-op jobs with the library's batch enqueue, then "
-        f"{cfg['claim_workers']} concurrent claimers drain them; jobs/s is jobs ÷ drain time. inboxd's claimers are "
-        f"grpc.aio loops in this process{drain}.",
-        "",
-        "| system | jobs/s (mean) | rounds | enqueue | CPU in the last drain (% of a core) |",
-        "|---|---|---|---|---|",
-    ]
-    for system, rate in peer_rates(peers).items():
-        rounds = [r for r in peers.get("rounds", []) if r["system"] == system]
-        each = ", ".join(f"{r['jobs_per_s']:,.0f}" for r in rounds)
-        enqueue = ", ".join(f"{r['enqueue_s']:.1f} s" for r in rounds)
-        last = rounds[-1]
-        out.append(f"| {system} | {rate:,.0f} | {each} | {enqueue} | {cpu_line(last) if last.get('cpu') else '-'} |")
-    noisy = [
-        f"{r['system']} round {r['round']} ({share:.0f}%)"
-        for r in peers.get("rounds", [])
-        if r.get("cpu") and (share := 100 * r["cpu"]["used"].get("other", 0.0) / r["cpu"]["seconds"]) >= NOISY_PERCENT
-    ]
-    if noisy:
-        out += ["", f"Rounds in which other processes took {NOISY_PERCENT:.0f}% of a core or more: {', '.join(noisy)}."]
-    return [*out, ""]
-
-
-def _shape_order(shape: str) -> tuple[bool, int]:
-    kind, _, callers = shape.partition(".c")
-    return (kind != "single", int(callers) if callers.isdigit() else 0)
-
-
-def _shape_label(shape: str) -> str:
-    kind, _, callers = shape.partition(".c")
-    what = "one event per call" if kind == "single" else f"{kind.removeprefix('batch')} events per call"
-    return f"{what}, {callers} callers"
 
 
 def method(bench: dict[str, Any] | None, peers: dict[str, Any] | None) -> list[str]:

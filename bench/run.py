@@ -15,7 +15,7 @@ from bench.config import Config
 from bench.cpu import OTHER, CpuProbe
 from bench.facts import git_revision, machine, node_version, now_utc, versions, wait_for_quiet
 from bench.loop import Step, closed_loop
-from bench.node_load import NodeLoad, run_node
+from bench.node_load import NodeLoad, NodeSpec, run_node
 from bench.record import from_node, from_throughput
 from bench.server import BenchServer
 
@@ -52,7 +52,7 @@ class Run:
 
     # -- measuring --
 
-    async def measure_node(self, name: str, load: NodeLoad, unit: str, *, retry: bool = True, **extra: Any) -> None:
+    async def measure_node(self, name: str, load: NodeSpec, unit: str, *, retry: bool = True, **extra: Any) -> None:
         async def once() -> None:
             result = await run_node(load, self.probe)
             self._keep(name, from_node(result, unit, **extra))

@@ -122,7 +122,7 @@ def stream_targets(bench: Results) -> list[Target]:
         ),
         Target(
             "27",
-            "drain through Work ÷ the better of PgQueuer and Procrastinate (make bench-peers)",
+            "drain through Work ÷ the best peer's (make bench-peers)",
             ">= 2.5x",
             _work_drain_over_peer,
             Bar(2.5),

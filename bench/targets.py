@@ -1,7 +1,8 @@
 """The targets of issues 13 and 14, each a figure (mostly a ratio) of one run, with its bar.
 
 Issue 27's are in stream_targets.py, 29's in raw_body_targets.py, 28's in flow_targets.py, 30's in
-bulk_targets.py, 31's in tracing_targets.py, 44's in edge_targets.py.
+bulk_targets.py, 31's in tracing_targets.py, 44's in edge_targets.py, 47's against the peers in
+peer_targets.py.
 
 A target that could not be measured says why (the server lacks a feature, or
 `make bench-peers` has not run) and has no value: never a number that was not
@@ -120,7 +121,7 @@ def _enqueue_over_peer(bench: Results, peers: Results | None) -> Measured:
     figs: Figures = peers["figures"]
     rates = {
         system: float(figs[f"enqueue.{system}.single.c{top}"]["value"])
-        for system in ("inboxd", "pgqueuer", "procrastinate")
+        for system in ("inboxd", "pgqueuer", "procrastinate", "pg-boss", "graphile-worker")
         if f"enqueue.{system}.single.c{top}" in figs
     }
     best = better_peer(rates)
@@ -195,6 +196,7 @@ def targets(bench: Results) -> list[Target]:
     from bench.bulk_targets import bulk_targets
     from bench.edge_targets import edge_targets
     from bench.flow_targets import flow_targets
+    from bench.peer_targets import peer_targets
     from bench.raw_body_targets import raw_body_targets  # they build on this module's measures
     from bench.stream_targets import stream_targets
     from bench.tracing_targets import tracing_targets
@@ -241,7 +243,7 @@ def targets(bench: Results) -> list[Target]:
         ),
         Target(
             "13",
-            f"single-event Accept ÷ the better peer's single enqueue, {top} callers (make bench-peers)",
+            f"single-event Accept ÷ the best peer's single enqueue, {top} callers (make bench-peers)",
             ">= 1.5x",
             _enqueue_over_peer,
             Bar(1.5),
@@ -273,7 +275,7 @@ def targets(bench: Results) -> list[Target]:
         ),
         Target(
             "14",
-            "drain ÷ the better of PgQueuer and Procrastinate (make bench-peers)",
+            "drain ÷ the best peer's (make bench-peers)",
             ">= 2x (resolve at >= 1.2x with the profile of what remains)",
             _drain_over_peer,
             DRAIN_OVER_PEER,
@@ -351,6 +353,7 @@ def targets(bench: Results) -> list[Target]:
         *bulk_targets(bench),
         *tracing_targets(bench),
         *edge_targets(bench),
+        *peer_targets(bench),
     ]
 
 
