@@ -76,6 +76,7 @@ export class ClaimLoop {
         continue;
       }
       this.claims.answered(events);
+      worker.connected();
       for (const event of events) {
         if (worker.stopping) await worker.giveBack(event);
         else worker.startJob(event);

@@ -66,6 +66,10 @@ export class InboxClient {
         ...DEFAULT_CHANNEL_OPTIONS,
         'grpc.keepalive_time_ms': KEEPALIVE.timeMs,
         'grpc.keepalive_timeout_ms': KEEPALIVE.timeoutMs,
+        // grpc-js's own reconnect backoff grows to 120 s, and every call fails at once meanwhile: a
+        // worker would come back long after its server. A refused connect costs nothing: every second.
+        'grpc.initial_reconnect_backoff_ms': 250,
+        'grpc.max_reconnect_backoff_ms': 1_000,
         ...options.channelOptions,
       },
     );

@@ -49,6 +49,7 @@ export class WorkLoop {
         this.wake();
       },
       draining: (graceMs, stillOpen) => this.#serverDraining(graceMs, stillOpen),
+      subscribed: () => worker.connected(),
       backoff: worker.streamBackoff,
     });
     this.wake = () => {};

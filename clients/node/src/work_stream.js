@@ -49,13 +49,17 @@ export class WorkStream {
    * @param {(error: Error) => void} options.unsupported the server has no Work (UNIMPLEMENTED).
    * @param {(graceMs: number, stillOpen: () => boolean) => void} [options.draining] the server of the
    *   call open now stops: it answers calls for graceMs more; stillOpen() says whether that call is.
+   * @param {() => void} [options.subscribed] the server took the subscription (the stream works).
    * @param {{minMs?: number, maxMs?: number}} [options.backoff] the pause before a reopen.
    */
-  constructor(client, { subscription, free, events, broken, unsupported, draining = () => {}, backoff }) {
+  constructor(
+    client,
+    { subscription, free, events, broken, unsupported, draining = () => {}, subscribed = () => {}, backoff },
+  ) {
     this.deadlineMs = client.deadlineMs;
     const { namespaces, eventTypes, leaseMs, workerId } = subscription;
     this.subscribe = { namespaces, eventTypes, workerId, lease: duration(leaseMs) };
-    this.on = { free, events, broken, unsupported, draining };
+    this.on = { free, events, broken, unsupported, draining, subscribed };
     // The call whose server said it is draining: it gets no more credit.
     this.drainingCall = null;
     this.nextSequence = 1;
@@ -187,6 +191,7 @@ export class WorkStream {
   #received(response) {
     if (response.response === 'subscribed') {
       this.subscribed = true;
+      this.on.subscribed();
     } else if (response.response === 'events') {
       const events = response.events.events ?? [];
       this.outstanding = Math.max(0, this.outstanding - events.length);

@@ -32,7 +32,8 @@
 // Events (all optional): 'settled' {event, outcome, error} with outcome one of
 // completed, ignored, failed, released, superseded, unfinished; 'renewed'
 // {event, leaseExpiresAt}; 'leaseLost' {event, error}; 'claimError' (a failed
-// Claim, a broken stream), 'renewError' and 'finishError' with the grpc error.
+// Claim, a broken stream), 'renewError' and 'finishError' with the grpc error;
+// 'reconnected' {failures, afterMs} once a Claim or the stream works again after failing (also logged).
 //
 // Tracing (src/worker_tracing.js): with the application's tracer provider, or the SDK's when the
 // OTEL_* variables ask for export, each handler run is a `process` span, a child of the event's
@@ -49,6 +50,7 @@ import { toDate } from './convert.js';
 import { finishClaim, releaseClaim, WorkerStopping } from './finishing.js';
 import { DEFAULT_HANDLER_TIMEOUT_MS, HANDLER_TIMEOUT_GRACE_MS, Overdue, runLimited } from './handler_timeout.js';
 import { Job } from './job.js';
+import { Reconnects } from './reconnects.js';
 import { LeaseKeeper } from './renewals.js';
 import { WorkLoop } from './work_loop.js';
 import { endProcessSpan, runtimeTracer, startProcessSpan, startTracing } from './worker_tracing.js';
@@ -113,6 +115,8 @@ export class Worker extends EventEmitter {
     this.streamBackoff = options.streamBackoff;
     this.clock = options.clock ?? Date.now;
     this.logger = options.logger ?? console;
+    this.reconnects = new Reconnects();
+    this.on('claimError', () => this.reconnects.failed());
     if (!TRANSPORTS.has(this.transport)) throw new RangeError(`transport=${this.transport}: 'auto', 'work' or 'claim'`);
     // Each handler's event still gets its own answer; only the round trip is shared.
     this.completeOptions = {
@@ -137,6 +141,17 @@ export class Worker extends EventEmitter {
   }
 
   /** Claims and handles events until stop(); resolves once every claimed event is settled. */
+  /** A Claim or the stream worked: after failures, said once (the 'reconnected' event and the logger). */
+  connected() {
+    const back = this.reconnects.connected();
+    if (back === null) return;
+    this.logger.info?.(
+      `inboxd worker ${this.workerId}: connected to inboxd again, after ${back.failures} failed attempts` +
+        ` over ${(back.afterMs / 1000).toFixed(1)} s`,
+    );
+    this.emit('reconnected', back);
+  }
+
   async run() {
     if (this.started) throw new Error('a Worker runs once');
     this.started = true;

@@ -3,7 +3,9 @@
 Three things slow a worker's claiming down, each for its own reason:
 
 - a Claim that failed (UNAVAILABLE, say) is tried again after a pause that
-  doubles up to 10 s, so a server that is down is not hammered;
+  doubles up to 1 s: a refused connection costs the server nothing, and a
+  worker should be back within a second or two of its server (it logs when
+  it is);
 - a Claim with `wait=0` that came back empty is followed by a pause that
   doubles up to 1 s: without a long-poll the server cannot hold the Claim
   until work arrives, and an idle worker would otherwise send a Claim (a
@@ -17,6 +19,7 @@ Three things slow a worker's claiming down, each for its own reason:
 from __future__ import annotations
 
 import logging
+import time
 
 from inboxd_client.backoff import Backoff
 from inboxd_client.errors import (
@@ -34,8 +37,8 @@ log = logging.getLogger("inboxd_client.worker")
 # Claim errors worth polling again after a pause; any other (UNAUTHENTICATED,
 # PERMISSION_DENIED, INVALID_ARGUMENT ...) is a mistake that waiting cannot fix.
 TRANSIENT_CLAIM_ERRORS = (Unavailable, DeadlineExceeded, Internal, Unknown, Cancelled, ResourceExhausted)
-CLAIM_RETRY_FIRST = 0.5
-CLAIM_RETRY_CAP = 10.0
+CLAIM_RETRY_FIRST = 0.25
+CLAIM_RETRY_CAP = 1.0
 # After an empty `wait=0` Claim. The cap is the server's own fallback poll
 # (1 s): a long-polling worker may wait as long for an event nobody signalled.
 IDLE_FIRST = 0.05
@@ -51,6 +54,9 @@ class ClaimPacer:
         self.asked = 0
         self._errors = Backoff(CLAIM_RETRY_FIRST, CLAIM_RETRY_CAP)
         self._idle = Backoff(IDLE_FIRST, IDLE_CAP)
+        # Since when claiming has failed, and how often (None: it works): said once it works again.
+        self._failing_since: float | None = None
+        self._failures = 0
 
     def max_events(self, free: int) -> int:
         """How many events a Claim with `free` slots asks for (remembered, should that Claim fail)."""
@@ -60,6 +66,13 @@ class ClaimPacer:
     def answered(self, events: int, *, long_polls: bool) -> float:
         """A Claim brought `events`: the pause before the next one (0 for none; none when the worker `long_polls`)."""
         self._errors.reset()
+        if self._failing_since is not None:
+            log.info(
+                "connected to inboxd again, after %d failed attempts over %.1f s",
+                self._failures,
+                time.monotonic() - self._failing_since,
+            )
+            self._failing_since, self._failures = None, 0
         if events or long_polls:
             self._idle.reset()
             return 0.0
@@ -72,6 +85,9 @@ class ClaimPacer:
         credit given at a time (a push of that many events was too big).
         """
         pause = self._errors.next()
+        if self._failing_since is None:
+            self._failing_since = time.monotonic()
+        self._failures += 1
         if _too_big(error) and self.batch > 1:
             self.batch = max(1, min(self.asked, self.batch) // 2)
             log.warning(

@@ -28,6 +28,8 @@ Metadata = tuple[tuple[str, str], ...]
 # answers more with GOAWAY `too_many_pings` (pass the options to change these).
 KEEPALIVE_TIME_MS = 10_000
 KEEPALIVE_TIMEOUT_MS = 5_000
+# A connection that failed is tried again after the first, growing to the second: back within a second.
+RECONNECT_BACKOFF_MS = (250, 1_000)
 
 
 @dataclass(frozen=True)
@@ -126,6 +128,10 @@ def channel_options(
         ("grpc.http2.ping_timeout_ms", KEEPALIVE_TIMEOUT_MS),
         # A quiet stream sends no data: keep pinging it all the same.
         ("grpc.http2.max_pings_without_data", 0),
+        # gRPC's own reconnect backoff grows to 120 s, and while it waits every call fails at once: a
+        # worker would come back long after its server. A refused connect costs nothing: try every second.
+        ("grpc.initial_reconnect_backoff_ms", RECONNECT_BACKOFF_MS[0]),
+        ("grpc.max_reconnect_backoff_ms", RECONNECT_BACKOFF_MS[1]),
     ]
     if tls is not None and tls.server_name:
         options.append(("grpc.ssl_target_name_override", tls.server_name))
