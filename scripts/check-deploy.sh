@@ -8,3 +8,4 @@ scripts/ensure-deploy-tools.sh
 scripts/check-systemd-units.sh deploy/systemd/inboxd.service deploy/systemd/inboxd-edge.service
 promtool check rules deploy/prometheus/alerts.yml
 promtool test rules deploy/prometheus/alerts_test.yml
+.venv/bin/hadolint Containerfile deploy/postgres/Containerfile
