@@ -25,12 +25,12 @@ if [ "$(podman image inspect --format '{{index .Labels "inboxd.source-hash"}}' "
   echo "$image is current (sources $hash)"
   exit 0
 fi
-.venv/bin/python scripts/release.py >/dev/null
+.venv/bin/python scripts/release.py --dist build/image-dist >/dev/null
 context=build/image
 rm -rf "$context" && mkdir -p "$context/wheels" "$context/deploy/image"
 cp Containerfile "$context/"
 cp deploy/image/inboxd-probe "$context/deploy/image/"
-cp dist/*.whl dist/deps/*.whl "$context/wheels/"
+cp build/image-dist/*.whl build/image-dist/deps/*.whl "$context/wheels/"
 podman build --quiet --format docker "${network[@]}" --build-arg "BASE=$BASE" --build-arg "VERSION=$version" \
   --label "inboxd.source-hash=$hash" -t "$image" "$context" >/dev/null
 echo "built $image (sources $hash, base $BASE)"

@@ -13,11 +13,12 @@ The three packages are built as test_packages.py builds them: `python -m build -
 (a stale build/ beside the sources would slip deleted modules into a wheel). deps/ holds the wheels of what the
 packages require, at the versions this project's .venv was tested with (its `pip freeze` is the constraint),
 for this machine's Python and platform, and pip's own wheel (the image installs with it, then leaves it out).
-Run with the project's .venv Python: `make release`.
+Run with the project's .venv Python: `make release`; `--dist DIR` writes elsewhere (tests, make image).
 """
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import re
 import shutil
@@ -29,7 +30,6 @@ import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-DIST = ROOT / "dist"
 PACKAGES = {"inboxd": ROOT, "inboxd-client": ROOT / "clients/python", "inboxd-edge": ROOT / "clients/edge"}
 # The files of the deploy tarball: what a stranger needs beside the packages.
 DEPLOY_FILES = ("Containerfile", "deploy")
@@ -57,12 +57,12 @@ def version() -> str:
     return match.group(1)
 
 
-def build_python_packages(work: Path) -> list[Path]:
+def build_python_packages(work: Path, dist: Path) -> list[Path]:
     for name, folder in PACKAGES.items():
         source = work / name
         shutil.copytree(folder, source, ignore=_not_the_package)
-        run(sys.executable, "-m", "build", "--sdist", "--wheel", "--no-isolation", "--outdir", str(DIST), str(source))
-    return sorted(DIST.glob("*.whl"))
+        run(sys.executable, "-m", "build", "--sdist", "--wheel", "--no-isolation", "--outdir", str(dist), str(source))
+    return sorted(dist.glob("*.whl"))
 
 
 def third_party_requirements(wheels: list[Path]) -> list[str]:
@@ -85,8 +85,8 @@ def third_party_requirements(wheels: list[Path]) -> list[str]:
     return wanted
 
 
-def download_dependencies(wheels: list[Path], work: Path) -> None:
-    deps = DIST / "deps"
+def download_dependencies(wheels: list[Path], work: Path, dist: Path) -> None:
+    deps = dist / "deps"
     deps.mkdir()
     requirements = work / "requirements.txt"
     requirements.write_text("\n".join([*third_party_requirements(wheels), "pip"]) + "\n")
@@ -100,40 +100,46 @@ def download_dependencies(wheels: list[Path], work: Path) -> None:
     )  # fmt: skip
 
 
-def pack_node_client(work: Path) -> None:
+def pack_node_client(work: Path, dist: Path) -> None:
     # Packed from a copy laid out as the repository is: its prepack copies ../../protos in.
     node = work / "repo/clients/node"
     shutil.copytree(ROOT / "clients/node", node, ignore=shutil.ignore_patterns("node_modules", "*.tgz"))
     shutil.copytree(ROOT / "protos", work / "repo/protos")
-    run("npm", "pack", "--silent", "--pack-destination", str(DIST), cwd=node)
+    run("npm", "pack", "--silent", "--pack-destination", str(dist), cwd=node)
 
 
-def pack_deploy_files(release: str) -> None:
-    with tarfile.open(DIST / f"inboxd-deploy-{release}.tar.gz", "w:gz") as tarball:
+def pack_deploy_files(release: str, dist: Path) -> None:
+    with tarfile.open(dist / f"inboxd-deploy-{release}.tar.gz", "w:gz") as tarball:
         for name in DEPLOY_FILES:
             tarball.add(ROOT / name, arcname=f"inboxd-deploy-{release}/{name}")
 
 
-def write_checksums() -> None:
-    files = sorted(p for p in DIST.rglob("*") if p.is_file() and p.name != "SHA256SUMS")
-    lines = [f"{hashlib.sha256(p.read_bytes()).hexdigest()}  {p.relative_to(DIST)}" for p in files]
-    (DIST / "SHA256SUMS").write_text("\n".join(lines) + "\n")
+def write_checksums(dist: Path) -> None:
+    files = sorted(p for p in dist.rglob("*") if p.is_file() and p.name != "SHA256SUMS")
+    lines = [f"{hashlib.sha256(p.read_bytes()).hexdigest()}  {p.relative_to(dist)}" for p in files]
+    (dist / "SHA256SUMS").write_text("\n".join(lines) + "\n")
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description="versioned packages, deps/ and SHA256SUMS into one folder")
+    parser.add_argument("--dist", type=Path, default=ROOT / "dist", help="the folder, emptied first (default dist/)")
+    parser.add_argument("--no-deps", action="store_true", help="leave deps/ out (no index reached)")
+    args = parser.parse_args()
+    dist: Path = args.dist.resolve()
     release = version()
-    shutil.rmtree(DIST, ignore_errors=True)
-    DIST.mkdir()
+    shutil.rmtree(dist, ignore_errors=True)
+    dist.mkdir(parents=True)
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        wheels = build_python_packages(work)
-        download_dependencies(wheels, work)
-        pack_node_client(work)
-    pack_deploy_files(release)
-    write_checksums()
-    print(f"release {release} in {DIST.relative_to(ROOT)}/:")
-    for path in sorted(DIST.iterdir()):
-        print(f"  {path.name}{'/ (' + str(len(list(path.iterdir()))) + ' wheels)' if path.is_dir() else ''}")
+        wheels = build_python_packages(work, dist)
+        if not args.no_deps:
+            download_dependencies(wheels, work, dist)
+        pack_node_client(work, dist)
+    pack_deploy_files(release, dist)
+    write_checksums(dist)
+    print(f"release {release} in {dist}:")
+    for path in sorted(dist.iterdir()):
+        print(f"  {path.name}" + (f"/ ({len(list(path.iterdir()))} wheels)" if path.is_dir() else ""))
 
 
 if __name__ == "__main__":
