@@ -93,6 +93,7 @@ def test_release_holds_each_package_versioned_and_checksummed(release: Release) 
     assert {
         "Containerfile",
         "deploy/image/inboxd-probe",
+        "deploy/kubernetes/inboxd.yaml",
         "deploy/systemd/inboxd.service",
         "deploy/systemd/inboxd-edge.service",
     } <= members
