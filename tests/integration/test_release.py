@@ -94,6 +94,8 @@ def test_release_holds_each_package_versioned_and_checksummed(release: Release) 
         "Containerfile",
         "deploy/image/inboxd-probe",
         "deploy/kubernetes/inboxd.yaml",
+        "deploy/compose.yaml",
+        "deploy/compose/worker.py",
         "deploy/systemd/inboxd.service",
         "deploy/systemd/inboxd-edge.service",
     } <= members
