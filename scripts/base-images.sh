@@ -15,10 +15,16 @@ make_base() {
   command -v mmdebstrap >/dev/null || { echo "making $name needs mmdebstrap (scripts/ensure-podman.sh)" >&2; exit 1; }
   local work
   work=$(mktemp -d)
-  echo "making $name with mmdebstrap (about 20 s)"
+  echo "making $name with mmdebstrap (one to two minutes, mostly downloads)"
   mmdebstrap --quiet --variant=minbase --include="$packages" bookworm "$work/rootfs.tar"
   podman import --quiet "$work/rootfs.tar" "$name" >/dev/null
   rm -rf "$work"
 }
-make_base localhost/inboxd-base:bookworm-python python3,ca-certificates
+# One maker at a time (the image's and the compose test's builds may start together); the second finds them made.
+exec 9>"${TMPDIR:-/tmp}/inboxd-base-images.lock"
+flock 9
+# Both at once: each is mostly waiting on Debian's mirror (about 2 min together against 3.5 one after the other).
+make_base localhost/inboxd-base:bookworm-python python3,ca-certificates &
+python_pid=$!
 make_base localhost/inboxd-base:bookworm-postgresql postgresql,ca-certificates
+wait "$python_pid"

@@ -12,8 +12,8 @@ version=$(sed -n 's/^__version__ = "\(.*\)"/\1/p' server/inboxd/__init__.py)
 image=${IMAGE:-localhost/inboxd:$version}
 network=(--network=none)
 if [ -z "${BASE:-}" ]; then
-  scripts/base-images.sh
   BASE=localhost/inboxd-base:bookworm-python
+  local_base=1
 elif [ -z "${OFFLINE:-}" ]; then
   network=()   # a registry's debian:bookworm-slim has no python3: the build installs it from Debian's mirror
 fi
@@ -25,7 +25,14 @@ if [ "$(podman image inspect --format '{{index .Labels "inboxd.source-hash"}}' "
   echo "$image is current (sources $hash)"
   exit 0
 fi
-.venv/bin/python scripts/release.py --dist build/image-dist >/dev/null
+mkdir -p build
+# The wheels while the local bases are made (a first run: both wait on downloads).
+.venv/bin/python scripts/release.py --dist build/image-dist >build/release.log 2>&1 &
+release_pid=$!
+if [ -n "${local_base:-}" ]; then
+  scripts/base-images.sh
+fi
+wait "$release_pid" || { cat build/release.log >&2; exit 1; }
 context=build/image
 rm -rf "$context" && mkdir -p "$context/wheels" "$context/deploy/image"
 cp Containerfile "$context/"
