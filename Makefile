@@ -4,16 +4,20 @@ PY      := $(VENV)/bin/python
 PYTHON  ?= python3
 
 .DEFAULT_GOAL := help
-.PHONY: help setup run schema test check model deploy-check pytest reliability-async lint typecheck layers buf-lint buf-breaking proto proto-check bench bench-peers clean
+.PHONY: help setup run schema test check model deploy-check image release pytest reliability-async lint typecheck layers buf-lint buf-breaking proto proto-check bench bench-peers clean
 
 help: ## list the chores
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
 
-setup: $(VENV)/.installed node_modules/.installed clients/node/node_modules/.installed chromium go ## install everything into .venv and node_modules (and Chromium, as root)
+setup: $(VENV)/.installed node_modules/.installed clients/node/node_modules/.installed chromium go podman ## install everything into .venv and node_modules (and Chromium, Go and podman, as root)
 
 .PHONY: chromium
 chromium: ## Debian's Chromium for the console's browser tests (installs it when missing and root)
 	@scripts/install-chromium.sh
+
+.PHONY: podman
+podman: ## podman, runc and mmdebstrap for the image and the compose stack's test (installs them when missing and root)
+	@scripts/ensure-podman.sh
 
 .PHONY: go
 go: ## Debian's Go toolchain and Go gRPC packages for the Go example's test (installs them when missing and root)
@@ -56,7 +60,7 @@ test: setup ## the whole test command: stub drift, lint, types, layers, buf lint
 check: proto-check lint typecheck layers buf-lint ## static checks only (.venv, and node_modules for buf)
 
 # systemd-analyze (Debian's systemd) and promtool (Debian's prometheus): installed as root when missing.
-deploy-check: ## check deploy/ with each file's own tool: systemd-analyze verify and security, promtool check and test rules
+deploy-check: $(VENV)/.installed ## check deploy/ with each file's own tool: systemd-analyze, promtool, hadolint, kubernetes-validate
 	scripts/check-deploy.sh
 
 model: ## check the protocol models in model/ with SPIN: honest models pass, every bug switch is caught (installs spin as root)
@@ -123,6 +127,15 @@ bench-peers: setup $(VENV)/.bench-installed $(PEERS_NODE)/node_modules/.installe
 bench-quick: setup $(VENV)/.bench-installed $(PEERS_NODE)/node_modules/.installed ## smoke-test both benchmarks (~3 min); results in bench/results/quick/, never published
 	$(PY) -m bench run --quick
 	$(PY) -m bench peers --quick
+
+# No registry needed: the Debian base is made locally with mmdebstrap unless BASE names one (scripts/build-image.sh).
+.PHONY: image
+image: $(VENV)/.installed podman ## the OCI image (Containerfile) with podman, from the release's wheels, no network in the build
+	scripts/build-image.sh
+
+.PHONY: release
+release: $(VENV)/.installed ## versioned wheels and sdists, the Node package, the deploy files, deps/ and SHA256SUMS into dist/
+	$(PY) scripts/release.py
 
 clean: ## remove .venv, node_modules and the embedded database
 	rm -rf $(VENV) node_modules .inboxd
