@@ -36,6 +36,7 @@ async def accept_events(
     now: datetime | None = None,
     *,
     settled: list[AcceptResult | None] | None = None,
+    copies: list[tuple[int, str]] | None = None,
 ) -> list[AcceptResult]:
     """Accepts `events`; one result per event, in order.
 
@@ -49,25 +50,37 @@ async def accept_events(
     retry finds them DUPLICATE. A round that loses a deadlock or
     serialization race is run again alone (Database.run), never the rounds
     before it: an event they committed keeps its ACCEPTED.
+    `copies`, when given, receives (index of the original, namespace) for
+    each subscription's copy that a committed round inserted (fan-out,
+    accepts.sql), for the caller to wake their claimers.
     `now` is the clock (None: the database's); tests pass it to control time.
     Raises RefusedEvent when PostgreSQL refuses a value (nothing is stored).
     """
     results: list[AcceptResult | None] = [None] * len(events) if settled is None else settled
     todo = list(range(len(events)))
     for _ in range(_ROUNDS):
-        todo = await db.run(_round(events, todo, results, now), transaction=False)
+        todo = await db.run(_round(events, todo, results, now, copies), transaction=False)
         if not todo:
             return [r for r in results if r is not None]
     raise Unavailable(f"{len(todo)} events met concurrent writes on their keys {_ROUNDS} times; retry")
 
 
 def _round(
-    events: Sequence[NewEvent], todo: list[int], results: list[AcceptResult | None], now: datetime | None
+    events: Sequence[NewEvent],
+    todo: list[int],
+    results: list[AcceptResult | None],
+    now: datetime | None,
+    copies: list[tuple[int, str]] | None,
 ) -> Callable[[Connection], Awaitable[list[int]]]:
     """One round as a unit of work for Database.run: run again as it is when its transaction rolled back."""
 
     async def work(conn: Connection) -> list[int]:
-        return await _accept_round(conn, events, todo, results, now)
+        copied: list[tuple[int, str]] = []
+        retry = await _accept_round(conn, events, todo, results, now, copied=copied)
+        # Only once the round has committed (a rolled-back round runs again from scratch).
+        if copies is not None:
+            copies.extend(copied)
+        return retry
 
     return work
 
@@ -78,6 +91,8 @@ async def _accept_round(
     todo: list[int],
     results: list[AcceptResult | None],
     now: datetime | None,
+    *,
+    copied: list[tuple[int, str]],
 ) -> list[int]:
     batch = [events[i] for i in todo]
     params = {
@@ -100,7 +115,9 @@ async def _accept_round(
     retry: list[int] = []
     accepted: AcceptResult | None = None
     for pos, outcome, state, accepted_at, traceparent, tracestate in await cur.fetchall():
-        if pos is None:  # every event of the round not answered by a row of its own (see accepts.sql)
+        if outcome == "copied":  # a subscription's copy of the event at pos; its namespace in that column
+            copied.append((todo[pos - 1], traceparent))
+        elif pos is None:  # every event of the round not answered by a row of its own (see accepts.sql)
             accepted = AcceptResult(AcceptOutcome.ACCEPTED, _STATES[state], accepted_at)
         elif outcome == "retry":
             retry.append(todo[pos - 1])

@@ -45,6 +45,7 @@ from inboxd.store.database import Connection, Database
 from inboxd.store.notifications import ReplicaSignals
 from inboxd.usecases.claiming import CLAIM_ANSWER_BYTES, FALLBACK_POLL_SECONDS, Claiming
 from inboxd.usecases.live_streams import WorkStreams
+from inboxd.usecases.subscriptions import fanned_out
 
 # The Claim path's bounds are named here still, where the Inbox's callers and tests find them.
 __all__ = [
@@ -128,11 +129,17 @@ class Inbox(Claiming):
     async def _accept_group(self, events: list[NewEvent]) -> list[AcceptResult]:
         now = self.clock()
         settled: list[AcceptResult | None] = [None] * len(events)
+        copied: list[tuple[int, str]] = []
         try:
-            results = await accept_events(self.db, events, now, settled=settled)
+            results = await accept_events(self.db, events, now, settled=settled, copies=copied)
         finally:
             # Even when a later round failed: what an earlier round committed is claimable, now or when due.
             self._later.accepted(events, settled, now)
+            if copied:
+                # Subscriptions' copies (fan-out) are events of their own: their claimers are woken too.
+                copies, copy_results = fanned_out(events, settled, copied)
+                self._later.accepted(copies, copy_results, now)
+                self.observer.accepted(copies, copy_results)
         # Per group, not per call: counters move and the log writes once for
         # all the callers who shared the transaction.
         self.observer.accepted(events, results)

@@ -62,6 +62,38 @@ WITH incoming AS (
     ON CONFLICT (namespace, event_key) DO NOTHING
     RETURNING e.namespace, e.event_key, e.event_type, e.raw_payload, e.content_type, e.state, e.accepted_at,
               e.traceparent, e.tracestate
+), fan AS (
+    -- Fan-out (subscriptions, migration 0027): each event this statement
+    -- inserted, once more per subscription whose pattern (and types, when it
+    -- names any) it matches, as a copy of the subscriber's own in the
+    -- namespace `<subscriber>/<origin namespace>`: same key, type, payload,
+    -- metadata, content type, ordering key, revision, availability and trace
+    -- context. Only a new event is copied: a repeat (DUPLICATE or CONFLICT)
+    -- leaves each copy as it leaves its original, and a copy is never copied
+    -- again. The EXISTS is a one-time filter: with no subscription the plan
+    -- stops at one probe of an empty table, whatever the group holds.
+    SELECT i.pos, s.name || '/' || i.namespace AS namespace, i.event_key, i.event_type, i.payload, i.content_type,
+           i.metadata, i.message_id, i.ordering_key, i.revision, i.accepted_at, i.available_at,
+           i.traceparent, i.tracestate
+    FROM inserted AS w
+    JOIN incoming AS i ON i.namespace = w.namespace AND i.event_key = w.event_key AND i.pos = i.first_pos
+    JOIN inbox_subscriptions AS s
+         ON i.namespace LIKE s.like_pattern AND (s.event_types = '{}' OR i.event_type = ANY (s.event_types))
+    WHERE EXISTS (SELECT 1 FROM inbox_subscriptions)
+), fanned AS (
+    -- Insert-if-absent as the originals are, in key order: a copy's key that
+    -- already holds an event (a COPY bulk operation's, or a copy whose
+    -- original retention deleted) keeps it untouched.
+    INSERT INTO inbox_events AS e
+        (namespace, event_key, event_type, raw_payload, content_type, metadata, message_id, ordering_key,
+         revision, state, accepted_at, available_at, due_at, updated_at, traceparent, tracestate)
+    SELECT f.namespace, f.event_key, f.event_type, f.payload, f.content_type, f.metadata,
+           f.message_id, f.ordering_key, f.revision, 'pending', f.accepted_at,
+           f.available_at, f.available_at, f.accepted_at, f.traceparent, f.tracestate
+    FROM fan AS f
+    ORDER BY f.namespace, f.event_key
+    ON CONFLICT (namespace, event_key) DO NOTHING
+    RETURNING e.namespace, e.event_key
 ), judged AS (
     -- A repeat is the same event when its type matches and its payload is the
     -- same (inboxd_same_payload, migration 0019: a JSON payload equal as a
@@ -100,6 +132,21 @@ WITH incoming AS (
         WHERE w.event_key IS NULL AND s.namespace = i.namespace AND s.event_key = i.event_key
         LIMIT 1
     ) AS s ON true
+), conflicting AS (
+    -- The conflicting deliveries, each kept for its key and, as its original
+    -- keeps it, for each subscription's copy of that original that stands:
+    -- the subscriber's operators see on the copy what the original's see.
+    SELECT j.pos, j.namespace, j.event_key, j.event_type, j.payload, j.content_type, j.metadata
+    FROM judged AS j
+    WHERE j.outcome = 'conflict'
+    UNION ALL
+    SELECT j.pos, s.name || '/' || j.namespace, j.event_key, j.event_type, j.payload, j.content_type, j.metadata
+    FROM judged AS j
+    JOIN inbox_subscriptions AS s
+         ON j.namespace LIKE s.like_pattern AND (s.event_types = '{}' OR j.event_type = ANY (s.event_types))
+    WHERE j.outcome = 'conflict'
+      AND EXISTS (SELECT 1 FROM inbox_events AS c WHERE c.namespace = s.name || '/' || j.namespace
+                                                    AND c.event_key = j.event_key)
 ), copies AS (
     -- Each conflicting copy's number among its key's copies: those kept before,
     -- then this group's in request order. Conflicts are rare, so the count runs
@@ -108,8 +155,7 @@ WITH incoming AS (
            sha256(j.payload) AS payload_sha256, octet_length(j.payload) AS payload_bytes,
            (SELECT count(*) FROM inbox_conflicts AS c WHERE c.namespace = j.namespace AND c.event_key = j.event_key)
            + row_number() OVER (PARTITION BY j.namespace, j.event_key ORDER BY j.pos) AS copy_number
-    FROM judged AS j
-    WHERE j.outcome = 'conflict'
+    FROM conflicting AS j
 ), kept AS (
     -- The first 20 copies of a key are kept whole (migration 0015).
     INSERT INTO inbox_conflicts
@@ -149,10 +195,15 @@ WITH incoming AS (
 -- events answers one row, not one per event, for the server to read.
 -- Joined, so that the volatile message is evaluated (once) and not left out:
 -- it is due only with duplicates, whose rows are read.
+-- Then one row per copy inserted (outcome 'copied', pos its original's, its
+-- namespace in the traceparent column): the server wakes its claimers.
 SELECT pos, outcome, state, accepted_at, traceparent, tracestate
 FROM judged LEFT JOIN durable ON true WHERE outcome <> 'accepted'
 UNION ALL
 (SELECT NULL, 'accepted', state, accepted_at, NULL, NULL FROM inserted LIMIT 1)
+UNION ALL
+SELECT f.pos, 'copied', NULL, NULL, f.namespace, NULL
+FROM fan AS f JOIN fanned AS x ON x.namespace = f.namespace AND x.event_key = f.event_key
 
 -- name: event_payload_probe
 -- Whether jsonb takes this JSON payload: the diagnosis after a group failed

@@ -620,3 +620,91 @@ class CancelBulkOperationResponse(_message.Message):
     OPERATION_FIELD_NUMBER: _ClassVar[int]
     operation: BulkOperation
     def __init__(self, operation: _Optional[_Union[BulkOperation, _Mapping]] = ...) -> None: ...
+
+class Subscription(_message.Message):
+    __slots__ = ("name", "namespace_pattern", "event_types", "created_at", "created_by")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_PATTERN_FIELD_NUMBER: _ClassVar[int]
+    EVENT_TYPES_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    CREATED_BY_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    namespace_pattern: str
+    event_types: _containers.RepeatedScalarFieldContainer[str]
+    created_at: _timestamp_pb2.Timestamp
+    created_by: str
+    def __init__(self, name: _Optional[str] = ..., namespace_pattern: _Optional[str] = ..., event_types: _Optional[_Iterable[str]] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., created_by: _Optional[str] = ...) -> None: ...
+
+class SubscriptionChange(_message.Message):
+    __slots__ = ("name", "actor", "reason", "changed_at", "before", "after")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ACTOR_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    CHANGED_AT_FIELD_NUMBER: _ClassVar[int]
+    BEFORE_FIELD_NUMBER: _ClassVar[int]
+    AFTER_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    actor: str
+    reason: str
+    changed_at: _timestamp_pb2.Timestamp
+    before: str
+    after: str
+    def __init__(self, name: _Optional[str] = ..., actor: _Optional[str] = ..., reason: _Optional[str] = ..., changed_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., before: _Optional[str] = ..., after: _Optional[str] = ...) -> None: ...
+
+class CreateSubscriptionRequest(_message.Message):
+    __slots__ = ("name", "namespace_pattern", "event_types", "reason")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_PATTERN_FIELD_NUMBER: _ClassVar[int]
+    EVENT_TYPES_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    namespace_pattern: str
+    event_types: _containers.RepeatedScalarFieldContainer[str]
+    reason: str
+    def __init__(self, name: _Optional[str] = ..., namespace_pattern: _Optional[str] = ..., event_types: _Optional[_Iterable[str]] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class CreateSubscriptionResponse(_message.Message):
+    __slots__ = ("subscription", "created")
+    SUBSCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    CREATED_FIELD_NUMBER: _ClassVar[int]
+    subscription: Subscription
+    created: bool
+    def __init__(self, subscription: _Optional[_Union[Subscription, _Mapping]] = ..., created: _Optional[bool] = ...) -> None: ...
+
+class GetSubscriptionRequest(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class GetSubscriptionResponse(_message.Message):
+    __slots__ = ("subscription", "changes")
+    SUBSCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    CHANGES_FIELD_NUMBER: _ClassVar[int]
+    subscription: Subscription
+    changes: _containers.RepeatedCompositeFieldContainer[SubscriptionChange]
+    def __init__(self, subscription: _Optional[_Union[Subscription, _Mapping]] = ..., changes: _Optional[_Iterable[_Union[SubscriptionChange, _Mapping]]] = ...) -> None: ...
+
+class ListSubscriptionsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListSubscriptionsResponse(_message.Message):
+    __slots__ = ("subscriptions",)
+    SUBSCRIPTIONS_FIELD_NUMBER: _ClassVar[int]
+    subscriptions: _containers.RepeatedCompositeFieldContainer[Subscription]
+    def __init__(self, subscriptions: _Optional[_Iterable[_Union[Subscription, _Mapping]]] = ...) -> None: ...
+
+class DeleteSubscriptionRequest(_message.Message):
+    __slots__ = ("name", "reason")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    reason: str
+    def __init__(self, name: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class DeleteSubscriptionResponse(_message.Message):
+    __slots__ = ("subscription",)
+    SUBSCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    subscription: Subscription
+    def __init__(self, subscription: _Optional[_Union[Subscription, _Mapping]] = ...) -> None: ...
