@@ -314,3 +314,28 @@ async def test_subscriptions_cli_creates_lists_gets_and_deletes(server: RunningS
     assert deleted.code == 0 and "its copies stay" in deleted.stdout, deleted.stderr
     missing = await run_cli("subscriptions", "get", name, *target)
     assert missing.code == 1 and "NOT_FOUND" in missing.stderr, missing
+
+
+async def test_a_subscription_made_behind_a_replicas_back_binds_its_next_accept(
+    server: RunningServer, inbox: InboxServiceStub, admin: InboxAdminServiceStub, db: Database, ns: str, tag: str
+) -> None:
+    # This replica believes no subscription stands, and runs the lean accept statement.
+    server.inbox.fan_out.look_again()
+    assert not server.inbox.fan_out.fanned
+
+    async def another_replica_subscribes(conn: Any) -> None:
+        await conn.execute(
+            "INSERT INTO inbox_subscriptions (name, namespace_pattern, like_pattern, created_at, created_by)"
+            " VALUES (%s, %s, %s, now(), 'elsewhere')",
+            (f"{tag}-late", ns, ns),
+        )
+
+    await db.run(another_replica_subscribes)
+    assert (await inbox.Accept(accept_request(ns, "evt_l"))).outcome == ACCEPTED
+    assert set(await rows_of_key(db, "evt_l")) == {ns, f"{tag}-late/{ns}"}  # the lean statement refused; copied
+    assert server.inbox.fan_out.fanned
+
+    await admin.DeleteSubscription(admin_pb2.DeleteSubscriptionRequest(name=f"{tag}-late", reason="gone"))
+    assert not server.inbox.fan_out.fanned  # back to the lean statement
+    await inbox.Accept(accept_request(ns, "evt_m"))
+    assert set(await rows_of_key(db, "evt_m")) == {ns}

@@ -17,6 +17,10 @@ from inboxd.domain.vocabulary import AcceptOutcome, AcceptResult, EventState, Ne
 from inboxd.store.arrays import Byteas, Texts
 from inboxd.store.database import Connection, Database
 from inboxd.store.queries import QUERIES, execute
+from inboxd.store.subscriptions import FanOutMode
+
+# The belief of callers that keep none of their own (tests, tools): see FanOutMode.
+PROCESS_MODE = FanOutMode()
 
 # A key another transaction commits while this statement runs is neither
 # inserted nor visible to it; those events are simply run again. Each round
@@ -37,6 +41,7 @@ async def accept_events(
     *,
     settled: list[AcceptResult | None] | None = None,
     copies: list[tuple[int, str]] | None = None,
+    mode: FanOutMode | None = None,
 ) -> list[AcceptResult]:
     """Accepts `events`; one result per event, in order.
 
@@ -59,7 +64,9 @@ async def accept_events(
     results: list[AcceptResult | None] = [None] * len(events) if settled is None else settled
     todo = list(range(len(events)))
     for _ in range(_ROUNDS):
-        todo = await db.run(_round(events, todo, results, now, copies), transaction=False)
+        todo = await db.run(
+            _round(events, todo, results, now, copies=copies, mode=mode or PROCESS_MODE), transaction=False
+        )
         if not todo:
             return [r for r in results if r is not None]
     raise Unavailable(f"{len(todo)} events met concurrent writes on their keys {_ROUNDS} times; retry")
@@ -70,13 +77,15 @@ def _round(
     todo: list[int],
     results: list[AcceptResult | None],
     now: datetime | None,
+    *,
     copies: list[tuple[int, str]] | None,
+    mode: FanOutMode,
 ) -> Callable[[Connection], Awaitable[list[int]]]:
     """One round as a unit of work for Database.run: run again as it is when its transaction rolled back."""
 
     async def work(conn: Connection) -> list[int]:
         copied: list[tuple[int, str]] = []
-        retry = await _accept_round(conn, events, todo, results, now, copied=copied)
+        retry = await _accept_round(conn, events, todo, results, now, copied=copied, mode=mode)
         # Only once the round has committed (a rolled-back round runs again from scratch).
         if copies is not None:
             copies.extend(copied)
@@ -93,6 +102,7 @@ async def _accept_round(
     now: datetime | None,
     *,
     copied: list[tuple[int, str]],
+    mode: FanOutMode,
 ) -> list[int]:
     batch = [events[i] for i in todo]
     params = {
@@ -105,7 +115,12 @@ async def _accept_round(
         "now": now,
     }
     try:
-        cur = await execute(conn, "event_accept_many", params, binary=True)
+        rows = None if mode.fanned else await _rows(conn, "event_accept_many", params)
+        if not rows:
+            # Refused by the lean statement (nothing written): a subscription stands. Or fanned already.
+            if rows is not None:
+                mode.subscriptions_seen()
+            rows = await _rows(conn, "event_accept_fanned", params)
     except psycopg.errors.ForeignKeyViolation:
         # A conflicting copy's event was deleted (retention) under us: nothing
         # was written; the next round sees the key as new.
@@ -114,7 +129,7 @@ async def _accept_round(
         raise await _refusal(conn, events, todo, exc) from None
     retry: list[int] = []
     accepted: AcceptResult | None = None
-    for pos, outcome, state, accepted_at, traceparent, tracestate in await cur.fetchall():
+    for pos, outcome, state, accepted_at, traceparent, tracestate in rows:
         if outcome == "copied":  # a subscription's copy of the event at pos; its namespace in that column
             copied.append((todo[pos - 1], traceparent))
         elif pos is None:  # every event of the round not answered by a row of its own (see accepts.sql)
@@ -131,6 +146,11 @@ async def _accept_round(
                 results[index] = accepted
     retry.sort()
     return retry
+
+
+async def _rows(conn: Connection, name: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+    cur = await execute(conn, name, params, binary=True)
+    return await cur.fetchall()
 
 
 def _extras(batch: Sequence[NewEvent]) -> str:

@@ -1,12 +1,15 @@
-"""Subscriptions' rows: create, read, list and delete one, each change with its audit row.
+"""Subscriptions' rows: create, read, list and delete one, each change with its audit row; which accept to run.
 
 The fan-out itself is not here: the accept statement inserts the copies
-(event_accept_many in queries/accepts.sql) in the Accept's own transaction.
+(event_accept_fanned in queries/accepts.sql) in the Accept's own
+transaction. FanOutMode is this process's belief about which of the two
+accept statements to run; a wrong belief costs time, never a copy.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -17,6 +20,35 @@ from inboxd.store.database import Connection
 from inboxd.store.queries import QUERIES
 
 RECENT_CHANGES = 20
+# How long the fanned accept statement runs after the lean one found a
+# subscription, before the lean one is tried again (a subscription deleted
+# on another replica is learnt this way; one refused round trip a period).
+RECHECK_SECONDS = 10.0
+
+
+class FanOutMode:
+    """Which accept statement to run: the lean one until a subscription is met, then the fanned one for a while.
+
+    The lean statement refuses (does nothing, answers no row) while any
+    subscription stands, so believing "none" wrongly costs one round trip;
+    believing "some" wrongly costs the fanned statement's setup.
+    """
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._fanned_until = float("-inf")
+
+    @property
+    def fanned(self) -> bool:
+        return self._clock() < self._fanned_until
+
+    def subscriptions_seen(self) -> None:
+        """The lean statement refused: a subscription stands."""
+        self._fanned_until = self._clock() + RECHECK_SECONDS
+
+    def look_again(self) -> None:
+        """A subscription was deleted here: try the lean statement at the next accept."""
+        self._fanned_until = float("-inf")
 
 
 def _subscription(row: Sequence[Any]) -> Subscription:

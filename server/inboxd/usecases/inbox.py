@@ -43,6 +43,7 @@ from inboxd.store import actions, claims
 from inboxd.store.accepts import accept_events
 from inboxd.store.database import Connection, Database
 from inboxd.store.notifications import ReplicaSignals
+from inboxd.store.subscriptions import FanOutMode
 from inboxd.usecases.claiming import CLAIM_ANSWER_BYTES, FALLBACK_POLL_SECONDS, Claiming
 from inboxd.usecases.live_streams import WorkStreams
 from inboxd.usecases.subscriptions import fanned_out
@@ -113,6 +114,8 @@ class Inbox(Claiming):
         self._freed = FreedKeys(self.db, self.wake_claimers, self.clock, self._ignore_stale)
         # The live Work streams of this process (usecases/streams.py).
         self.streams = WorkStreams(self)
+        # Which accept statement to run: the lean one while no subscription stands (store/subscriptions.py).
+        self.fan_out = FanOutMode()
 
     async def accept(self, events: Sequence[NewEvent]) -> list[AcceptResult]:
         """Accepts events; each is answered once committed (accept_events says in how many transactions).
@@ -131,7 +134,7 @@ class Inbox(Claiming):
         settled: list[AcceptResult | None] = [None] * len(events)
         copied: list[tuple[int, str]] = []
         try:
-            results = await accept_events(self.db, events, now, settled=settled, copies=copied)
+            results = await accept_events(self.db, events, now, settled=settled, copies=copied, mode=self.fan_out)
         finally:
             # Even when a later round failed: what an earlier round committed is claimable, now or when due.
             self._later.accepted(events, settled, now)

@@ -105,4 +105,7 @@ class Subscriptions:
             return await store.delete(conn, name, actor=caller.name, reason=reason, now=now)
 
         now = self.inbox.clock()
-        return await self.inbox.db.run(work)
+        removed = await self.inbox.db.run(work)
+        # Maybe the last one: the lean accept statement says so at the next Accept.
+        self.inbox.fan_out.look_again()
+        return removed
