@@ -193,6 +193,7 @@ def _accept_bar(bench: Results, top: int) -> tuple[float, str]:
 
 def targets(bench: Results) -> list[Target]:
     from bench.bulk_targets import bulk_targets
+    from bench.fanout_targets import fanout_targets
     from bench.flow_targets import flow_targets
     from bench.raw_body_targets import raw_body_targets  # they build on this module's measures
     from bench.stream_targets import stream_targets
@@ -349,6 +350,7 @@ def targets(bench: Results) -> list[Target]:
         *flow_targets(bench),
         *bulk_targets(bench),
         *tracing_targets(bench),
+        *fanout_targets(bench),
     ]
 
 
