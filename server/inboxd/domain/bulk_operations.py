@@ -23,6 +23,7 @@ from datetime import UTC, datetime, timedelta
 from inboxd.domain import validation
 from inboxd.domain.errors import InvalidArgument, NotFound
 from inboxd.domain.namespace_patterns import grant_to_like
+from inboxd.domain.subscriptions import check_name
 from inboxd.domain.vocabulary import EventState
 
 MAX_RATE = 10_000.0
@@ -42,6 +43,8 @@ class BulkAction(enum.StrEnum):
 
     REPLAY = "replay"
     IGNORE = "ignore"
+    # Insert a subscription's copy of each event, as its Accept would have (fan-out of the past).
+    COPY = "copy"
 
 
 class BulkState(enum.StrEnum):
@@ -55,6 +58,7 @@ class BulkState(enum.StrEnum):
 ACTABLE: dict[BulkAction, frozenset[EventState]] = {
     BulkAction.REPLAY: frozenset({EventState.COMPLETED, EventState.DEAD_LETTERED}),
     BulkAction.IGNORE: frozenset({EventState.PENDING, EventState.DEAD_LETTERED}),
+    BulkAction.COPY: frozenset(EventState),
 }
 DEFAULT_STATES = (EventState.DEAD_LETTERED,)
 
@@ -86,6 +90,8 @@ class BulkRequest:
     reason: str
     rate: float = 0.0
     dry_run: bool = False
+    # COPY's subscription: its copies go to `<subscription>/<namespace>`. Empty for the other actions.
+    subscription: str = ""
 
 
 def check_request(request: BulkRequest) -> BulkRequest:
@@ -108,6 +114,10 @@ def check_request(request: BulkRequest) -> BulkRequest:
     validation.check_text("filter.error_contains", f.error_contains, validation.MAX_TEXT_BYTES)
     validation.check_text("filter.ordering_key", f.ordering_key, validation.MAX_IDENTITY_BYTES)
     validation.required_reason(request.reason)
+    if request.action is BulkAction.COPY:
+        check_name("subscription", request.subscription)
+    elif request.subscription:
+        raise InvalidArgument("subscription", f"goes with COPY only, not {request.action.name}")
     if not math.isfinite(request.rate) or not 0 <= request.rate <= MAX_RATE:
         raise InvalidArgument("rate", f"is {request.rate:g}; use 0 (no pace) up to {MAX_RATE:,.0f} events per second")
     return request
@@ -145,6 +155,8 @@ class BulkOperation:
     error: str
     # Seconds from its start until it ended, or until it was read.
     elapsed: timedelta
+    # COPY's subscription; empty for the other actions.
+    subscription: str = ""
 
     @property
     def measured_rate(self) -> float:

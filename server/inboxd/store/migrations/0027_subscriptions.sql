@@ -32,3 +32,15 @@ CREATE TABLE inbox_subscription_changes (
 );
 
 CREATE INDEX inbox_subscription_changes_name ON inbox_subscription_changes (name, id);
+
+-- A bulk operation COPY (issue 46): a subscription created later copies the
+-- past only when asked, as REPLAY and IGNORE act on the past. `subscription`
+-- names the subscription whose copies it makes ('' for the other actions).
+-- The operation's row is the act's audit (who, when, why, the filter); the
+-- copies it inserts are new events, with no earlier state to record.
+ALTER TABLE inbox_bulk_operations ADD COLUMN subscription text NOT NULL DEFAULT '';
+ALTER TABLE inbox_bulk_operations DROP CONSTRAINT inbox_bulk_operations_action_known;
+ALTER TABLE inbox_bulk_operations ADD CONSTRAINT inbox_bulk_operations_action_known
+    CHECK (action IN ('replay', 'ignore', 'copy'));
+ALTER TABLE inbox_bulk_operations ADD CONSTRAINT inbox_bulk_operations_copy_names_its_subscription
+    CHECK ((action = 'copy') = (subscription <> ''));
