@@ -57,7 +57,9 @@ async def accept_events(
     before it: an event they committed keeps its ACCEPTED.
     `copies`, when given, receives (index of the original, namespace) for
     each subscription's copy that a committed round inserted (fan-out,
-    accepts.sql), for the caller to wake their claimers.
+    accepts.sql), for the caller to wake their claimers. `mode` says which
+    accept statement to try first (None: the process's own): the lean one
+    refuses while a subscription stands, and the fanned one then runs.
     `now` is the clock (None: the database's); tests pass it to control time.
     Raises RefusedEvent when PostgreSQL refuses a value (nothing is stored).
     """
@@ -104,6 +106,8 @@ async def _accept_round(
     copied: list[tuple[int, str]],
     mode: FanOutMode,
 ) -> list[int]:
+    if not todo:
+        return []  # nothing to accept; and the lean statement's empty answer would read as its refusal
     batch = [events[i] for i in todo]
     params = {
         # One binary array per column (see accepts.sql and store/arrays.py): nothing to escape or parse.
@@ -115,12 +119,7 @@ async def _accept_round(
         "now": now,
     }
     try:
-        rows = None if mode.fanned else await _rows(conn, "event_accept_many", params)
-        if not rows:
-            # Refused by the lean statement (nothing written): a subscription stands. Or fanned already.
-            if rows is not None:
-                mode.subscriptions_seen()
-            rows = await _rows(conn, "event_accept_fanned", params)
+        rows = await _accept_statement(conn, params, mode)
     except psycopg.errors.ForeignKeyViolation:
         # A conflicting copy's event was deleted (retention) under us: nothing
         # was written; the next round sees the key as new.
@@ -148,8 +147,16 @@ async def _accept_round(
     return retry
 
 
-async def _rows(conn: Connection, name: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
-    cur = await execute(conn, name, params, binary=True)
+async def _accept_statement(conn: Connection, params: dict[str, Any], mode: FanOutMode) -> list[tuple[Any, ...]]:
+    """The rows of the lean accept statement, or, once it refused (or is known to), of the fanned one."""
+    if not mode.fanned:
+        cur = await execute(conn, "event_accept_many", params, binary=True)
+        rows = await cur.fetchall()
+        if rows:
+            return rows
+        # No row for a round with events: refused, nothing written. A subscription stands.
+        mode.subscriptions_seen()
+    cur = await execute(conn, "event_accept_fanned", params, binary=True)
     return await cur.fetchall()
 
 
