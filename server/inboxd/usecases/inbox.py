@@ -142,7 +142,8 @@ class Inbox(Claiming):
                 # Subscriptions' copies (fan-out) are events of their own: their claimers are woken too.
                 copies, copy_results = fanned_out(events, settled, copied)
                 self._later.accepted(copies, copy_results, now)
-                self.observer.accepted(copies, copy_results)
+                # Not Accepts (inboxd_accepts_total counts those), but new events of their namespaces.
+                self.observer.copied(copies)
         # Per group, not per call: counters move and the log writes once for
         # all the callers who shared the transaction.
         self.observer.accepted(events, results)
