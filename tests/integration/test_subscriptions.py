@@ -27,6 +27,7 @@ from tests.conftest import NO_BULK_RUNNER, NO_RESCUER
 from tests.integration.admin_fixtures import run_cli
 from tests.integration.helpers import accept_request, expect_status, seconds
 from tests.integration.test_claims import claim_one, fenced
+from tests.integration.test_flow_control import remove_rules
 
 ACCEPTED = inbox_pb2.ACCEPT_OUTCOME_ACCEPTED
 DUPLICATE = inbox_pb2.ACCEPT_OUTCOME_DUPLICATE
@@ -339,3 +340,23 @@ async def test_a_subscription_made_behind_a_replicas_back_binds_its_next_accept(
     assert not server.inbox.fan_out.fanned  # back to the lean statement
     await inbox.Accept(accept_request(ns, "evt_m"))
     assert set(await rows_of_key(db, "evt_m")) == {ns}
+
+
+async def test_flow_rules_and_stats_see_copies_as_the_events_they_are(
+    inbox: InboxServiceStub, admin: InboxAdminServiceStub, db: Database, ns: str, tag: str
+) -> None:
+    name = f"{tag}-paced"
+    copies = f"{name}/{ns}"
+    await subscribe(admin, name, ns)
+    pause = admin_pb2.SetFlowControlRequest(pattern=f"{name}/*", paused=True, reason="billing's API is down")
+    await admin.SetFlowControl(pause)
+    try:
+        await inbox.Accept(accept_request(ns, "evt_f"))
+        held = await inbox.Claim(inbox_pb2.ClaimRequest(namespaces=[copies], max_events=10))
+        assert list(held.events) == []  # the subscriber's rule holds its copy back
+        assert (await claim_one(inbox, ns)).event_key == "evt_f"  # and not the original
+        stats = await admin.Stats(admin_pb2.StatsRequest(namespace=copies))
+        [copy_stats] = stats.namespaces
+        assert copy_stats.namespace == copies and copy_stats.pending == 1
+    finally:
+        await remove_rules(db, name)
