@@ -45,7 +45,7 @@ async def own_subscriptions_removed(db: Database, tag: str) -> AsyncIterator[Non
     yield
 
     async def work(conn: Any) -> None:
-        await conn.execute("DELETE FROM inbox_subscriptions WHERE starts_with(name, %s)", (tag,))
+        await conn.execute("DELETE FROM inbox_subscriptions WHERE strpos(name, %s) > 0", (tag,))
 
     await db.run(work)
 
@@ -360,3 +360,14 @@ async def test_flow_rules_and_stats_see_copies_as_the_events_they_are(
         assert copy_stats.namespace == copies and copy_stats.pending == 1
     finally:
         await remove_rules(db, name)
+
+
+async def test_a_subscription_never_copies_what_lies_under_its_own_name(
+    inbox: InboxServiceStub, admin: InboxAdminServiceStub, db: Database, ns: str, tag: str
+) -> None:
+    # A pattern broad enough to match the subscriber's own namespaces: ns/* holds ns/<tag>-own/...
+    name = f"{ns}/{tag}-own"
+    await subscribe(admin, name, f"{ns}/*")
+    await inbox.Accept(accept_request(f"{ns}/stripe", "evt_o"))
+    await inbox.Accept(accept_request(f"{name}/direct", "evt_o"))  # accepted straight under the subscriber's name
+    assert set(await rows_of_key(db, "evt_o")) == {f"{ns}/stripe", f"{name}/{ns}/stripe", f"{name}/direct"}

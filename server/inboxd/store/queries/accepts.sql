@@ -62,7 +62,8 @@ WITH incoming AS (
     -- metadata, content type, ordering key, revision, availability and trace
     -- context. Only a new event is copied: a repeat (DUPLICATE or CONFLICT)
     -- leaves each copy as it leaves its original, and a copy is never copied
-    -- again. The EXISTS is a one-time filter: with no subscription the plan
+    -- again, nor is an event under the subscriber's own `<name>/` copied to
+    -- it. The EXISTS is a one-time filter: with no subscription the plan
     -- stops at one probe of an empty table, whatever the group holds.
     SELECT i.pos, s.name || '/' || i.namespace AS namespace, i.event_key, i.event_type, i.payload, i.content_type,
            i.metadata, i.message_id, i.ordering_key, i.revision, i.accepted_at, i.available_at,
@@ -71,6 +72,7 @@ WITH incoming AS (
     JOIN incoming AS i ON i.namespace = w.namespace AND i.event_key = w.event_key AND i.pos = i.first_pos
     JOIN inbox_subscriptions AS s
          ON i.namespace LIKE s.like_pattern AND (s.event_types = '{}' OR i.event_type = ANY (s.event_types))
+         AND NOT starts_with(i.namespace, s.name || '/')
     WHERE EXISTS (SELECT 1 FROM inbox_subscriptions)
 ), fanned AS (
     -- Insert-if-absent as the originals are, in key order: a copy's key that
@@ -239,6 +241,7 @@ UNION ALL
     FROM judged AS j
     JOIN inbox_subscriptions AS s
          ON j.namespace LIKE s.like_pattern AND (s.event_types = '{}' OR j.event_type = ANY (s.event_types))
+         AND NOT starts_with(j.namespace, s.name || '/')
     WHERE j.outcome = 'conflict'
       AND EXISTS (SELECT 1 FROM inbox_events AS c WHERE c.namespace = s.name || '/' || j.namespace
                                                     AND c.event_key = j.event_key)

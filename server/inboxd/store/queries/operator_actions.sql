@@ -201,8 +201,9 @@ LEFT JOIN ignored AS i ON true
 -- name: event_bulk_copy
 -- A bulk operation's COPY chunk (subscriptions, migration 0027): the next
 -- matches after the cursor whose event still matches the filter, and the
--- operation's subscription (its pattern and types; a subscription deleted
--- since copies nothing), and still has its payload, are inserted again as
+-- operation's subscription (its pattern and types, and not under its own
+-- `<name>/`; a subscription deleted since copies nothing), and still has its
+-- payload, are inserted again as
 -- the subscription's copies, exactly as the Accept's fan-out inserts them
 -- (namespace `<subscription>/<origin namespace>`, the original's key, type,
 -- payload, metadata, content type, ordering key, revision, acceptance time
@@ -227,6 +228,7 @@ WITH batch AS (
     JOIN inbox_subscriptions AS s ON s.name = o.subscription
     WHERE inboxd_bulk_filter_matches(e, o)
       AND e.namespace LIKE s.like_pattern AND (s.event_types = '{}' OR e.event_type = ANY (s.event_types))
+      AND NOT starts_with(e.namespace, s.name || '/')
       AND (e.payload IS NOT NULL OR e.raw_payload IS NOT NULL)
 ), numbered AS (
     SELECT c.*, row_number() OVER (ORDER BY c.position) - 1 AS turn FROM source AS c
