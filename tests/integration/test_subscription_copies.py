@@ -19,6 +19,7 @@ from inboxd.store.database import Database
 from inboxd_client.v1 import admin_pb2, inbox_pb2
 from inboxd_client.v1.admin_pb2_grpc import InboxAdminServiceStub
 from inboxd_client.v1.inbox_pb2_grpc import InboxServiceStub
+from tests.integration.admin_fixtures import run_cli
 from tests.integration.bulk_fixtures import DONE, REPLAY, carry, get, start
 from tests.integration.helpers import accept_request, expect_status
 from tests.integration.test_claims import claim_one
@@ -116,3 +117,19 @@ async def test_a_copy_bulk_operation_follows_the_subscriptions_types(
     assert (await namespaces_of(db, ns, name))[f"{name}/{ns}"] == {"paid"}
     answer = await inbox.Claim(inbox_pb2.ClaimRequest(namespaces=[f"{name}/{ns}"], max_events=5))
     assert [e.event_key for e in answer.events] == ["paid"]
+
+
+async def test_bulk_copy_from_the_cli(
+    server: RunningServer, inbox: InboxServiceStub, admin: InboxAdminServiceStub, db: Database, ns: str, name: str
+) -> None:
+    await inbox.Accept(accept_request(ns, "cli_old"))
+    await admin.CreateSubscription(admin_pb2.CreateSubscriptionRequest(name=name, namespace_pattern=ns, reason="r"))
+    target = ["--target", f"127.0.0.1:{server.port}"]
+    started = await run_cli(
+        "bulk", "copy", "--subscription", name, "-n", ns, "--reason", "backfill", "--no-wait", *target
+    )
+    assert started.code == 0, started.stderr
+    await carry(server, started.stdout.strip())
+    assert (await namespaces_of(db, ns, name))[f"{name}/{ns}"] == {"cli_old"}
+    shown = await run_cli("bulk", "show", started.stdout.strip(), *target)
+    assert shown.code == 0 and f"COPY for subscription {name}" in shown.stdout, shown

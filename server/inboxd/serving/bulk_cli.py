@@ -146,7 +146,8 @@ def operation_text(op: admin_pb2.BulkOperation) -> str:
     states = ", ".join(out.state_name(s) for s in f.states)
     lines = [
         f"id            {op.id}",
-        f"action        {action_name(op.action)}{' (dry run)' if op.dry_run else ''}",
+        f"action        {action_name(op.action)}{' (dry run)' if op.dry_run else ''}"
+        + (f" for subscription {op.subscription}" if op.subscription else ""),
         f"state         {state_name(op.state)}",
         f"namespace     {f.namespace_pattern}",
         f"states        {states}",
