@@ -15,6 +15,7 @@ from bench.phases.accept import accept_phase
 from bench.phases.bulk import bulk_phase
 from bench.phases.claim import claim_phase
 from bench.phases.edge import edge_phase
+from bench.phases.fanout import fanout_phase
 from bench.phases.flow import flow_phase
 from bench.phases.history import history_phase
 from bench.phases.idle import backlog_phase, long_poll_phase, wakeup_phase
@@ -98,6 +99,7 @@ async def run_bench(config: Config) -> dict[str, Any]:
             ("accept", accept_phase),
             ("accept-profiles", accept_profiles),
             ("streams", streams_phase),
+            ("fanout", fanout_phase),
             ("claim", claim_phase),
             ("claim-profile", claim_profile),
             ("work", work_claim_phase),

@@ -195,6 +195,7 @@ def _accept_bar(bench: Results, top: int) -> tuple[float, str]:
 def targets(bench: Results) -> list[Target]:
     from bench.bulk_targets import bulk_targets
     from bench.edge_targets import edge_targets
+    from bench.fanout_targets import fanout_targets
     from bench.flow_targets import flow_targets
     from bench.peer_targets import peer_targets
     from bench.raw_body_targets import raw_body_targets  # they build on this module's measures
@@ -354,6 +355,7 @@ def targets(bench: Results) -> list[Target]:
         *tracing_targets(bench),
         *edge_targets(bench),
         *peer_targets(bench),
+        *fanout_targets(bench),
     ]
 
 

@@ -56,6 +56,10 @@ CALLS: dict[str, tuple[str, tuple[Any, ...], dict[str, Any]]] = {
     "GetBulkOperation": ("get_bulk_operation", ("op",), {}),
     "ListBulkOperations": ("list_bulk_operations", (), {}),
     "CancelBulkOperation": ("cancel_bulk_operation", ("op", "r"), {}),
+    "CreateSubscription": ("create_subscription", (admin_pb2.CreateSubscriptionRequest(name="s"),), {}),
+    "GetSubscription": ("get_subscription", ("s",), {}),
+    "ListSubscriptions": ("list_subscriptions", (), {}),
+    "DeleteSubscription": ("delete_subscription", ("s", "r"), {}),
 }
 
 Caller = Callable[[str], Any]

@@ -54,6 +54,7 @@ async def matched_url(migrated_url: str) -> AsyncIterator[str]:
                     "reason": "plans",
                     "rate": 0.0,
                     "dry_run": False,
+                    "subscription": "",
                     "actor": "test",
                     "now": None,
                 },

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import AsyncIterator
 from dataclasses import replace
 
@@ -215,3 +216,23 @@ async def test_flow_gauges_count_paused_namespaces_and_each_rules_in_flight_agai
         assert value(after, "inboxd_flow_paused_namespaces") == value(before, "inboxd_flow_paused_namespaces")
     finally:
         await remove_rules(db, ns)
+
+
+async def test_subscriptions_copies_are_counted_apart_from_accepts(
+    metered: RunningServer, channel: grpc.aio.Channel, db: Database, ns: str
+) -> None:
+    admin = admin_pb2_grpc.InboxAdminServiceStub(channel)
+    names = [f"m{uuid.uuid4().hex[:10]}" for _ in range(2)]
+    try:
+        for name in names:
+            request = admin_pb2.CreateSubscriptionRequest(name=name, namespace_pattern=ns, reason="metrics")
+            await admin.CreateSubscription(request)
+        before = await scrape(metered)
+        await inbox_pb2_grpc.InboxServiceStub(channel).Accept(accept_request(ns, "fanned"))
+        after = await scrape(metered)
+    finally:
+        for name in names:
+            await admin.DeleteSubscription(admin_pb2.DeleteSubscriptionRequest(name=name, reason="done"))
+    moved = {n: value(after, n, **lb) - value(before, n, **lb) for n, lb in (
+        ("inboxd_accepts_total", {"outcome": "accepted"}), ("inboxd_subscription_copies_total", {}))}  # fmt: skip
+    assert moved == {"inboxd_accepts_total": 1, "inboxd_subscription_copies_total": 2}

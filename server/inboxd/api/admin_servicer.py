@@ -10,6 +10,7 @@ from inboxd.api import admin_convert as convert
 from inboxd.api import bulk_convert as bulk
 from inboxd.api import flow_convert as flow
 from inboxd.api import operator_actions_convert as acts
+from inboxd.api import subscriptions_convert as subs
 from inboxd.api.identity import current_caller, current_caller_name
 from inboxd.domain.operator_views import ListNarrowing
 from inboxd.domain.page_tokens import encode_page_token
@@ -114,3 +115,33 @@ class AdminServicer:
             request.id, reason=request.reason, caller=current_caller()
         )
         return admin_pb2.CancelBulkOperationResponse(operation=bulk.operation_to_proto(operation))
+
+    async def CreateSubscription(
+        self, request: admin_pb2.CreateSubscriptionRequest, context: Context
+    ) -> admin_pb2.CreateSubscriptionResponse:
+        subscription, created = await self.operators.create_subscription(
+            subs.subscription_spec(request), reason=request.reason, caller=current_caller()
+        )
+        return admin_pb2.CreateSubscriptionResponse(
+            subscription=subs.subscription_to_proto(subscription), created=created
+        )
+
+    async def GetSubscription(
+        self, request: admin_pb2.GetSubscriptionRequest, context: Context
+    ) -> admin_pb2.GetSubscriptionResponse:
+        subscription, changes = await self.operators.get_subscription(request.name, caller=current_caller())
+        return admin_pb2.GetSubscriptionResponse(
+            subscription=subs.subscription_to_proto(subscription), changes=[subs.change_to_proto(c) for c in changes]
+        )
+
+    async def ListSubscriptions(
+        self, request: admin_pb2.ListSubscriptionsRequest, context: Context
+    ) -> admin_pb2.ListSubscriptionsResponse:
+        found = await self.operators.list_subscriptions(caller=current_caller())
+        return admin_pb2.ListSubscriptionsResponse(subscriptions=[subs.subscription_to_proto(s) for s in found])
+
+    async def DeleteSubscription(
+        self, request: admin_pb2.DeleteSubscriptionRequest, context: Context
+    ) -> admin_pb2.DeleteSubscriptionResponse:
+        removed = await self.operators.delete_subscription(request.name, reason=request.reason, caller=current_caller())
+        return admin_pb2.DeleteSubscriptionResponse(subscription=subs.subscription_to_proto(removed))

@@ -73,6 +73,12 @@ RULES: dict[str, tuple[Scope, NamespacesOf]] = {
     _ADMIN + "GetBulkOperation": (Scope.ADMIN, _none),
     _ADMIN + "ListBulkOperations": (Scope.ADMIN, _none),
     _ADMIN + "CancelBulkOperation": (Scope.ADMIN, _none),
+    # A subscription's pattern and its copies' `<name>/*` lie within the caller's grants as globs
+    # (usecases/subscriptions.py), and a listing shows only those that do.
+    _ADMIN + "CreateSubscription": (Scope.ADMIN, _none),
+    _ADMIN + "GetSubscription": (Scope.ADMIN, _none),
+    _ADMIN + "ListSubscriptions": (Scope.ADMIN, _none),
+    _ADMIN + "DeleteSubscription": (Scope.ADMIN, _none),
 }
 
 

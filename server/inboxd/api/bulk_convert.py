@@ -29,6 +29,7 @@ from inboxd_client.v1 import admin_pb2
 ACTION_FROM_PROTO = {
     admin_pb2.BULK_ACTION_REPLAY: BulkAction.REPLAY,
     admin_pb2.BULK_ACTION_IGNORE: BulkAction.IGNORE,
+    admin_pb2.BULK_ACTION_COPY: BulkAction.COPY,
 }
 ACTION_TO_PROTO = {action: proto for proto, action in ACTION_FROM_PROTO.items()}
 STATE_TO_PROTO = {
@@ -39,26 +40,27 @@ STATE_TO_PROTO = {
 }
 
 
-def _states(f: admin_pb2.BulkFilter) -> tuple[EventState, ...]:
+def _states(f: admin_pb2.BulkFilter, action: BulkAction) -> tuple[EventState, ...]:
     states: list[EventState] = []
     for i, value in enumerate(f.states):
         state = EVENT_STATE_FROM_PROTO.get(value)
         if state is None:
             raise InvalidArgument(f"filter.states[{i}]", f"{value} is not a known EventState")
         states.append(state)
-    return tuple(dict.fromkeys(states)) or DEFAULT_STATES
+    # COPY copies an event whatever its state; the others act on dead letters unless told.
+    return tuple(dict.fromkeys(states)) or (tuple(EventState) if action is BulkAction.COPY else DEFAULT_STATES)
 
 
 def bulk_request(request: admin_pb2.StartBulkOperationRequest) -> BulkRequest:
     action = ACTION_FROM_PROTO.get(request.action)
     if action is None:
-        raise InvalidArgument("action", "is required: BULK_ACTION_REPLAY or BULK_ACTION_IGNORE")
+        raise InvalidArgument("action", "is required: BULK_ACTION_REPLAY, BULK_ACTION_IGNORE or BULK_ACTION_COPY")
     f = request.filter
     return BulkRequest(
         filter=BulkFilter(
             namespace_pattern=f.namespace_pattern,
             event_types=tuple(f.event_types),
-            states=_states(f),
+            states=_states(f, action),
             accepted_from=instant_from_proto("filter.accepted_from", f.accepted_from)
             if f.HasField("accepted_from")
             else None,
@@ -72,6 +74,7 @@ def bulk_request(request: admin_pb2.StartBulkOperationRequest) -> BulkRequest:
         reason=request.reason,
         rate=request.rate,
         dry_run=request.dry_run,
+        subscription=request.subscription,
     )
 
 
@@ -112,6 +115,7 @@ def operation_to_proto(op: BulkOperation) -> admin_pb2.BulkOperation:
         cancelled_by=op.cancelled_by,
         error=op.error,
         measured_rate=op.measured_rate,
+        subscription=op.subscription,
     )
     if op.finished_at is not None:
         out.finished_at.CopyFrom(instant_to_proto(op.finished_at))

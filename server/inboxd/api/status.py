@@ -10,6 +10,7 @@ from inboxd_client.v1 import inbox_pb2
 STATUS_BY_ERROR: dict[type[errors.InboxError], grpc.StatusCode] = {
     errors.InvalidArgument: grpc.StatusCode.INVALID_ARGUMENT,
     errors.NotFound: grpc.StatusCode.NOT_FOUND,
+    errors.AlreadyExists: grpc.StatusCode.ALREADY_EXISTS,
     errors.ClaimSuperseded: grpc.StatusCode.ABORTED,
     errors.TransitionNotAllowed: grpc.StatusCode.FAILED_PRECONDITION,
     errors.Unavailable: grpc.StatusCode.UNAVAILABLE,

@@ -27,6 +27,7 @@ from inboxd.console.operator_forms import OperatorForms
 from inboxd.console.pages import error_page
 from inboxd.console.sessions import Clock, Session, Sessions
 from inboxd.console.signin import SignIn
+from inboxd.console.subscriptions_page import SubscriptionForms
 from inboxd.console.views import Views
 from inboxd.domain.errors import InboxError, NotFound, PermissionDenied, Unauthenticated
 from inboxd.usecases.admin import Operators
@@ -86,6 +87,7 @@ class Console:
         self.acts = OperatorForms(operators, self)
         self.flow = FlowForms(operators, self)
         self.bulk = BulkForms(operators, self)
+        self.subscriptions = SubscriptionForms(operators, self)
         self.signin = SignIn(self)
         self.port: int | None = None
         self.hosts: AllowedHosts | None = None
@@ -125,6 +127,9 @@ class Console:
         app.router.add_get("/bulk/operation", self.bulk.operation)
         app.router.add_get("/bulk/operation.json", self.bulk.operation_json)
         app.router.add_post("/bulk/cancel", self.bulk.cancel)
+        app.router.add_get("/subscriptions", self.subscriptions.page)
+        app.router.add_post("/subscriptions/create", self.subscriptions.create)
+        app.router.add_post("/subscriptions/delete", self.subscriptions.delete)
         app.router.add_get("/static/{name}", self._static_file)
         return app
 

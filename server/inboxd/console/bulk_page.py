@@ -83,7 +83,7 @@ def rate_text(rate: float) -> str:
 
 def plan_words(action: BulkAction, matched: int, rate: float) -> str:
     """What starting would do: "Replay 9,812 events at 200/s, about 49 s"."""
-    verb = "Replay" if action is BulkAction.REPLAY else "Ignore"
+    verb = {BulkAction.REPLAY: "Replay", BulkAction.IGNORE: "Ignore", BulkAction.COPY: "Copy"}[action]
     what = f"{verb} {_count(matched, 'event')}"
     if matched == 0:
         return f"{what}: nothing matches now"

@@ -99,6 +99,7 @@ _NAV = (
     ("/dead-letters", "Dead letters"),
     ("/flow", "Flow control"),
     ("/bulk", "Bulk operations"),
+    ("/subscriptions", "Subscriptions"),
 )
 
 

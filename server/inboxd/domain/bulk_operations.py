@@ -23,6 +23,7 @@ from datetime import UTC, datetime, timedelta
 from inboxd.domain import validation
 from inboxd.domain.errors import InvalidArgument, NotFound, TooManyRequests
 from inboxd.domain.namespace_patterns import grant_to_like
+from inboxd.domain.subscriptions import check_name
 from inboxd.domain.vocabulary import EventState
 
 MAX_RATE = 10_000.0
@@ -47,6 +48,8 @@ class BulkAction(enum.StrEnum):
 
     REPLAY = "replay"
     IGNORE = "ignore"
+    # Insert a subscription's copy of each event, as its Accept would have (fan-out of the past).
+    COPY = "copy"
 
 
 class BulkState(enum.StrEnum):
@@ -60,6 +63,7 @@ class BulkState(enum.StrEnum):
 ACTABLE: dict[BulkAction, frozenset[EventState]] = {
     BulkAction.REPLAY: frozenset({EventState.COMPLETED, EventState.DEAD_LETTERED}),
     BulkAction.IGNORE: frozenset({EventState.PENDING, EventState.DEAD_LETTERED}),
+    BulkAction.COPY: frozenset(EventState),
 }
 DEFAULT_STATES = (EventState.DEAD_LETTERED,)
 
@@ -91,6 +95,8 @@ class BulkRequest:
     reason: str
     rate: float = 0.0
     dry_run: bool = False
+    # COPY's subscription: its copies go to `<subscription>/<namespace>`. Empty for the other actions.
+    subscription: str = ""
 
 
 def check_request(request: BulkRequest) -> BulkRequest:
@@ -113,6 +119,10 @@ def check_request(request: BulkRequest) -> BulkRequest:
     validation.check_text("filter.error_contains", f.error_contains, validation.MAX_TEXT_BYTES)
     validation.check_text("filter.ordering_key", f.ordering_key, validation.MAX_IDENTITY_BYTES)
     validation.required_reason(request.reason)
+    if request.action is BulkAction.COPY:
+        check_name("subscription", request.subscription)
+    elif request.subscription:
+        raise InvalidArgument("subscription", f"goes with COPY only, not {request.action.name}")
     if not math.isfinite(request.rate) or not (request.rate == 0 or MIN_RATE <= request.rate <= MAX_RATE):
         raise InvalidArgument(
             "rate", f"is {request.rate:g}; use 0 (no pace), or {MIN_RATE:g} up to {MAX_RATE:,.0f} events per second"
@@ -169,6 +179,8 @@ class BulkOperation:
     error: str
     # Seconds from its start until it ended, or until it was read.
     elapsed: timedelta
+    # COPY's subscription; empty for the other actions.
+    subscription: str = ""
 
     @property
     def measured_rate(self) -> float:

@@ -33,6 +33,10 @@ class NotFound(InboxError):
         return cls(f"no event {event_key!r} in namespace {namespace!r}")
 
 
+class AlreadyExists(InboxError):
+    """A name is taken by something else (a subscription created again with another definition)."""
+
+
 class ClaimSuperseded(InboxError):
     """The claim token is not the event's current one: its lease was taken over."""
 

@@ -164,6 +164,9 @@ class Metrics(InboxObserver):
         r = self.registry
         self.accepts = Counter("inboxd_accepts_total", "Accepted events by outcome.", ["outcome"], registry=r)
         self.claims = Counter("inboxd_claims_total", "Events leased to workers by Claim.", registry=r)
+        self.subscription_copies = Counter(
+            "inboxd_subscription_copies_total", "Subscriptions' copies inserted with their originals.", registry=r
+        )
         self.completions = Counter(
             "inboxd_completions_total", "Completions answered OK, by disposition.", ["disposition"], registry=r
         )
@@ -257,6 +260,9 @@ class Metrics(InboxObserver):
     def accepted(self, events: Sequence[NewEvent], results: Sequence[AcceptResult]) -> None:
         for outcome, count in CountOf(r.outcome for r in results).items():
             self._accept_counters[outcome].inc(count)
+
+    def copied(self, copies: Sequence[NewEvent]) -> None:
+        self.subscription_copies.inc(len(copies))
 
     def accept_stream_held(self, change: int) -> None:
         self.accept_stream_items.inc(change)

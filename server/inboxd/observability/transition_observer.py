@@ -32,6 +32,9 @@ class InboxObserver:
     def accepted(self, events: Sequence[NewEvent], results: Sequence[AcceptResult]) -> None:
         """A batch committed: one result per event, in order (the dedupe decisions)."""
 
+    def copied(self, copies: Sequence[NewEvent]) -> None:
+        """Subscriptions' copies committed with their originals' Accepts: new events, each in its namespace."""
+
     def claimed(self, worker_id: str, batch: ClaimBatch) -> None:
         """A Claim committed: the events leased, and the expired leases and exhausted events it met."""
 
@@ -98,6 +101,9 @@ class Observers(InboxObserver):
 
     def accepted(self, events: Sequence[NewEvent], results: Sequence[AcceptResult]) -> None:
         self._each(lambda o: o.accepted(events, results))
+
+    def copied(self, copies: Sequence[NewEvent]) -> None:
+        self._each(lambda o: o.copied(copies))
 
     def claimed(self, worker_id: str, batch: ClaimBatch) -> None:
         self._each(lambda o: o.claimed(worker_id, batch))

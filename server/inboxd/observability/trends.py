@@ -70,6 +70,11 @@ class TrendTally(InboxObserver):
             if result.outcome is AcceptOutcome.ACCEPTED:
                 self._add(event.namespace, _ACCEPTED)
 
+    def copied(self, copies: Sequence[NewEvent]) -> None:
+        # A copy is a new event of its namespace: its trend counts it as accepted there.
+        for copy in copies:
+            self._add(copy.namespace, _ACCEPTED)
+
     def completed(self, fence: Fence, disposition: Disposition) -> None:
         self._add(fence.namespace, _COMPLETED)
 

@@ -28,7 +28,11 @@ STATES = {
     "completed": types_pb2.EVENT_STATE_COMPLETED,
     "dead_lettered": types_pb2.EVENT_STATE_DEAD_LETTERED,
 }
-ACTIONS = {"replay": admin_pb2.BULK_ACTION_REPLAY, "ignore": admin_pb2.BULK_ACTION_IGNORE}
+ACTIONS = {
+    "replay": admin_pb2.BULK_ACTION_REPLAY,
+    "ignore": admin_pb2.BULK_ACTION_IGNORE,
+    "copy": admin_pb2.BULK_ACTION_COPY,
+}
 RUNNING = admin_pb2.BULK_OPERATION_STATE_RUNNING
 DONE = admin_pb2.BULK_OPERATION_STATE_DONE
 FOLLOW_SECONDS = 0.5
@@ -51,7 +55,7 @@ def _instant(text: str) -> datetime:
 def add_bulk_commands(commands: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:  # type: ignore[type-arg]
     """Registers `inboxd bulk replay|ignore|list|show|cancel` with the shared options `common` on each."""
     bulk = commands.add_parser("bulk", help="replay or ignore every event a filter matches, at a pace; follow it")
-    actions = bulk.add_subparsers(dest="bulk_command", required=True, metavar="{replay,ignore,list,show,cancel}")
+    actions = bulk.add_subparsers(dest="bulk_command", required=True, metavar="{replay,ignore,copy,list,show,cancel}")
 
     start = argparse.ArgumentParser(add_help=False)
     start.add_argument("--namespace", "-n", required=True, help='a namespace or a pattern ("mailera/*")')
@@ -77,6 +81,11 @@ def add_bulk_commands(commands: argparse._SubParsersAction, common: argparse.Arg
     actions.add_parser(
         "ignore", parents=[common, start], help="complete matching PENDING or DEAD_LETTERED events as IGNORED"
     ).add_argument("--reason", required=True, help="why: the IGNORED disposition's reason, and the audit's")
+    copy = actions.add_parser(
+        "copy", parents=[common, start], help="make a subscription's copies of matching events (any state by default)"
+    )
+    copy.add_argument("--subscription", required=True, help="the subscription whose copies to make")
+    copy.add_argument("--reason", required=True, help="why: written to the operation's audit")
 
     listing = actions.add_parser("list", parents=[common], help="operations, newest first")
     listing.add_argument("--limit", type=int, default=20, help="at most this many (1..100, default 20)")
@@ -108,6 +117,7 @@ def _start_request(args: argparse.Namespace) -> admin_pb2.StartBulkOperationRequ
         reason=args.reason,
         rate=args.rate,
         dry_run=args.dry_run,
+        subscription=getattr(args, "subscription", ""),
     )
     if (since := _timestamp(args.since)) is not None:
         request.filter.accepted_from.CopyFrom(since)
@@ -141,7 +151,8 @@ def operation_text(op: admin_pb2.BulkOperation) -> str:
     states = ", ".join(out.state_name(s) for s in f.states)
     lines = [
         f"id            {op.id}",
-        f"action        {action_name(op.action)}{' (dry run)' if op.dry_run else ''}",
+        f"action        {action_name(op.action)}{' (dry run)' if op.dry_run else ''}"
+        + (f" for subscription {op.subscription}" if op.subscription else ""),
         f"state         {state_name(op.state)}",
         f"namespace     {f.namespace_pattern}",
         f"states        {states}",
@@ -271,7 +282,7 @@ def _cancel(client: AdminCalls, args: argparse.Namespace) -> int:
     return 0
 
 
-_ACTIONS = {"replay": _start, "ignore": _start, "list": _list, "show": _show, "cancel": _cancel}
+_ACTIONS = {"replay": _start, "ignore": _start, "copy": _start, "list": _list, "show": _show, "cancel": _cancel}
 
 
 def run_bulk(client: AdminCalls, args: argparse.Namespace) -> int:

@@ -17,6 +17,10 @@ from inboxd.domain.vocabulary import AcceptOutcome, AcceptResult, EventState, Ne
 from inboxd.store.arrays import Byteas, Texts
 from inboxd.store.database import Connection, Database
 from inboxd.store.queries import QUERIES, execute
+from inboxd.store.subscriptions import FanOutMode
+
+# The belief of callers that keep none of their own (tests, tools): see FanOutMode.
+PROCESS_MODE = FanOutMode()
 
 # A key another transaction commits while this statement runs is neither
 # inserted nor visible to it; those events are simply run again. Each round
@@ -36,6 +40,8 @@ async def accept_events(
     now: datetime | None = None,
     *,
     settled: list[AcceptResult | None] | None = None,
+    copies: list[tuple[int, str]] | None = None,
+    mode: FanOutMode | None = None,
 ) -> list[AcceptResult]:
     """Accepts `events`; one result per event, in order.
 
@@ -49,25 +55,43 @@ async def accept_events(
     retry finds them DUPLICATE. A round that loses a deadlock or
     serialization race is run again alone (Database.run), never the rounds
     before it: an event they committed keeps its ACCEPTED.
+    `copies`, when given, receives (index of the original, namespace) for
+    each subscription's copy that a committed round inserted (fan-out,
+    accepts.sql), for the caller to wake their claimers. `mode` says which
+    accept statement to try first (None: the process's own): the lean one
+    refuses while a subscription stands, and the fanned one then runs.
     `now` is the clock (None: the database's); tests pass it to control time.
     Raises RefusedEvent when PostgreSQL refuses a value (nothing is stored).
     """
     results: list[AcceptResult | None] = [None] * len(events) if settled is None else settled
     todo = list(range(len(events)))
     for _ in range(_ROUNDS):
-        todo = await db.run(_round(events, todo, results, now), transaction=False)
+        todo = await db.run(
+            _round(events, todo, results, now, copies=copies, mode=mode or PROCESS_MODE), transaction=False
+        )
         if not todo:
             return [r for r in results if r is not None]
     raise Unavailable(f"{len(todo)} events met concurrent writes on their keys {_ROUNDS} times; retry")
 
 
 def _round(
-    events: Sequence[NewEvent], todo: list[int], results: list[AcceptResult | None], now: datetime | None
+    events: Sequence[NewEvent],
+    todo: list[int],
+    results: list[AcceptResult | None],
+    now: datetime | None,
+    *,
+    copies: list[tuple[int, str]] | None,
+    mode: FanOutMode,
 ) -> Callable[[Connection], Awaitable[list[int]]]:
     """One round as a unit of work for Database.run: run again as it is when its transaction rolled back."""
 
     async def work(conn: Connection) -> list[int]:
-        return await _accept_round(conn, events, todo, results, now)
+        copied: list[tuple[int, str]] = []
+        retry = await _accept_round(conn, events, todo, results, now, copied=copied, mode=mode)
+        # Only once the round has committed (a rolled-back round runs again from scratch).
+        if copies is not None:
+            copies.extend(copied)
+        return retry
 
     return work
 
@@ -78,7 +102,12 @@ async def _accept_round(
     todo: list[int],
     results: list[AcceptResult | None],
     now: datetime | None,
+    *,
+    copied: list[tuple[int, str]],
+    mode: FanOutMode,
 ) -> list[int]:
+    if not todo:
+        return []  # nothing to accept; and the lean statement's empty answer would read as its refusal
     batch = [events[i] for i in todo]
     params = {
         # One binary array per column (see accepts.sql and store/arrays.py): nothing to escape or parse.
@@ -90,7 +119,7 @@ async def _accept_round(
         "now": now,
     }
     try:
-        cur = await execute(conn, "event_accept_many", params, binary=True)
+        rows = await _accept_statement(conn, params, mode)
     except psycopg.errors.ForeignKeyViolation:
         # A conflicting copy's event was deleted (retention) under us: nothing
         # was written; the next round sees the key as new.
@@ -99,8 +128,10 @@ async def _accept_round(
         raise await _refusal(conn, events, todo, exc) from None
     retry: list[int] = []
     accepted: AcceptResult | None = None
-    for pos, outcome, state, accepted_at, traceparent, tracestate in await cur.fetchall():
-        if pos is None:  # every event of the round not answered by a row of its own (see accepts.sql)
+    for pos, outcome, state, accepted_at, traceparent, tracestate in rows:
+        if outcome == "copied":  # a subscription's copy of the event at pos; its namespace in that column
+            copied.append((todo[pos - 1], traceparent))
+        elif pos is None:  # every event of the round not answered by a row of its own (see accepts.sql)
             accepted = AcceptResult(AcceptOutcome.ACCEPTED, _STATES[state], accepted_at)
         elif outcome == "retry":
             retry.append(todo[pos - 1])
@@ -114,6 +145,19 @@ async def _accept_round(
                 results[index] = accepted
     retry.sort()
     return retry
+
+
+async def _accept_statement(conn: Connection, params: dict[str, Any], mode: FanOutMode) -> list[tuple[Any, ...]]:
+    """The rows of the lean accept statement, or, once it refused (or is known to), of the fanned one."""
+    if not mode.fanned:
+        cur = await execute(conn, "event_accept_many", params, binary=True)
+        rows = await cur.fetchall()
+        if rows:
+            return rows
+        # No row for a round with events: refused, nothing written. A subscription stands.
+        mode.subscriptions_seen()
+    cur = await execute(conn, "event_accept_fanned", params, binary=True)
+    return await cur.fetchall()
 
 
 def _extras(batch: Sequence[NewEvent]) -> str:

@@ -3,7 +3,7 @@
 A chunk is one transaction: it locks the operation's row (a cancel waits
 for it, and it sees a committed cancel), changes the next matches after the
 cursor that still match and can be acted on (event_bulk_replay,
-event_bulk_ignore in operator_actions.sql), and moves the cursor and the
+event_bulk_ignore, event_bulk_copy in operator_actions.sql), and moves the cursor and the
 counts in the same transaction: a chunk either happened whole, cursor
 included, or not at all, so no match is dealt with twice whoever runs the
 next chunk. The chunk that finds no match left ends the operation DONE.
@@ -39,12 +39,20 @@ from inboxd.store.queries import QUERIES
 _NO_ID = uuid.UUID(int=0)
 # How long a chunk waits for an event row another transaction holds (bulk_chunk_lock_timeout).
 CHUNK_LOCK_TIMEOUT = "2s"
+# The cursor's column in an operation's row (bulk_operation_read and its kin).
+_CURSOR = 22
+# Each action's chunk statement (operator_actions.sql).
+_CHUNK_QUERIES = {
+    BulkAction.REPLAY: "event_bulk_replay",
+    BulkAction.IGNORE: "event_bulk_ignore",
+    BulkAction.COPY: "event_bulk_copy",
+}
 
 
 def _operation(row: tuple[Any, ...]) -> BulkOperation:
     (op_id, pattern, event_types, states, accepted_from, accepted_until, error_contains, ordering_key, action,
      reason, rate, dry_run, state, matched, done, skipped, actor, started_at, finished_at, cancelled_by, error,
-     elapsed, _cursor) = row  # fmt: skip
+     elapsed, _cursor, subscription) = row  # fmt: skip
     return BulkOperation(
         id=op_id,
         filter=BulkFilter(
@@ -70,6 +78,7 @@ def _operation(row: tuple[Any, ...]) -> BulkOperation:
         cancelled_by=cancelled_by,
         error=error,
         elapsed=elapsed if isinstance(elapsed, timedelta) else timedelta(0),
+        subscription=subscription,
     )
 
 
@@ -100,6 +109,7 @@ async def start_operation(
         "reason": request.reason,
         "rate": request.rate,
         "dry_run": request.dry_run,
+        "subscription": request.subscription,
         "actor": actor,
         "now": now,
     }
@@ -220,15 +230,17 @@ async def run_chunk(
     current = _operation(row)
     if current.state is not BulkState.RUNNING:
         return current, None
-    cursor = int(row[-1])
-    query = "event_bulk_replay" if current.action is BulkAction.REPLAY else "event_bulk_ignore"
+    cursor = int(row[_CURSOR])
+    query = _CHUNK_QUERIES[current.action]
     limit = chunk_size(current.rate, largest)
-    # Matches another transaction holds are waited for, not passed (event_bulk_lock).
-    await conn.execute(QUERIES["bulk_chunk_lock_timeout"], {"timeout": CHUNK_LOCK_TIMEOUT})
-    actable = sorted(s.value for s in ACTABLE[current.action])
-    await conn.execute(
-        QUERIES["event_bulk_lock"], {"operation": operation, "after": cursor, "limit": limit, "states": actable}
-    )
+    if current.action is not BulkAction.COPY:
+        # Matches another transaction holds are waited for, not passed (event_bulk_lock). A COPY
+        # changes no match, only reads it: a held row is copied as it stands.
+        await conn.execute(QUERIES["bulk_chunk_lock_timeout"], {"timeout": CHUNK_LOCK_TIMEOUT})
+        actable = sorted(s.value for s in ACTABLE[current.action])
+        await conn.execute(
+            QUERIES["event_bulk_lock"], {"operation": operation, "after": cursor, "limit": limit, "states": actable}
+        )
     params = {
         "operation": operation,
         "after": cursor,

@@ -12,6 +12,7 @@ rescue.py, streams.py, retention.py, operator_actions.py and bulk_operations.py,
 transition.
 
     (none)        -> PENDING        event_accept_many       Accept, AcceptBatch: a new key, due at available_at
+    (none)        -> PENDING        event_accept_fanned     likewise while a subscription stands: with its copies
     PENDING       -> PROCESSING     event_claim             Claim, when due: attempt + 1, a new claim and fencing token
     PROCESSING    -> PROCESSING     event_claim             Claim by anyone once the lease expired: the old claim ends
     PENDING       -> DEAD_LETTERED  event_claim             Claim, when due with no attempts left: last_error says why
@@ -40,6 +41,7 @@ transition.
     DEAD_LETTERED -> PENDING        event_bulk_replay       a bulk REPLAY's chunk, likewise
     PENDING       -> COMPLETED      event_bulk_ignore       a bulk IGNORE's chunk (audited, naming it): IGNORED
     DEAD_LETTERED -> COMPLETED      event_bulk_ignore       a bulk IGNORE's chunk, likewise
+    (none)        -> PENDING        event_bulk_copy         a bulk COPY's chunk: a subscription's copy, due at its pace
     PROCESSING    -> PROCESSING     event_stream_renew      a Work stream's heartbeat: every lease it holds, later
     PROCESSING    -> PENDING        event_stream_end        a Work stream ended holding it, attempts left: due at once
     PROCESSING    -> DEAD_LETTERED  event_stream_end        a Work stream ended holding it, no attempts left

@@ -59,7 +59,9 @@ CREATE TABLE public.inbox_bulk_operations (
     cancelled_by text DEFAULT ''::text NOT NULL,
     cancel_reason text DEFAULT ''::text NOT NULL,
     error text DEFAULT ''::text NOT NULL,
-    CONSTRAINT inbox_bulk_operations_action_known CHECK ((action = ANY (ARRAY['replay'::text, 'ignore'::text]))),
+    subscription text DEFAULT ''::text NOT NULL,
+    CONSTRAINT inbox_bulk_operations_action_known CHECK ((action = ANY (ARRAY['replay'::text, 'ignore'::text, 'copy'::text]))),
+    CONSTRAINT inbox_bulk_operations_copy_names_its_subscription CHECK (((action = 'copy'::text) = (subscription <> ''::text))),
     CONSTRAINT inbox_bulk_operations_counts_within_matches CHECK (((done >= 0) AND (skipped >= 0) AND ((done + skipped) <= matched))),
     CONSTRAINT inbox_bulk_operations_dry_runs_end_at_once CHECK (((NOT dry_run) OR ((state = 'done'::text) AND (done = 0)))),
     CONSTRAINT inbox_bulk_operations_finished_when_ended CHECK (((state = 'running'::text) = (finished_at IS NULL))),
@@ -1230,6 +1232,50 @@ ALTER TABLE public.inbox_replays ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTIT
 
 
 --
+-- Name: inbox_subscription_changes; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.inbox_subscription_changes (
+    id bigint NOT NULL,
+    name text NOT NULL,
+    actor text NOT NULL,
+    reason text NOT NULL,
+    before text NOT NULL,
+    after text NOT NULL,
+    changed_at timestamp with time zone NOT NULL
+);
+
+
+--
+-- Name: inbox_subscription_changes_id_seq; Type: SEQUENCE; Schema: public; Owner: -
+--
+
+ALTER TABLE public.inbox_subscription_changes ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME public.inbox_subscription_changes_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+
+--
+-- Name: inbox_subscriptions; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.inbox_subscriptions (
+    name text NOT NULL,
+    namespace_pattern text NOT NULL,
+    like_pattern text NOT NULL,
+    event_types text[] DEFAULT '{}'::text[] NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    created_by text NOT NULL,
+    CONSTRAINT inbox_subscriptions_name_plain CHECK (((name <> ''::text) AND (strpos(name, '*'::text) = 0) AND ("right"(name, 1) <> '/'::text)))
+);
+
+
+--
 -- Name: inbox_trend_ages; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -1401,6 +1447,22 @@ ALTER TABLE ONLY public.inbox_replays
 
 
 --
+-- Name: inbox_subscription_changes inbox_subscription_changes_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.inbox_subscription_changes
+    ADD CONSTRAINT inbox_subscription_changes_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: inbox_subscriptions inbox_subscriptions_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.inbox_subscriptions
+    ADD CONSTRAINT inbox_subscriptions_pkey PRIMARY KEY (name);
+
+
+--
 -- Name: inbox_trend_ages inbox_trend_ages_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -1554,6 +1616,13 @@ CREATE INDEX inbox_replays_bulk_operation ON public.inbox_replays USING btree (b
 --
 
 CREATE INDEX inbox_replays_event ON public.inbox_replays USING btree (namespace, event_key);
+
+
+--
+-- Name: inbox_subscription_changes_name; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX inbox_subscription_changes_name ON public.inbox_subscription_changes USING btree (name, id);
 
 
 --

@@ -1,8 +1,8 @@
 """The operators' use cases: inspect events, list them, replay them, read the inbox's health.
 
 Their other acts (settle an action, end a claim, discard an event) stand in
-operator_actions.py, flow control's rules in flow_control.py, and bulk operations in
-bulk_operations.py: bases of Operators.
+operator_actions.py, flow control's rules in flow_control.py, bulk operations in
+bulk_operations.py, and subscriptions in subscriptions.py: bases of Operators.
 
 Like `inbox.py`, it takes validated domain values and writes no SQL. It
 shares the Inbox's database, clock and settings, and wakes the Inbox's
@@ -26,12 +26,13 @@ from inboxd.usecases.bulk_operations import BulkOperations
 from inboxd.usecases.flow_control import FlowControls
 from inboxd.usecases.inbox import Inbox
 from inboxd.usecases.operator_actions import OperatorActs
+from inboxd.usecases.subscriptions import Subscriptions
 
 ALL_STATES = tuple(EventState)
 
 
 @dataclass
-class Operators(OperatorActs, FlowControls, BulkOperations):
+class Operators(OperatorActs, FlowControls, BulkOperations, Subscriptions):
     inbox: Inbox
     observer: InboxObserver = field(default_factory=InboxObserver)
 

@@ -33,8 +33,10 @@ from inboxd.domain.bulk_operations import (
 from inboxd.domain.errors import NotFound, PermissionDenied
 from inboxd.domain.namespace_patterns import glob_within_any
 from inboxd.domain.operator_views import EventSummary
+from inboxd.domain.subscriptions import copy_namespace
 from inboxd.domain.validation import required_reason
 from inboxd.store import bulk_operations as store
+from inboxd.store import subscriptions
 from inboxd.store.database import Connection
 
 if TYPE_CHECKING:
@@ -76,6 +78,9 @@ class BulkOperations:
         """
         check_request(request)
         _require_within_grants(caller, request.filter.namespace_pattern)
+        if request.action is BulkAction.COPY:
+            # The copies go to `<subscription>/...`: the caller must be granted that, and the subscription exist.
+            await self._require_subscription(request.subscription, caller)
         now, op = self.inbox.clock(), uuid.uuid4()
         settings = self.inbox.settings
 
@@ -96,6 +101,16 @@ class BulkOperations:
         if not request.dry_run and self.bulk_started is not None:
             self.bulk_started.set()
         return BulkStarted(operation, tuple(first))
+
+    async def _require_subscription(self, name: str, caller: Caller) -> None:
+        copies = copy_namespace(name, "*")
+        if not glob_within_any(copies, caller.namespaces):
+            raise PermissionDenied(
+                f"token {caller.name!r} is not granted {copies!r}, where subscription {name!r}'s copies go"
+                f" ({', '.join(caller.namespaces) or 'none'})"
+            )
+        if await self.inbox.db.run(lambda conn: subscriptions.find(conn, name)) is None:
+            raise NotFound(f"no subscription {name!r}")
 
     async def get_bulk_operation(self, text: str, *, caller: Caller) -> BulkOperation:
         op = operation_id(text)
@@ -166,7 +181,7 @@ class BulkOperations:
         await self.inbox.db.run(lambda conn: store.fail_operation(conn, op, error, now))
 
     def _wake_for(self, operation: BulkOperation, chunk: Chunk) -> None:
-        if operation.action is BulkAction.REPLAY:
+        if operation.action in (BulkAction.REPLAY, BulkAction.COPY):
             due_now: Counter[tuple[str, str]] = Counter()
             for event in chunk.events:
                 if event.delay.total_seconds() <= 0:

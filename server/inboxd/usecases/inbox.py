@@ -43,8 +43,10 @@ from inboxd.store import actions, claims
 from inboxd.store.accepts import accept_events
 from inboxd.store.database import Connection, Database
 from inboxd.store.notifications import ReplicaSignals
+from inboxd.store.subscriptions import FanOutMode
 from inboxd.usecases.claiming import CLAIM_ANSWER_BYTES, FALLBACK_POLL_SECONDS, Claiming
 from inboxd.usecases.live_streams import WorkStreams
+from inboxd.usecases.subscriptions import fanned_out
 
 # The Claim path's bounds are named here still, where the Inbox's callers and tests find them.
 __all__ = [
@@ -112,6 +114,8 @@ class Inbox(Claiming):
         self._freed = FreedKeys(self.db, self.wake_claimers, self.clock, self._ignore_stale)
         # The live Work streams of this process (usecases/streams.py).
         self.streams = WorkStreams(self)
+        # Which accept statement to run: the lean one while no subscription stands (store/subscriptions.py).
+        self.fan_out = FanOutMode()
 
     async def accept(self, events: Sequence[NewEvent]) -> list[AcceptResult]:
         """Accepts events; each is answered once committed (accept_events says in how many transactions).
@@ -128,11 +132,18 @@ class Inbox(Claiming):
     async def _accept_group(self, events: list[NewEvent]) -> list[AcceptResult]:
         now = self.clock()
         settled: list[AcceptResult | None] = [None] * len(events)
+        copied: list[tuple[int, str]] = []
         try:
-            results = await accept_events(self.db, events, now, settled=settled)
+            results = await accept_events(self.db, events, now, settled=settled, copies=copied, mode=self.fan_out)
         finally:
             # Even when a later round failed: what an earlier round committed is claimable, now or when due.
             self._later.accepted(events, settled, now)
+            if copied:
+                # Subscriptions' copies (fan-out) are events of their own: their claimers are woken too.
+                copies, copy_results = fanned_out(events, settled, copied)
+                self._later.accepted(copies, copy_results, now)
+                # Not Accepts (inboxd_accepts_total counts those), but new events of their namespaces.
+                self.observer.copied(copies)
         # Per group, not per call: counters move and the log writes once for
         # all the callers who shared the transaction.
         self.observer.accepted(events, results)

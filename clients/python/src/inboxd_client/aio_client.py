@@ -280,3 +280,22 @@ class AsyncInboxClient(FencedRequests):
     ) -> admin_pb2.CancelBulkOperationResponse:
         request = admin_pb2.CancelBulkOperationRequest(id=operation_id, reason=reason)
         return await self._call(rpcs.CANCEL_BULK_OPERATION, request, timeout)
+
+    async def create_subscription(
+        self, request: admin_pb2.CreateSubscriptionRequest, *, timeout: float | None = None
+    ) -> admin_pb2.CreateSubscriptionResponse:
+        """Creates a subscription (fan-out at accept); a retried create answers the one that stands."""
+        return await self._call(rpcs.CREATE_SUBSCRIPTION, request, timeout)
+
+    async def get_subscription(self, name: str, *, timeout: float | None = None) -> admin_pb2.GetSubscriptionResponse:
+        return await self._call(rpcs.GET_SUBSCRIPTION, admin_pb2.GetSubscriptionRequest(name=name), timeout)
+
+    async def list_subscriptions(self, *, timeout: float | None = None) -> admin_pb2.ListSubscriptionsResponse:
+        return await self._call(rpcs.LIST_SUBSCRIPTIONS, admin_pb2.ListSubscriptionsRequest(), timeout)
+
+    async def delete_subscription(
+        self, name: str, reason: str, *, timeout: float | None = None
+    ) -> admin_pb2.DeleteSubscriptionResponse:
+        """Deletes a subscription, audited (its copies stay); never retried (see `rpcs.DELETE_SUBSCRIPTION`)."""
+        request = admin_pb2.DeleteSubscriptionRequest(name=name, reason=reason)
+        return await self._call(rpcs.DELETE_SUBSCRIPTION, request, timeout)

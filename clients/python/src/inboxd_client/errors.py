@@ -57,7 +57,7 @@ class NotFound(InboxError):
 
 
 class AlreadyExists(InboxError):
-    """ALREADY_EXISTS: inboxd answers DUPLICATE instead; kept so every code has its class."""
+    """ALREADY_EXISTS: a subscription's name taken by another definition (an Accept answers DUPLICATE instead)."""
 
     code = grpc.StatusCode.ALREADY_EXISTS
 

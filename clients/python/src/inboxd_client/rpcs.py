@@ -173,6 +173,25 @@ CANCEL_BULK_OPERATION = Rpc(
     True,
     "a cancel of an operation that has ended already answers it as it stands",
 )
+# Subscriptions (fan-out at accept): a create repeated after a lost answer
+# finds its subscription standing and answers it (created = false, no second
+# audit row); a delete repeated so finds nothing and answers NOT_FOUND.
+CREATE_SUBSCRIPTION = Rpc(
+    ADMIN_SERVICE,
+    "CreateSubscription",
+    admin_pb2.CreateSubscriptionResponse,
+    True,
+    "the same subscription asked for again answers the one that stands, unchanged and not audited again",
+)
+GET_SUBSCRIPTION = Rpc(ADMIN_SERVICE, "GetSubscription", admin_pb2.GetSubscriptionResponse, True, "a read")
+LIST_SUBSCRIPTIONS = Rpc(ADMIN_SERVICE, "ListSubscriptions", admin_pb2.ListSubscriptionsResponse, True, "a read")
+DELETE_SUBSCRIPTION = Rpc(
+    ADMIN_SERVICE,
+    "DeleteSubscription",
+    admin_pb2.DeleteSubscriptionResponse,
+    False,
+    "an audited removal: a repeat after a lost answer finds nothing and answers NOT_FOUND",
+)
 
 ALL_RPCS: tuple[Rpc[Any], ...] = (
     ACCEPT,
@@ -198,4 +217,8 @@ ALL_RPCS: tuple[Rpc[Any], ...] = (
     GET_BULK_OPERATION,
     LIST_BULK_OPERATIONS,
     CANCEL_BULK_OPERATION,
+    CREATE_SUBSCRIPTION,
+    GET_SUBSCRIPTION,
+    LIST_SUBSCRIPTIONS,
+    DELETE_SUBSCRIPTION,
 )

@@ -252,3 +252,20 @@ class InboxClient:
     ) -> admin_pb2.CancelBulkOperationResponse:
         request = admin_pb2.CancelBulkOperationRequest(id=operation_id, reason=reason)
         return self._call(rpcs.CANCEL_BULK_OPERATION, request, timeout)
+
+    def create_subscription(
+        self, request: admin_pb2.CreateSubscriptionRequest, *, timeout: float | None = None
+    ) -> admin_pb2.CreateSubscriptionResponse:
+        return self._call(rpcs.CREATE_SUBSCRIPTION, request, timeout)
+
+    def get_subscription(self, name: str, *, timeout: float | None = None) -> admin_pb2.GetSubscriptionResponse:
+        return self._call(rpcs.GET_SUBSCRIPTION, admin_pb2.GetSubscriptionRequest(name=name), timeout)
+
+    def list_subscriptions(self, *, timeout: float | None = None) -> admin_pb2.ListSubscriptionsResponse:
+        return self._call(rpcs.LIST_SUBSCRIPTIONS, admin_pb2.ListSubscriptionsRequest(), timeout)
+
+    def delete_subscription(
+        self, name: str, reason: str, *, timeout: float | None = None
+    ) -> admin_pb2.DeleteSubscriptionResponse:
+        request = admin_pb2.DeleteSubscriptionRequest(name=name, reason=reason)
+        return self._call(rpcs.DELETE_SUBSCRIPTION, request, timeout)

@@ -10,11 +10,11 @@
 -- and changes nothing; its matches are counted and then dropped.
 INSERT INTO inbox_bulk_operations (id, namespace_pattern, like_pattern, event_types, states, accepted_from,
                                    accepted_until, error_contains, ordering_key, action, reason, rate, dry_run,
-                                   state, actor, started_at, finished_at)
+                                   state, actor, started_at, finished_at, subscription)
 VALUES (%(operation)s, %(namespace_pattern)s, %(like_pattern)s, %(event_types)s::text[], %(states)s::text[],
         %(accepted_from)s, %(accepted_until)s, %(error_contains)s, %(ordering_key)s, %(action)s, %(reason)s,
         %(rate)s, %(dry_run)s, CASE WHEN %(dry_run)s THEN 'done' ELSE 'running' END, %(actor)s,
-        inboxd_now(%(now)s), CASE WHEN %(dry_run)s THEN inboxd_now(%(now)s) END)
+        inboxd_now(%(now)s), CASE WHEN %(dry_run)s THEN inboxd_now(%(now)s) END, %(subscription)s)
 
 -- name: bulk_matches_insert
 -- Numbers the events the operation's filter matches now, oldest accepted
@@ -56,7 +56,7 @@ DELETE FROM inbox_bulk_matches WHERE operation = %(operation)s
 -- One operation, and how long it has run (until it ended, or until now).
 SELECT id, namespace_pattern, event_types, states, accepted_from, accepted_until, error_contains, ordering_key,
        action, reason, rate, dry_run, state, matched, done, skipped, actor, started_at, finished_at, cancelled_by,
-       error, greatest(coalesce(finished_at, inboxd_now(%(now)s)) - started_at, interval '0'), cursor
+       error, greatest(coalesce(finished_at, inboxd_now(%(now)s)) - started_at, interval '0'), cursor, subscription
 FROM inbox_bulk_operations
 WHERE id = %(operation)s
 
@@ -65,7 +65,7 @@ WHERE id = %(operation)s
 -- so a cancel lands between two chunks and the counts it answers are exact.
 SELECT id, namespace_pattern, event_types, states, accepted_from, accepted_until, error_contains, ordering_key,
        action, reason, rate, dry_run, state, matched, done, skipped, actor, started_at, finished_at, cancelled_by,
-       error, greatest(coalesce(finished_at, inboxd_now(%(now)s)) - started_at, interval '0'), cursor
+       error, greatest(coalesce(finished_at, inboxd_now(%(now)s)) - started_at, interval '0'), cursor, subscription
 FROM inbox_bulk_operations
 WHERE id = %(operation)s
 FOR UPDATE
@@ -74,7 +74,7 @@ FOR UPDATE
 -- One page of operations, newest first, after a keyset position.
 SELECT id, namespace_pattern, event_types, states, accepted_from, accepted_until, error_contains, ordering_key,
        action, reason, rate, dry_run, state, matched, done, skipped, actor, started_at, finished_at, cancelled_by,
-       error, greatest(coalesce(finished_at, inboxd_now(%(now)s)) - started_at, interval '0'), cursor
+       error, greatest(coalesce(finished_at, inboxd_now(%(now)s)) - started_at, interval '0'), cursor, subscription
 FROM inbox_bulk_operations
 WHERE (started_at, id) < (coalesce(%(after_at)s::timestamptz, 'infinity'), %(after_id)s::uuid)
 ORDER BY started_at DESC, id DESC

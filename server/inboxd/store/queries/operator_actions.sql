@@ -224,3 +224,55 @@ SELECT (SELECT count(*) FROM batch), (SELECT coalesce(max(b.position), %(after)s
        i.namespace, i.event_key, i.event_type, interval '0', i.ordering_key
 FROM (SELECT) AS one
 LEFT JOIN ignored AS i ON true
+
+-- name: event_bulk_copy
+-- A bulk operation's COPY chunk (subscriptions, migration 0028): the next
+-- matches after the cursor whose event still matches the filter, and the
+-- operation's subscription (its pattern and types, and not under its own
+-- `<name>/`; a subscription deleted since copies nothing), and still has its
+-- payload, are inserted again as
+-- the subscription's copies, exactly as the Accept's fan-out inserts them
+-- (namespace `<subscription>/<origin namespace>`, the original's key, type,
+-- payload, metadata, content type, ordering key, revision, acceptance time
+-- and trace context), PENDING. Insert-if-absent: a copy that stands already
+-- (made by the Accept, or by an earlier COPY) is left as it is and the match
+-- counted as skipped, so a COPY run twice makes each copy once. With a rate,
+-- the chunk's copies come due `spacing` apart. Nothing of the original is
+-- locked or changed. Answers as event_bulk_replay, each row the copy's.
+WITH batch AS (
+    SELECT m.position, m.namespace, m.event_key
+    FROM inbox_bulk_matches AS m
+    WHERE m.operation = %(operation)s AND m.position > %(after)s
+    ORDER BY m.position
+    LIMIT %(limit)s
+), source AS (
+    SELECT b.position, s.name || '/' || e.namespace AS namespace, e.event_key, e.event_type, e.payload,
+           e.raw_payload, e.content_type, e.metadata, e.message_id, e.ordering_key, e.revision, e.accepted_at,
+           e.traceparent, e.tracestate
+    FROM batch AS b
+    JOIN inbox_events AS e ON e.namespace = b.namespace AND e.event_key = b.event_key
+    JOIN inbox_bulk_operations AS o ON o.id = %(operation)s
+    JOIN inbox_subscriptions AS s ON s.name = o.subscription
+    WHERE inboxd_bulk_filter_matches(e, o)
+      AND e.namespace LIKE s.like_pattern AND (s.event_types = '{}' OR e.event_type = ANY (s.event_types))
+      AND NOT starts_with(e.namespace, s.name || '/')
+      AND (e.payload IS NOT NULL OR e.raw_payload IS NOT NULL)
+), numbered AS (
+    SELECT c.*, row_number() OVER (ORDER BY c.position) - 1 AS turn FROM source AS c
+), copied AS (
+    INSERT INTO inbox_events AS e
+        (namespace, event_key, event_type, payload, raw_payload, content_type, metadata, message_id, ordering_key,
+         revision, state, accepted_at, available_at, due_at, updated_at, traceparent, tracestate)
+    SELECT n.namespace, n.event_key, n.event_type, n.payload, n.raw_payload, n.content_type, n.metadata,
+           n.message_id, n.ordering_key, n.revision, 'pending', n.accepted_at,
+           inboxd_now(%(now)s) + n.turn * %(spacing)s::interval, inboxd_now(%(now)s) + n.turn * %(spacing)s::interval,
+           inboxd_now(%(now)s), n.traceparent, n.tracestate
+    FROM numbered AS n
+    ORDER BY n.namespace, n.event_key
+    ON CONFLICT (namespace, event_key) DO NOTHING
+    RETURNING e.namespace, e.event_key, e.event_type, e.ordering_key, e.available_at
+)
+SELECT (SELECT count(*) FROM batch), (SELECT coalesce(max(b.position), %(after)s) FROM batch AS b),
+       c.namespace, c.event_key, c.event_type, c.available_at - inboxd_now(%(now)s), c.ordering_key
+FROM (SELECT) AS one
+LEFT JOIN copied AS c ON true

@@ -24,6 +24,7 @@ class BulkAction(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     BULK_ACTION_UNSPECIFIED: _ClassVar[BulkAction]
     BULK_ACTION_REPLAY: _ClassVar[BulkAction]
     BULK_ACTION_IGNORE: _ClassVar[BulkAction]
+    BULK_ACTION_COPY: _ClassVar[BulkAction]
 
 class BulkOperationState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -39,6 +40,7 @@ OPERATOR_ACTION_KIND_DISCARD: OperatorActionKind
 BULK_ACTION_UNSPECIFIED: BulkAction
 BULK_ACTION_REPLAY: BulkAction
 BULK_ACTION_IGNORE: BulkAction
+BULK_ACTION_COPY: BulkAction
 BULK_OPERATION_STATE_UNSPECIFIED: BulkOperationState
 BULK_OPERATION_STATE_RUNNING: BulkOperationState
 BULK_OPERATION_STATE_DONE: BulkOperationState
@@ -522,7 +524,7 @@ class BulkFilter(_message.Message):
     def __init__(self, namespace_pattern: _Optional[str] = ..., event_types: _Optional[_Iterable[str]] = ..., states: _Optional[_Iterable[_Union[_types_pb2.EventState, str]]] = ..., accepted_from: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., accepted_until: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., error_contains: _Optional[str] = ..., ordering_key: _Optional[str] = ...) -> None: ...
 
 class BulkOperation(_message.Message):
-    __slots__ = ("id", "filter", "action", "reason", "rate", "dry_run", "state", "matched", "done", "skipped", "actor", "started_at", "finished_at", "cancelled_by", "error", "measured_rate")
+    __slots__ = ("id", "filter", "action", "reason", "rate", "dry_run", "state", "matched", "done", "skipped", "actor", "started_at", "finished_at", "cancelled_by", "error", "measured_rate", "subscription")
     ID_FIELD_NUMBER: _ClassVar[int]
     FILTER_FIELD_NUMBER: _ClassVar[int]
     ACTION_FIELD_NUMBER: _ClassVar[int]
@@ -539,6 +541,7 @@ class BulkOperation(_message.Message):
     CANCELLED_BY_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
     MEASURED_RATE_FIELD_NUMBER: _ClassVar[int]
+    SUBSCRIPTION_FIELD_NUMBER: _ClassVar[int]
     id: str
     filter: BulkFilter
     action: BulkAction
@@ -555,21 +558,24 @@ class BulkOperation(_message.Message):
     cancelled_by: str
     error: str
     measured_rate: float
-    def __init__(self, id: _Optional[str] = ..., filter: _Optional[_Union[BulkFilter, _Mapping]] = ..., action: _Optional[_Union[BulkAction, str]] = ..., reason: _Optional[str] = ..., rate: _Optional[float] = ..., dry_run: _Optional[bool] = ..., state: _Optional[_Union[BulkOperationState, str]] = ..., matched: _Optional[int] = ..., done: _Optional[int] = ..., skipped: _Optional[int] = ..., actor: _Optional[str] = ..., started_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., finished_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., cancelled_by: _Optional[str] = ..., error: _Optional[str] = ..., measured_rate: _Optional[float] = ...) -> None: ...
+    subscription: str
+    def __init__(self, id: _Optional[str] = ..., filter: _Optional[_Union[BulkFilter, _Mapping]] = ..., action: _Optional[_Union[BulkAction, str]] = ..., reason: _Optional[str] = ..., rate: _Optional[float] = ..., dry_run: _Optional[bool] = ..., state: _Optional[_Union[BulkOperationState, str]] = ..., matched: _Optional[int] = ..., done: _Optional[int] = ..., skipped: _Optional[int] = ..., actor: _Optional[str] = ..., started_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., finished_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., cancelled_by: _Optional[str] = ..., error: _Optional[str] = ..., measured_rate: _Optional[float] = ..., subscription: _Optional[str] = ...) -> None: ...
 
 class StartBulkOperationRequest(_message.Message):
-    __slots__ = ("filter", "action", "reason", "rate", "dry_run")
+    __slots__ = ("filter", "action", "reason", "rate", "dry_run", "subscription")
     FILTER_FIELD_NUMBER: _ClassVar[int]
     ACTION_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
     RATE_FIELD_NUMBER: _ClassVar[int]
     DRY_RUN_FIELD_NUMBER: _ClassVar[int]
+    SUBSCRIPTION_FIELD_NUMBER: _ClassVar[int]
     filter: BulkFilter
     action: BulkAction
     reason: str
     rate: float
     dry_run: bool
-    def __init__(self, filter: _Optional[_Union[BulkFilter, _Mapping]] = ..., action: _Optional[_Union[BulkAction, str]] = ..., reason: _Optional[str] = ..., rate: _Optional[float] = ..., dry_run: _Optional[bool] = ...) -> None: ...
+    subscription: str
+    def __init__(self, filter: _Optional[_Union[BulkFilter, _Mapping]] = ..., action: _Optional[_Union[BulkAction, str]] = ..., reason: _Optional[str] = ..., rate: _Optional[float] = ..., dry_run: _Optional[bool] = ..., subscription: _Optional[str] = ...) -> None: ...
 
 class StartBulkOperationResponse(_message.Message):
     __slots__ = ("operation", "first_matches")
@@ -620,3 +626,91 @@ class CancelBulkOperationResponse(_message.Message):
     OPERATION_FIELD_NUMBER: _ClassVar[int]
     operation: BulkOperation
     def __init__(self, operation: _Optional[_Union[BulkOperation, _Mapping]] = ...) -> None: ...
+
+class Subscription(_message.Message):
+    __slots__ = ("name", "namespace_pattern", "event_types", "created_at", "created_by")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_PATTERN_FIELD_NUMBER: _ClassVar[int]
+    EVENT_TYPES_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    CREATED_BY_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    namespace_pattern: str
+    event_types: _containers.RepeatedScalarFieldContainer[str]
+    created_at: _timestamp_pb2.Timestamp
+    created_by: str
+    def __init__(self, name: _Optional[str] = ..., namespace_pattern: _Optional[str] = ..., event_types: _Optional[_Iterable[str]] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., created_by: _Optional[str] = ...) -> None: ...
+
+class SubscriptionChange(_message.Message):
+    __slots__ = ("name", "actor", "reason", "changed_at", "before", "after")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ACTOR_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    CHANGED_AT_FIELD_NUMBER: _ClassVar[int]
+    BEFORE_FIELD_NUMBER: _ClassVar[int]
+    AFTER_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    actor: str
+    reason: str
+    changed_at: _timestamp_pb2.Timestamp
+    before: str
+    after: str
+    def __init__(self, name: _Optional[str] = ..., actor: _Optional[str] = ..., reason: _Optional[str] = ..., changed_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., before: _Optional[str] = ..., after: _Optional[str] = ...) -> None: ...
+
+class CreateSubscriptionRequest(_message.Message):
+    __slots__ = ("name", "namespace_pattern", "event_types", "reason")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_PATTERN_FIELD_NUMBER: _ClassVar[int]
+    EVENT_TYPES_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    namespace_pattern: str
+    event_types: _containers.RepeatedScalarFieldContainer[str]
+    reason: str
+    def __init__(self, name: _Optional[str] = ..., namespace_pattern: _Optional[str] = ..., event_types: _Optional[_Iterable[str]] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class CreateSubscriptionResponse(_message.Message):
+    __slots__ = ("subscription", "created")
+    SUBSCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    CREATED_FIELD_NUMBER: _ClassVar[int]
+    subscription: Subscription
+    created: bool
+    def __init__(self, subscription: _Optional[_Union[Subscription, _Mapping]] = ..., created: _Optional[bool] = ...) -> None: ...
+
+class GetSubscriptionRequest(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class GetSubscriptionResponse(_message.Message):
+    __slots__ = ("subscription", "changes")
+    SUBSCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    CHANGES_FIELD_NUMBER: _ClassVar[int]
+    subscription: Subscription
+    changes: _containers.RepeatedCompositeFieldContainer[SubscriptionChange]
+    def __init__(self, subscription: _Optional[_Union[Subscription, _Mapping]] = ..., changes: _Optional[_Iterable[_Union[SubscriptionChange, _Mapping]]] = ...) -> None: ...
+
+class ListSubscriptionsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListSubscriptionsResponse(_message.Message):
+    __slots__ = ("subscriptions",)
+    SUBSCRIPTIONS_FIELD_NUMBER: _ClassVar[int]
+    subscriptions: _containers.RepeatedCompositeFieldContainer[Subscription]
+    def __init__(self, subscriptions: _Optional[_Iterable[_Union[Subscription, _Mapping]]] = ...) -> None: ...
+
+class DeleteSubscriptionRequest(_message.Message):
+    __slots__ = ("name", "reason")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    reason: str
+    def __init__(self, name: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class DeleteSubscriptionResponse(_message.Message):
+    __slots__ = ("subscription",)
+    SUBSCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    subscription: Subscription
+    def __init__(self, subscription: _Optional[_Union[Subscription, _Mapping]] = ...) -> None: ...

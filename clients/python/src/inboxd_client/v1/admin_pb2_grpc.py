@@ -105,6 +105,26 @@ class InboxAdminServiceStub:
                 request_serializer=inboxd_dot_v1_dot_admin__pb2.CancelBulkOperationRequest.SerializeToString,
                 response_deserializer=inboxd_dot_v1_dot_admin__pb2.CancelBulkOperationResponse.FromString,
                 _registered_method=True)
+        self.CreateSubscription = channel.unary_unary(
+                '/inboxd.v1.InboxAdminService/CreateSubscription',
+                request_serializer=inboxd_dot_v1_dot_admin__pb2.CreateSubscriptionRequest.SerializeToString,
+                response_deserializer=inboxd_dot_v1_dot_admin__pb2.CreateSubscriptionResponse.FromString,
+                _registered_method=True)
+        self.GetSubscription = channel.unary_unary(
+                '/inboxd.v1.InboxAdminService/GetSubscription',
+                request_serializer=inboxd_dot_v1_dot_admin__pb2.GetSubscriptionRequest.SerializeToString,
+                response_deserializer=inboxd_dot_v1_dot_admin__pb2.GetSubscriptionResponse.FromString,
+                _registered_method=True)
+        self.ListSubscriptions = channel.unary_unary(
+                '/inboxd.v1.InboxAdminService/ListSubscriptions',
+                request_serializer=inboxd_dot_v1_dot_admin__pb2.ListSubscriptionsRequest.SerializeToString,
+                response_deserializer=inboxd_dot_v1_dot_admin__pb2.ListSubscriptionsResponse.FromString,
+                _registered_method=True)
+        self.DeleteSubscription = channel.unary_unary(
+                '/inboxd.v1.InboxAdminService/DeleteSubscription',
+                request_serializer=inboxd_dot_v1_dot_admin__pb2.DeleteSubscriptionRequest.SerializeToString,
+                response_deserializer=inboxd_dot_v1_dot_admin__pb2.DeleteSubscriptionResponse.FromString,
+                _registered_method=True)
 
 
 class InboxAdminServiceServicer:
@@ -224,6 +244,41 @@ class InboxAdminServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CreateSubscription(self, request, context):
+        """Creates a subscription (fan-out at accept): from its commit on, every
+        event an Accept inserts into a namespace its pattern matches is inserted
+        again, in the same transaction, as an event of the subscriber's own in
+        the namespace `<name>/<origin namespace>`. The caller must be granted the
+        pattern and `<name>/*`. Audited. The same name and definition again
+        answers the stored subscription (created = false); another definition
+        under the same name is ALREADY_EXISTS.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetSubscription(self, request, context):
+        """One subscription, with its audited changes.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListSubscriptions(self, request, context):
+        """Every subscription within the caller's grants, by name.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteSubscription(self, request, context):
+        """Deletes a subscription, audited: Accepts stop copying from its commit on;
+        the copies it made stay, events of their own.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_InboxAdminServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -296,6 +351,26 @@ def add_InboxAdminServiceServicer_to_server(servicer, server):
                     servicer.CancelBulkOperation,
                     request_deserializer=inboxd_dot_v1_dot_admin__pb2.CancelBulkOperationRequest.FromString,
                     response_serializer=inboxd_dot_v1_dot_admin__pb2.CancelBulkOperationResponse.SerializeToString,
+            ),
+            'CreateSubscription': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateSubscription,
+                    request_deserializer=inboxd_dot_v1_dot_admin__pb2.CreateSubscriptionRequest.FromString,
+                    response_serializer=inboxd_dot_v1_dot_admin__pb2.CreateSubscriptionResponse.SerializeToString,
+            ),
+            'GetSubscription': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetSubscription,
+                    request_deserializer=inboxd_dot_v1_dot_admin__pb2.GetSubscriptionRequest.FromString,
+                    response_serializer=inboxd_dot_v1_dot_admin__pb2.GetSubscriptionResponse.SerializeToString,
+            ),
+            'ListSubscriptions': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListSubscriptions,
+                    request_deserializer=inboxd_dot_v1_dot_admin__pb2.ListSubscriptionsRequest.FromString,
+                    response_serializer=inboxd_dot_v1_dot_admin__pb2.ListSubscriptionsResponse.SerializeToString,
+            ),
+            'DeleteSubscription': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteSubscription,
+                    request_deserializer=inboxd_dot_v1_dot_admin__pb2.DeleteSubscriptionRequest.FromString,
+                    response_serializer=inboxd_dot_v1_dot_admin__pb2.DeleteSubscriptionResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -677,6 +752,114 @@ class InboxAdminService:
             '/inboxd.v1.InboxAdminService/CancelBulkOperation',
             inboxd_dot_v1_dot_admin__pb2.CancelBulkOperationRequest.SerializeToString,
             inboxd_dot_v1_dot_admin__pb2.CancelBulkOperationResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateSubscription(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/inboxd.v1.InboxAdminService/CreateSubscription',
+            inboxd_dot_v1_dot_admin__pb2.CreateSubscriptionRequest.SerializeToString,
+            inboxd_dot_v1_dot_admin__pb2.CreateSubscriptionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetSubscription(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/inboxd.v1.InboxAdminService/GetSubscription',
+            inboxd_dot_v1_dot_admin__pb2.GetSubscriptionRequest.SerializeToString,
+            inboxd_dot_v1_dot_admin__pb2.GetSubscriptionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListSubscriptions(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/inboxd.v1.InboxAdminService/ListSubscriptions',
+            inboxd_dot_v1_dot_admin__pb2.ListSubscriptionsRequest.SerializeToString,
+            inboxd_dot_v1_dot_admin__pb2.ListSubscriptionsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteSubscription(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/inboxd.v1.InboxAdminService/DeleteSubscription',
+            inboxd_dot_v1_dot_admin__pb2.DeleteSubscriptionRequest.SerializeToString,
+            inboxd_dot_v1_dot_admin__pb2.DeleteSubscriptionResponse.FromString,
             options,
             channel_credentials,
             insecure,
