@@ -56,6 +56,11 @@ CALLS: dict[str, tuple[str, tuple[Any, ...], dict[str, Any]]] = {
     "GetBulkOperation": ("get_bulk_operation", ("op",), {}),
     "ListBulkOperations": ("list_bulk_operations", (), {}),
     "CancelBulkOperation": ("cancel_bulk_operation", ("op", "r"), {}),
+    "CreateDestination": ("create_destination", (admin_pb2.CreateDestinationRequest(name="d", reason="r"),), {}),
+    "GetDestination": ("get_destination", ("d",), {}),
+    "ListDestinations": ("list_destinations", (), {}),
+    "DeleteDestination": ("delete_destination", ("d", "r"), {}),
+    "ResumeDestination": ("resume_destination", ("d", "r"), {}),
 }
 
 Caller = Callable[[str], Any]

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from inboxd.config.values import (
     ConfigError,
+    parse_allow_list,
     parse_duration,
     parse_flag,
     parse_host_names,
@@ -97,6 +98,11 @@ class Settings:
     rescue_interval: timedelta = timedelta(seconds=15)
     # How often the bulk runner looks for RUNNING bulk operations to carry on (0: this instance carries none).
     bulk_poll: timedelta = timedelta(seconds=1)
+    # Destinations (push to HTTP): how often this instance re-reads them (0: it delivers to none);
+    # internal networks and host names they may reach (SSRF guard); plain http allowed.
+    destinations_poll: timedelta = timedelta(seconds=2)
+    destinations_allow: tuple[str, ...] = ()
+    destinations_allow_http: bool = False
     # An event at or below its ordering key's applied revision: "ignore"
     # completes it IGNORED at claim time; "deliver" hands it out flagged stale.
     stale_revisions: StaleRevisions = StaleRevisions.IGNORE
@@ -173,6 +179,9 @@ _ENV: dict[str, tuple[str, object]] = {
     "INBOXD_RESCUE_GRACE": ("rescue_grace", parse_duration),
     "INBOXD_RESCUE_INTERVAL": ("rescue_interval", parse_duration),
     "INBOXD_BULK_POLL": ("bulk_poll", parse_duration),
+    "INBOXD_DESTINATIONS_POLL": ("destinations_poll", parse_duration),
+    "INBOXD_DESTINATIONS_ALLOW": ("destinations_allow", parse_allow_list),
+    "INBOXD_DESTINATIONS_ALLOW_HTTP": ("destinations_allow_http", parse_flag),
     "INBOXD_STALE_REVISIONS": ("stale_revisions", parse_stale_revisions),
     "INBOXD_METRICS_BEYOND_LOOPBACK": ("metrics_beyond_loopback", parse_flag),
     "INBOXD_METRICS_MAX_NAMESPACES": ("metrics_max_namespaces", int),
