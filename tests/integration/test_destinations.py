@@ -18,6 +18,7 @@ from typing import Any
 
 import grpc
 import pytest
+from aiohttp import web
 
 from inboxd.config.settings import Settings
 from inboxd.domain.destinations import webhook_id
@@ -285,4 +286,43 @@ def test_webhook_id_is_json_safe() -> None:
     assert json.dumps(webhook_id("ns", "k")).startswith('"msg_')
 
 
-_ = asyncio
+async def test_a_deliverer_whose_claim_ended_meanwhile_never_completes_the_event(
+    admin_d: admin_pb2_grpc.InboxAdminServiceStub,
+    inbox_d: inbox_pb2_grpc.InboxServiceStub,
+    endpoint: Endpoint,
+    db: Database,
+    ns: str,
+) -> None:
+    release = asyncio.Event()
+
+    async def held_until_released(request: web.Request) -> web.StreamResponse:
+        if len(endpoint.on("held")) == 1:
+            await release.wait()
+        return web.Response(status=200, text="ok")
+
+    endpoint.behaviours["held"] = held_until_released
+    await create(admin_d, endpoint, "held", ns, timeout=seconds(10))
+    await inbox_d.Accept(accept_request(ns, "evt-1"))
+    await endpoint.wait_for(1)
+    first = await read_event(db, ns, "evt-1")
+    # The operator ends the claim while its POST is in flight: its holder is fenced from then on.
+    await admin_d.EndClaim(
+        admin_pb2.EndClaimRequest(
+            namespace=ns, event_key="evt-1", expected_fencing_token=first["fencing_token"], reason="stuck"
+        )
+    )
+    # The event goes again under a new claim (answered at once), then the first POST's 200 arrives.
+    await endpoint.wait_for(2)
+    await state_of(db, ns, "evt-1", "completed")
+    release.set()
+
+    async def both_recorded() -> list[admin_pb2.DeliveryAttempt] | None:
+        event = (await admin_d.GetEvent(admin_pb2.GetEventRequest(namespace=ns, event_key="evt-1"))).event
+        return list(event.deliveries) if len(event.deliveries) == 2 else None
+
+    attempts = await poll(both_recorded, within=10.0)
+    by_claim = {a.fencing_token: a.outcome for a in attempts}
+    assert by_claim[first["fencing_token"]] == "fenced"
+    final = await read_event(db, ns, "evt-1")
+    assert by_claim[final["fencing_token"]] == "completed"
+    assert final["fencing_token"] != first["fencing_token"]

@@ -51,9 +51,9 @@ class PostResult:
 class CheckedResolver(AbstractResolver):
     """Resolves with the system's resolver, then refuses a host with any address the allow list does not permit."""
 
-    def __init__(self, allow: AllowList) -> None:
+    def __init__(self, allow: AllowList, inner: AbstractResolver | None = None) -> None:
         self._allow = allow
-        self._inner = DefaultResolver()
+        self._inner = inner or DefaultResolver()
 
     async def resolve(
         self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
@@ -84,13 +84,16 @@ def _refused(exc: BaseException) -> AddressRefused | None:
 class HttpSender:
     """The runner's one aiohttp session; `post` never raises for what the endpoint or the network did."""
 
-    def __init__(self, allow: AllowList) -> None:
+    def __init__(self, allow: AllowList, resolver: AbstractResolver | None = None) -> None:
         self.allow = allow
+        # The system's resolver unless a test gives its own (to play a DNS that answers two ways).
+        self._resolver = resolver
         self._session: aiohttp.ClientSession | None = None
 
     def _open(self) -> aiohttp.ClientSession:
         if self._session is None:
-            connector = aiohttp.TCPConnector(resolver=CheckedResolver(self.allow), use_dns_cache=False, limit=0)
+            resolver = CheckedResolver(self.allow, self._resolver)
+            connector = aiohttp.TCPConnector(resolver=resolver, use_dns_cache=False, limit=0)
             self._session = aiohttp.ClientSession(
                 connector=connector, headers={"user-agent": USER_AGENT}, auto_decompress=False
             )
