@@ -120,6 +120,9 @@ class InstanceDuties:
         """The Stats snapshot for the health gauges; the flow gauges take theirs from it and the rules."""
         snapshot = await self.operators.stats(None)
         self.metrics.flow.update(snapshot, await self.operators.all_flow_rules())
+        # The breakers too, from their rows: every replica reports them, whether it delivers or not.
+        if self.destinations.metrics is not None:
+            self.destinations.metrics.breakers.update(await self.operators.all_destinations())
         return snapshot
 
     def _loops(self) -> list[Coroutine[Any, Any, None]]:

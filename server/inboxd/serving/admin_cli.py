@@ -19,11 +19,13 @@ import grpc
 from inboxd.domain.payload_display import is_json_content_type
 from inboxd.domain.unprintable import escape_unprintable
 from inboxd.serving import admin_output as out
-from inboxd.serving import bulk_cli, flow_cli, operator_cli
+from inboxd.serving import bulk_cli, destinations_cli, flow_cli, operator_cli
 from inboxd_client.plaintext import PlaintextTokenRefused, refuse_plaintext_token, trusted_network_from
 from inboxd_client.v1 import admin_pb2, admin_pb2_grpc, types_pb2
 
-COMMANDS = ("stats", "events", "show", "replay", "dead-letters", "flow", "bulk", *operator_cli.COMMANDS)
+COMMANDS = (
+    "stats", "events", "show", "replay", "dead-letters", "flow", "bulk", "destinations", *operator_cli.COMMANDS,
+)  # fmt: skip
 DEFAULT_TARGET = "127.0.0.1:50051"
 STATES = {
     "pending": types_pb2.EVENT_STATE_PENDING,
@@ -92,6 +94,7 @@ def add_admin_commands(commands: Any) -> None:
     operator_cli.add_operator_commands(commands, common)
     flow_cli.add_flow_commands(commands, common)
     bulk_cli.add_bulk_commands(commands, common)
+    destinations_cli.add_destinations_commands(commands, common)
 
 
 def run_admin_command(args: argparse.Namespace) -> int:
@@ -248,5 +251,6 @@ _RUNNERS = {
     "replay": _replay,
     "flow": flow_cli.run_flow,
     "bulk": bulk_cli.run_bulk,
+    "destinations": destinations_cli.run_destinations,
     **operator_cli.RUNNERS,
 }
