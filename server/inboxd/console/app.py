@@ -20,6 +20,7 @@ from inboxd.config.settings import ConfigError, Settings
 from inboxd.config.tokens import Scope, TokenRegistry
 from inboxd.console import security
 from inboxd.console.bulk_forms import BulkForms
+from inboxd.console.destinations_page import DestinationsForms
 from inboxd.console.flow_forms import FlowForms
 from inboxd.console.hosts import AllowedHosts
 from inboxd.console.html import error_status, html_response, redirect
@@ -85,6 +86,7 @@ class Console:
         self.views = Views(operators, self)
         self.acts = OperatorForms(operators, self)
         self.flow = FlowForms(operators, self)
+        self.destinations = DestinationsForms(operators, self)
         self.bulk = BulkForms(operators, self)
         self.signin = SignIn(self)
         self.port: int | None = None
@@ -125,6 +127,8 @@ class Console:
         app.router.add_get("/bulk/operation", self.bulk.operation)
         app.router.add_get("/bulk/operation.json", self.bulk.operation_json)
         app.router.add_post("/bulk/cancel", self.bulk.cancel)
+        app.router.add_get("/destinations", self.destinations.page)
+        app.router.add_post("/destinations/resume", self.destinations.resume)
         app.router.add_get("/static/{name}", self._static_file)
         return app
 

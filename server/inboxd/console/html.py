@@ -97,6 +97,7 @@ _NAV = (
     ("/dead-letters", "Dead letters"),
     ("/flow", "Flow control"),
     ("/bulk", "Bulk operations"),
+    ("/destinations", "Destinations"),
 )
 
 
