@@ -81,7 +81,7 @@ class Endpoint:
         verified = False
         if self.secret:
             try:
-                standardwebhooks.Webhook(self.secret).verify(body, headers)
+                standardwebhooks.Webhook(self.secret).verify(body, headers, json_parse=False)
                 svix.webhooks.Webhook(self.secret).verify(body, headers)
                 verified = True
             except Exception:

@@ -326,3 +326,48 @@ async def test_a_deliverer_whose_claim_ended_meanwhile_never_completes_the_event
     final = await read_event(db, ns, "evt-1")
     assert by_claim[final["fencing_token"]] == "completed"
     assert final["fencing_token"] != first["fencing_token"]
+
+
+async def test_a_form_body_goes_byte_for_byte_with_its_content_type_and_the_providers_signature_on_request(
+    admin_d: admin_pb2_grpc.InboxAdminServiceStub,
+    inbox_d: inbox_pb2_grpc.InboxServiceStub,
+    endpoint: Endpoint,
+    db: Database,
+    ns: str,
+) -> None:
+    await create(admin_d, endpoint, "ok", ns, forward_signature_metadata=True)
+    body = b"MessageSid=SM1&Body=h%C3%A9llo+there"
+    metadata = {"inboxd.signature.x-twilio-signature": "abc=", "inboxd.signature.url": "https://e/x", "hop": "1"}
+    await inbox_d.Accept(
+        accept_request(ns, "evt-1", body, content_type="application/x-www-form-urlencoded", metadata=metadata)
+    )
+    [got] = await endpoint.wait_for(1)
+    assert got.verified and got.body == body
+    assert got.headers["content-type"] == "application/x-www-form-urlencoded"
+    assert got.headers["inboxd-signature-x-twilio-signature"] == "abc="
+    assert got.headers["inboxd-signature-url"] == "https://e/x"
+    assert "hop" not in got.headers
+    await state_of(db, ns, "evt-1", "completed")
+
+
+async def test_a_destination_deleted_while_its_post_is_in_flight_lets_the_answer_complete_the_event(
+    admin_d: admin_pb2_grpc.InboxAdminServiceStub,
+    inbox_d: inbox_pb2_grpc.InboxServiceStub,
+    endpoint: Endpoint,
+    db: Database,
+    ns: str,
+) -> None:
+    release = asyncio.Event()
+
+    async def held(request: web.Request) -> web.StreamResponse:
+        await release.wait()
+        return web.Response(status=200)
+
+    endpoint.behaviours["held"] = held
+    created = await create(admin_d, endpoint, "held", ns, timeout=seconds(10))
+    await inbox_d.Accept(accept_request(ns, "evt-1"))
+    await endpoint.wait_for(1)
+    await admin_d.DeleteDestination(admin_pb2.DeleteDestinationRequest(name=created.destination.name, reason="gone"))
+    await asyncio.sleep(0.5)  # the runner's looks see it deleted meanwhile
+    release.set()
+    await state_of(db, ns, "evt-1", "completed")

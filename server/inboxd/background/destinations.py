@@ -115,8 +115,10 @@ class DestinationsRunner:
         self.known = {d.name: d for d in every}
         if self.metrics is not None:
             self.metrics.breakers.update(every)
-        for name in [n for n in self._tasks if n not in self.known]:
-            self._tasks.pop(name).cancel()
+        # A deleted destination's deliverer sees it gone at its next turn and ends once its POSTs in flight
+        # have their answers (never cut off mid-POST); its task is forgotten here when it ends.
+        for name in [n for n, task in self._tasks.items() if task.done()]:
+            del self._tasks[name]
         for destination in every:
             task = self._tasks.get(destination.name)
             if task is not None and not task.done():
@@ -172,9 +174,14 @@ class DestinationsRunner:
                     task = asyncio.create_task(self.deliver(destination, event))
                     in_flight.add(task)
                     task.add_done_callback(in_flight.discard)
-        finally:
+        except asyncio.CancelledError:
+            # The runner stops (the server stops): the claims cut off here end as leases do.
             for task in in_flight:
                 task.cancel()
+            raise
+        # Deleted or paused: the POSTs in flight finish, each ending its claim as its answer says.
+        if in_flight:
+            await asyncio.gather(*in_flight, return_exceptions=True)
 
     async def _try_once(self, destination: Destination) -> None:
         """The breaker's try: one replica takes it, claims one event and POSTs it; the answer decides."""
