@@ -29,6 +29,7 @@ from tests.conftest import NO_BULK_RUNNER, NO_RESCUER
 from tests.integration.destination_endpoint import Endpoint, endpoint
 from tests.integration.helpers import accept_request, expect_status, read_event, seconds
 from tests.integration.procs import poll
+from tests.integration.test_flow_control import remove_rules
 
 __all__ = ["endpoint"]
 
@@ -371,3 +372,33 @@ async def test_a_destination_deleted_while_its_post_is_in_flight_lets_the_answer
     await asyncio.sleep(0.5)  # the runner's looks see it deleted meanwhile
     release.set()
     await state_of(db, ns, "evt-1", "completed")
+
+
+async def test_flow_control_binds_a_destination_as_it_binds_any_worker(
+    admin_d: admin_pb2_grpc.InboxAdminServiceStub,
+    inbox_d: inbox_pb2_grpc.InboxServiceStub,
+    endpoint: Endpoint,
+    db: Database,
+    ns: str,
+) -> None:
+    release = asyncio.Event()
+
+    async def held(request: web.Request) -> web.StreamResponse:
+        await release.wait()
+        return web.Response(status=200)
+
+    endpoint.behaviours["held"] = held
+    await admin_d.SetFlowControl(admin_pb2.SetFlowControlRequest(pattern=ns, max_in_flight=2, reason="downstream"))
+    try:
+        await create(admin_d, endpoint, "held", ns, timeout=seconds(10), concurrency=8)
+        keys = [f"evt-{i}" for i in range(6)]
+        for key in keys:
+            await inbox_d.Accept(accept_request(ns, key))
+        await endpoint.wait_for(2)
+        await asyncio.sleep(1.0)  # the runner claims on (concurrency 8): the rule holds it at 2
+        assert len(endpoint.received) == 2
+        release.set()
+        for key in keys:
+            await state_of(db, ns, key, "completed")
+    finally:
+        await remove_rules(db, ns)

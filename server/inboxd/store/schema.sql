@@ -1601,6 +1601,13 @@ CREATE INDEX inbox_conflicts_event ON public.inbox_conflicts USING btree (namesp
 
 
 --
+-- Name: inbox_delivery_attempts_attempted_at; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX inbox_delivery_attempts_attempted_at ON public.inbox_delivery_attempts USING btree (attempted_at);
+
+
+--
 -- Name: inbox_delivery_attempts_destination; Type: INDEX; Schema: public; Owner: -
 --
 

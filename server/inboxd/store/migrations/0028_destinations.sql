@@ -33,8 +33,9 @@ CREATE TABLE inbox_destinations (
 );
 
 -- Every POST, as its answer came (or did not): a fact about the outside
--- world, so no foreign key to the event (a delete of the event must not
--- wait on it, and the record outlives a destination's removal).
+-- world, so no foreign key to the event (it outlives a destination's
+-- removal); retention deletes the attempts of events gone once they are
+-- older than INBOXD_RETENTION.
 CREATE TABLE inbox_delivery_attempts (
     id               bigserial   PRIMARY KEY,
     destination      text        NOT NULL,
@@ -54,6 +55,8 @@ CREATE TABLE inbox_delivery_attempts (
 );
 CREATE INDEX inbox_delivery_attempts_event ON inbox_delivery_attempts (namespace, event_key, id);
 CREATE INDEX inbox_delivery_attempts_destination ON inbox_delivery_attempts (destination, id DESC);
+-- Retention deletes the attempts of events gone, oldest first (store/queries/destinations.sql).
+CREATE INDEX inbox_delivery_attempts_attempted_at ON inbox_delivery_attempts (attempted_at);
 
 -- Who created, resumed or deleted a destination, when and why.
 CREATE TABLE inbox_destination_changes (

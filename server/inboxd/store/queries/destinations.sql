@@ -127,3 +127,20 @@ FROM inbox_delivery_attempts
 WHERE destination = %(name)s
 ORDER BY id DESC
 LIMIT %(limit)s
+
+-- name: retention_delete_delivery_attempts
+-- Deletes one batch of attempts older than the retention whose event is gone
+-- (deleted by retention, or never kept): an event's page keeps its attempts
+-- as long as the event stands, a dead letter's too.
+WITH doomed AS (
+    SELECT a.id
+    FROM inbox_delivery_attempts AS a
+    WHERE a.attempted_at < inboxd_now(%(now)s) - %(retention)s::interval
+      AND (%(namespace)s::text IS NULL OR a.namespace = %(namespace)s::text)
+      AND NOT EXISTS (SELECT 1 FROM inbox_events AS e WHERE e.namespace = a.namespace AND e.event_key = a.event_key)
+    ORDER BY a.attempted_at
+    LIMIT %(batch_size)s
+)
+DELETE FROM inbox_delivery_attempts AS a
+USING doomed
+WHERE a.id = doomed.id
