@@ -1170,7 +1170,7 @@ CREATE TABLE public.inbox_destinations (
     backoff_cap_ms bigint DEFAULT 0 NOT NULL,
     forward_signature_metadata boolean DEFAULT false NOT NULL,
     concurrency integer DEFAULT 8 NOT NULL,
-    state text DEFAULT 'active'::text NOT NULL,
+    status text DEFAULT 'active'::text NOT NULL,
     paused_reason text DEFAULT ''::text NOT NULL,
     next_try_at timestamp with time zone,
     consecutive_failures integer DEFAULT 0 NOT NULL,
@@ -1178,8 +1178,8 @@ CREATE TABLE public.inbox_destinations (
     created_at timestamp with time zone NOT NULL,
     created_by text NOT NULL,
     CONSTRAINT inbox_destinations_concurrency_bounded CHECK (((concurrency >= 1) AND (concurrency <= 100))),
-    CONSTRAINT inbox_destinations_paused_has_next_try CHECK (((state = 'paused'::text) = (next_try_at IS NOT NULL))),
-    CONSTRAINT inbox_destinations_state_known CHECK ((state = ANY (ARRAY['active'::text, 'paused'::text]))),
+    CONSTRAINT inbox_destinations_paused_has_next_try CHECK (((status = 'paused'::text) = (next_try_at IS NOT NULL))),
+    CONSTRAINT inbox_destinations_status_known CHECK ((status = ANY (ARRAY['active'::text, 'paused'::text]))),
     CONSTRAINT inbox_destinations_timeout_bounded CHECK (((timeout_ms >= 1000) AND (timeout_ms <= 300000)))
 );
 

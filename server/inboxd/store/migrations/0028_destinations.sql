@@ -3,9 +3,9 @@
 -- as Standard Webhooks, through the ordinary claim path. Additive: new tables;
 -- an older server neither reads nor delivers them.
 
--- One HTTP endpoint and its circuit breaker. `state` is 'active' (its events
--- are claimed) or 'paused' (the breaker is open: its events wait, and one is
--- tried at next_try_at). `breaker_opens` counts the opening and each try
+-- One HTTP endpoint and its circuit breaker. `status` (named apart from the
+-- events' `state`) is 'active' (its events are claimed) or 'paused' (the
+-- breaker is open: its events wait, and one is tried at next_try_at). `breaker_opens` counts the opening and each try
 -- since, so the interval between tries grows; an answer resets it.
 CREATE TABLE inbox_destinations (
     name                       text        PRIMARY KEY,
@@ -19,15 +19,15 @@ CREATE TABLE inbox_destinations (
     backoff_cap_ms             bigint      NOT NULL DEFAULT 0,
     forward_signature_metadata boolean     NOT NULL DEFAULT false,
     concurrency                integer     NOT NULL DEFAULT 8,
-    state                      text        NOT NULL DEFAULT 'active',
+    status                     text        NOT NULL DEFAULT 'active',
     paused_reason              text        NOT NULL DEFAULT '',
     next_try_at                timestamptz,
     consecutive_failures       integer     NOT NULL DEFAULT 0,
     breaker_opens              integer     NOT NULL DEFAULT 0,
     created_at                 timestamptz NOT NULL,
     created_by                 text        NOT NULL,
-    CONSTRAINT inbox_destinations_state_known CHECK (state IN ('active', 'paused')),
-    CONSTRAINT inbox_destinations_paused_has_next_try CHECK ((state = 'paused') = (next_try_at IS NOT NULL)),
+    CONSTRAINT inbox_destinations_status_known CHECK (status IN ('active', 'paused')),
+    CONSTRAINT inbox_destinations_paused_has_next_try CHECK ((status = 'paused') = (next_try_at IS NOT NULL)),
     CONSTRAINT inbox_destinations_timeout_bounded CHECK (timeout_ms BETWEEN 1000 AND 300000),
     CONSTRAINT inbox_destinations_concurrency_bounded CHECK (concurrency BETWEEN 1 AND 100)
 );

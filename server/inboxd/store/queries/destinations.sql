@@ -21,7 +21,7 @@ RETURNING id
 -- name: destination_get
 -- One destination by name.
 SELECT name, url, namespace_pattern, secret, timeout_ms, max_attempts, backoff_base_ms, backoff_cap_ms,
-       forward_signature_metadata, concurrency, state, paused_reason, next_try_at, consecutive_failures,
+       forward_signature_metadata, concurrency, status, paused_reason, next_try_at, consecutive_failures,
        created_at, created_by
 FROM inbox_destinations
 WHERE name = %(name)s
@@ -29,7 +29,7 @@ WHERE name = %(name)s
 -- name: destination_list
 -- Every destination, by name.
 SELECT name, url, namespace_pattern, secret, timeout_ms, max_attempts, backoff_base_ms, backoff_cap_ms,
-       forward_signature_metadata, concurrency, state, paused_reason, next_try_at, consecutive_failures,
+       forward_signature_metadata, concurrency, status, paused_reason, next_try_at, consecutive_failures,
        created_at, created_by
 FROM inbox_destinations
 ORDER BY name COLLATE "C"
@@ -47,7 +47,7 @@ RETURNING id
 -- A paused destination -> active (an operator closes its breaker), audited.
 WITH resumed AS (
     UPDATE inbox_destinations
-    SET state = 'active', paused_reason = '', next_try_at = NULL, consecutive_failures = 0, breaker_opens = 0
+    SET status = 'active', paused_reason = '', next_try_at = NULL, consecutive_failures = 0, breaker_opens = 0
     WHERE name = %(name)s
     RETURNING name
 )
@@ -61,9 +61,9 @@ RETURNING id
 -- so a healthy destination's deliveries write nothing here. Answers whether
 -- it was paused.
 UPDATE inbox_destinations AS d
-SET state = 'active', paused_reason = '', next_try_at = NULL, consecutive_failures = 0, breaker_opens = 0
-FROM (SELECT name, state AS was FROM inbox_destinations WHERE name = %(name)s FOR UPDATE) AS before
-WHERE d.name = before.name AND (d.consecutive_failures > 0 OR d.state = 'paused')
+SET status = 'active', paused_reason = '', next_try_at = NULL, consecutive_failures = 0, breaker_opens = 0
+FROM (SELECT name, status AS was FROM inbox_destinations WHERE name = %(name)s FOR UPDATE) AS before
+WHERE d.name = before.name AND (d.consecutive_failures > 0 OR d.status = 'paused')
 RETURNING before.was = 'paused'
 
 -- name: destination_failed
@@ -76,13 +76,13 @@ RETURNING before.was = 'paused'
 -- Answers the state after and the next try.
 UPDATE inbox_destinations
 SET consecutive_failures = consecutive_failures + 1,
-    breaker_opens = CASE WHEN state = 'active' AND consecutive_failures + 1 >= %(threshold)s THEN 1
+    breaker_opens = CASE WHEN status = 'active' AND consecutive_failures + 1 >= %(threshold)s THEN 1
                          ELSE breaker_opens END,
-    state = CASE WHEN state = 'paused' OR consecutive_failures + 1 >= %(threshold)s THEN 'paused' ELSE 'active' END,
-    paused_reason = CASE WHEN state = 'paused' OR consecutive_failures + 1 >= %(threshold)s
+    status = CASE WHEN status = 'paused' OR consecutive_failures + 1 >= %(threshold)s THEN 'paused' ELSE 'active' END,
+    paused_reason = CASE WHEN status = 'paused' OR consecutive_failures + 1 >= %(threshold)s
                          THEN %(reason)s ELSE '' END,
     next_try_at = CASE
-        WHEN state = 'paused'
+        WHEN status = 'paused'
         THEN inboxd_now(%(now)s) + least(%(longest_try_ms)s::float8,
                                          %(first_try_ms)s::float8 * 2 ^ least(greatest(breaker_opens - 1, 0), 30))
                                    * interval '1 millisecond'
@@ -90,7 +90,7 @@ SET consecutive_failures = consecutive_failures + 1,
         THEN inboxd_now(%(now)s) + %(first_try_ms)s * interval '1 millisecond'
     END
 WHERE name = %(name)s
-RETURNING state, next_try_at
+RETURNING status, next_try_at
 
 -- name: destination_take_try
 -- A paused destination whose next try is due: this replica takes the try,
@@ -100,7 +100,7 @@ RETURNING state, next_try_at
 UPDATE inbox_destinations
 SET next_try_at = inboxd_now(%(now)s) + %(window_ms)s * interval '1 millisecond',
     breaker_opens = breaker_opens + 1
-WHERE name = %(name)s AND state = 'paused' AND next_try_at <= inboxd_now(%(now)s)
+WHERE name = %(name)s AND status = 'paused' AND next_try_at <= inboxd_now(%(now)s)
 RETURNING name
 
 -- name: delivery_attempt_insert
