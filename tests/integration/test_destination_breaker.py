@@ -113,3 +113,48 @@ async def test_a_failing_destination_is_paused_tries_again_later_each_time_and_r
 
 async def _is(value: float | None, wanted: float) -> bool | None:
     return True if value == wanted else None
+
+
+async def test_an_open_breaker_with_no_event_due_stays_open_until_one_is(
+    clocked: RunningServer, own_clock: FakeClock, endpoint: Endpoint, ns: str
+) -> None:
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{clocked.port}") as chan:
+        admin = admin_pb2_grpc.InboxAdminServiceStub(chan)
+        name = f"idle-{ns[-12:]}"
+        created = await admin.CreateDestination(
+            admin_pb2.CreateDestinationRequest(
+                name=name, url=endpoint.url("busy"), namespace_pattern=ns, concurrency=1, reason="test"
+            )
+        )
+        endpoint.secret = created.secret
+        for i in range(5):
+            await inbox_pb2_grpc.InboxServiceStub(chan).Accept(accept_request(ns, f"evt-{i}"))
+
+        async def state() -> admin_pb2.Destination:
+            got: admin_pb2.GetDestinationResponse = await admin.GetDestination(
+                admin_pb2.GetDestinationRequest(name=name)
+            )
+            return got.destination
+
+        async def opened() -> admin_pb2.Destination | None:
+            got = await state()
+            return got if got.state == admin_pb2.DESTINATION_STATE_PAUSED else None
+
+        first = await poll(opened, within=10.0)
+        # Each event waits out its Retry-After (120 s): at the try's time, none is due.
+        own_clock.advance(6)
+        await asyncio.sleep(1.0)
+        still = await state()
+        assert still.state == admin_pb2.DESTINATION_STATE_PAUSED
+        assert still.next_try_at == first.next_try_at and len(endpoint.received) == 5
+        # One comes due: it is the try; it fails again (429), so the next waits twice as long.
+        own_clock.advance(120)
+        await endpoint.wait_for(6)
+
+        async def later() -> admin_pb2.Destination | None:
+            got = await state()
+            wait = got.next_try_at.ToDatetime(own_clock.now.tzinfo) - own_clock.now
+            return got if wait == timedelta(seconds=10) else None
+
+        await poll(later, within=10.0)
+        assert len(endpoint.received) == 6

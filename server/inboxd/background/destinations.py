@@ -18,7 +18,7 @@ kept in last_error. Each attempt is recorded with its outcome.
 The circuit breaker lives in the destination's row: after BREAKER_THRESHOLD
 failures in a row the destination is paused, with the reason, and nothing
 more is claimed for it (its events wait PENDING, no attempt spent). When
-its next try is due one replica takes the try (store: destination_take_try),
+its next try is due and an event is, one replica takes the try (store: destination_take_try),
 claims one event and POSTs it; an answer from the endpoint closes the
 breaker, another failure doubles the wait up to BREAKER_LONGEST_TRY.
 """
@@ -184,17 +184,22 @@ class DestinationsRunner:
             await asyncio.gather(*in_flight, return_exceptions=True)
 
     async def _try_once(self, destination: Destination) -> None:
-        """The breaker's try: one replica takes it, claims one event and POSTs it; the answer decides."""
-        window = destination.lease + timedelta(seconds=5)
-        if not await self.operators.take_destination_try(destination.name, window):
-            return
+        """The breaker's try: one event due, claimed, then the try taken (by one replica) and the event POSTed.
+
+        With no event due (those that failed wait out their backoff) the
+        breaker stays open and nothing is written: the next look claims again.
+        An event claimed by a replica that finds the try taken by another is
+        released, its attempt given back.
+        """
         batch = await self.inbox.claim(self._claim_request(destination, 1, timedelta(0)))
         if not batch.events:
-            # Nothing to try with: the endpoint is judged on the next event, which is then tried at once.
-            await self.operators.destination_answered(destination.name)
-            log.info("destination %s: breaker closed (no event waited to try it with)", destination.name)
             return
-        await self.deliver(destination, batch.events[0])
+        event = batch.events[0]
+        if not await self.operators.take_destination_try(destination.name, destination.lease + timedelta(seconds=5)):
+            with contextlib.suppress(InboxError):
+                await self.inbox.release(Fence(event.namespace, event.event_key, event.claim_token))
+            return
+        await self.deliver(destination, event)
 
     async def deliver(self, destination: Destination, event: ClaimedEvent) -> str:
         """POSTs one claimed event and ends its claim as the answer says; answers the attempt's outcome."""
