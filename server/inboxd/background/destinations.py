@@ -56,6 +56,8 @@ log = logging.getLogger(__name__)
 
 # How long one Claim of a deliverer waits for events before it looks at its destination again.
 CLAIM_WAIT = timedelta(seconds=2)
+# The longest a stopping runner waits for its POSTs in flight (at most INBOXD_SHUTDOWN_GRACE).
+STOP_GRACE_SECONDS = 5.0
 # A deliverer whose claim failed (the database is down) waits this long before claiming again.
 CLAIM_RETRY_SECONDS = 1.0
 
@@ -91,6 +93,8 @@ class DestinationsRunner:
         # The latest row of each destination, as the last look read it (a deliverer reads its own here).
         self.known: dict[str, Destination] = {}
         self._tasks: dict[str, asyncio.Task[None]] = {}
+        # How long a stopping runner lets its POSTs in flight be answered (the rest are released).
+        self.stop_grace = min(settings.shutdown_grace.total_seconds(), STOP_GRACE_SECONDS)
 
     def _now(self) -> datetime:
         return self.inbox.clock() or self._wall_clock()
@@ -157,7 +161,7 @@ class DestinationsRunner:
 
     async def _deliver_while_active(self, name: str) -> None:
         """Claims and POSTs, up to the destination's concurrency at once, while it stays known and ACTIVE."""
-        in_flight: set[asyncio.Task[str]] = set()
+        in_flight: dict[asyncio.Task[str], ClaimedEvent] = {}
         try:
             while (destination := self.known.get(name)) is not None and destination.state is DestinationState.ACTIVE:
                 free = destination.spec.concurrency - len(in_flight)
@@ -172,16 +176,35 @@ class DestinationsRunner:
                     continue
                 for event in batch.events:
                     task = asyncio.create_task(self.deliver(destination, event))
-                    in_flight.add(task)
-                    task.add_done_callback(in_flight.discard)
+                    in_flight[task] = event
+                    task.add_done_callback(lambda done: in_flight.pop(done, None))
         except asyncio.CancelledError:
-            # The runner stops (the server stops): the claims cut off here end as leases do.
-            for task in in_flight:
-                task.cancel()
+            await self._stop_delivering(name, in_flight)
             raise
         # Deleted or paused: the POSTs in flight finish, each ending its claim as its answer says.
         if in_flight:
             await asyncio.gather(*in_flight, return_exceptions=True)
+
+    async def _stop_delivering(self, name: str, in_flight: dict[asyncio.Task[str], ClaimedEvent]) -> None:
+        """The server stops: the POSTs in flight get STOP_GRACE_SECONDS to be answered; the rest are released.
+
+        A POST cut off may have reached the endpoint: its event goes again at
+        once elsewhere, with the same webhook-id, and its attempt given back.
+        """
+        held = dict(in_flight)  # the done callbacks empty `in_flight` as tasks end
+        if not held:
+            return
+        _, cut = await asyncio.wait(list(held), timeout=self.stop_grace)
+        for task in cut:
+            task.cancel()
+        for task in cut:
+            event = held[task]
+            with contextlib.suppress(asyncio.CancelledError, InboxError):
+                await task
+            with contextlib.suppress(InboxError):
+                await self.inbox.release(Fence(event.namespace, event.event_key, event.claim_token))
+        if cut:
+            log.info("destination %s: %d POSTs cut off by the stop; their events were released", name, len(cut))
 
     async def _try_once(self, destination: Destination) -> None:
         """The breaker's try: one event due, claimed, then the try taken (by one replica) and the event POSTed.
