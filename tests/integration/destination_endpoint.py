@@ -14,11 +14,14 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import pytest
 import standardwebhooks
 import svix.webhooks
 from aiohttp import web
+
+from inboxd.store.database import Database
 
 Behaviour = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -117,3 +120,18 @@ async def endpoint() -> AsyncIterator[Endpoint]:
         yield found
     finally:
         await runner.cleanup()
+
+
+@pytest.fixture(autouse=True)
+async def destinations_removed(db: Database, ns: str) -> AsyncIterator[None]:
+    """Deletes the test's destinations after it (in the modules that import this fixture).
+
+    The database is shared by the whole run: a destination left behind would
+    have every later server that delivers claim its namespace's leftovers.
+    """
+    yield
+
+    async def work(conn: Any) -> None:
+        await conn.execute("DELETE FROM inbox_destinations WHERE starts_with(namespace_pattern, %s)", (ns,))
+
+    await db.run(work)

@@ -19,11 +19,11 @@ from inboxd.serving.server import RunningServer, start_server
 from inboxd.store.database import Database
 from inboxd_client.v1 import admin_pb2, admin_pb2_grpc, inbox_pb2_grpc
 from tests.conftest import NO_BULK_RUNNER, NO_RESCUER, FakeClock
-from tests.integration.destination_endpoint import Endpoint, endpoint
+from tests.integration.destination_endpoint import Endpoint, destinations_removed, endpoint
 from tests.integration.helpers import accept_request, read_event, seconds
 from tests.integration.procs import poll
 
-__all__ = ["endpoint"]
+__all__ = ["destinations_removed", "endpoint"]
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,6 @@ import json
 import uuid
 from collections import Counter
 from collections.abc import AsyncIterator
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -27,12 +26,12 @@ from inboxd.serving.server import RunningServer, start_server
 from inboxd.store.database import Database
 from inboxd_client.v1 import admin_pb2, admin_pb2_grpc, inbox_pb2_grpc
 from tests.conftest import NO_BULK_RUNNER, NO_RESCUER
-from tests.integration.destination_endpoint import Endpoint, endpoint
+from tests.integration.destination_endpoint import Endpoint, destinations_removed, endpoint
 from tests.integration.helpers import accept_request, expect_status, read_event, seconds
 from tests.integration.procs import poll
 from tests.integration.test_flow_control import remove_rules
 
-__all__ = ["endpoint"]
+__all__ = ["destinations_removed", "endpoint"]
 
 DELIVERING = Settings(
     listen="127.0.0.1:0",
@@ -403,35 +402,3 @@ async def test_flow_control_binds_a_destination_as_it_binds_any_worker(
             await state_of(db, ns, key, "completed")
     finally:
         await remove_rules(db, ns)
-
-
-async def test_a_stopping_server_lets_a_post_be_answered_within_its_grace_and_releases_one_cut_off(
-    db: Database, endpoint: Endpoint, ns: str
-) -> None:
-    release = asyncio.Event()
-
-    async def held(request: web.Request) -> web.StreamResponse:
-        if request.headers["inboxd-event-key"] == "quick":
-            await asyncio.sleep(0.3)
-            return web.Response(status=200)
-        await release.wait()
-        return web.Response(status=200)
-
-    endpoint.behaviours["held"] = held
-    running = await start_server(replace(DELIVERING, shutdown_grace=timedelta(seconds=1)), db)
-    try:
-        async with grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as chan:
-            admin = admin_pb2_grpc.InboxAdminServiceStub(chan)
-            await create(admin, endpoint, "held", ns, timeout=seconds(30))
-            inbox = inbox_pb2_grpc.InboxServiceStub(chan)
-            await inbox.Accept(accept_request(ns, "slow"))
-            await endpoint.wait_for(1)
-            await inbox.Accept(accept_request(ns, "quick"))
-            await endpoint.wait_for(2)
-    finally:
-        await running.stop(0.1)
-        release.set()
-    # Answered within the grace: completed. Cut off: released at once, its attempt given back.
-    assert (await read_event(db, ns, "quick"))["state"] == "completed"
-    slow = await read_event(db, ns, "slow")
-    assert (slow["state"], slow["attempt"], slow["claim_token"]) == ("pending", 0, None)

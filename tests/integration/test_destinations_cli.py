@@ -19,11 +19,11 @@ from inboxd.store.database import Database
 from inboxd_client.v1.inbox_pb2_grpc import InboxServiceStub
 from tests.conftest import NO_BULK_RUNNER, NO_RESCUER
 from tests.integration.admin_fixtures import run_cli
-from tests.integration.destination_endpoint import Endpoint, endpoint
+from tests.integration.destination_endpoint import Endpoint, destinations_removed, endpoint
 from tests.integration.helpers import accept_request, read_event
 from tests.integration.procs import poll
 
-__all__ = ["endpoint"]
+__all__ = ["destinations_removed", "endpoint"]
 
 
 @pytest.fixture(scope="module")
