@@ -30,6 +30,7 @@ import contextlib
 import logging
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from inboxd.background.http_delivery import HttpSender, PostResult
 from inboxd.domain.backoff import BackoffPolicy
@@ -134,7 +135,9 @@ class DestinationsRunner:
 
     def _start(self, name: str, work: object) -> None:
         assert asyncio.iscoroutine(work)
-        self._tasks[name] = asyncio.create_task(work, name=f"destination {name}")
+        task = asyncio.create_task(work, name=f"destination {name}")
+        task.add_done_callback(_log_failure)
+        self._tasks[name] = task
 
     async def stop(self) -> None:
         tasks = list(self._tasks.values())
@@ -176,6 +179,7 @@ class DestinationsRunner:
                     continue
                 for event in batch.events:
                     task = asyncio.create_task(self.deliver(destination, event))
+                    task.add_done_callback(_log_failure)
                     in_flight[task] = event
                     task.add_done_callback(lambda done: in_flight.pop(done, None))
         except asyncio.CancelledError:
@@ -293,3 +297,9 @@ class DestinationsRunner:
 
 def _with(d: Destination, state: DestinationState, next_try_at: datetime | None, failures: int) -> Destination:
     return Destination(d.spec, state, d.paused_reason, next_try_at, failures, d.created_at, d.created_by)
+
+
+def _log_failure(task: asyncio.Task[Any]) -> None:
+    """A deliverer, a try or a POST that died of something unforeseen: logged (the next look starts another)."""
+    if not task.cancelled() and (exc := task.exception()) is not None:
+        log.error("%s stopped: %s", task.get_name(), exc, exc_info=exc)
