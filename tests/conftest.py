@@ -88,11 +88,15 @@ NO_RESCUER = timedelta(0)
 # Likewise no test server carries bulk operations on unless its test is about them
 # (tests/integration/test_bulk_*.py): a server on a hand-moved clock would set a replay's due times by it.
 NO_BULK_RUNNER = timedelta(0)
+# Nor delivers to destinations unless its test is about them (tests/integration/test_destinations*.py).
+NO_DESTINATIONS = timedelta(0)
 
 
 @pytest.fixture(scope="session")
 def settings() -> Settings:
-    return Settings(listen="127.0.0.1:0", rescue_interval=NO_RESCUER, bulk_poll=NO_BULK_RUNNER)
+    return Settings(
+        listen="127.0.0.1:0", rescue_interval=NO_RESCUER, bulk_poll=NO_BULK_RUNNER, destinations_poll=NO_DESTINATIONS
+    )
 
 
 @pytest.fixture(scope="session")
@@ -110,7 +114,13 @@ NO_FALLBACK = 3600.0
 async def quiet_server(db: Database) -> AsyncIterator[RunningServer]:
     """A server of the module's own, with no fallback poll."""
     running = await start_server(
-        Settings(listen="127.0.0.1:0", rescue_interval=NO_RESCUER, bulk_poll=NO_BULK_RUNNER), db
+        Settings(
+            listen="127.0.0.1:0",
+            rescue_interval=NO_RESCUER,
+            bulk_poll=NO_BULK_RUNNER,
+            destinations_poll=NO_DESTINATIONS,
+        ),
+        db,
     )
     running.inbox.fallback_poll_seconds = NO_FALLBACK
     yield running
@@ -163,6 +173,7 @@ CLOCKED_SETTINGS = Settings(
     # unreclaimed lease, say) must not race a background rescue.
     rescue_interval=NO_RESCUER,
     bulk_poll=NO_BULK_RUNNER,
+    destinations_poll=NO_DESTINATIONS,
 )
 
 

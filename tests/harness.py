@@ -149,8 +149,8 @@ class ServerProcess:
     port: int = 0
 
     def start(self, timeout: float = 30.0) -> ServerProcess:
-        # No lease rescuer unless asked: the test database is shared with servers on hand-moved clocks.
-        env = {"INBOXD_RESCUE_INTERVAL": "0", **self.env}
+        # No lease rescuer nor destinations unless asked: the test database is shared with servers on hand-moved clocks.
+        env = {"INBOXD_RESCUE_INTERVAL": "0", "INBOXD_DESTINATIONS_POLL": "0", **self.env}
         self.proc, self.port = serve_on_free_port(self.database_url, env, timeout=timeout)
         return self
 

@@ -60,6 +60,11 @@ CALLS: dict[str, tuple[str, tuple[Any, ...], dict[str, Any]]] = {
     "GetSubscription": ("get_subscription", ("s",), {}),
     "ListSubscriptions": ("list_subscriptions", (), {}),
     "DeleteSubscription": ("delete_subscription", ("s", "r"), {}),
+    "CreateDestination": ("create_destination", (admin_pb2.CreateDestinationRequest(name="d", reason="r"),), {}),
+    "GetDestination": ("get_destination", ("d",), {}),
+    "ListDestinations": ("list_destinations", (), {}),
+    "DeleteDestination": ("delete_destination", ("d", "r"), {}),
+    "ResumeDestination": ("resume_destination", ("d", "r"), {}),
 }
 
 Caller = Callable[[str], Any]

@@ -22,7 +22,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from inboxd.serving.server import RunningServer, start_server
 from inboxd.store.database import Database
-from inboxd_client.v1 import inbox_pb2, inbox_pb2_grpc
+from inboxd_client.v1 import admin_pb2, admin_pb2_grpc, inbox_pb2, inbox_pb2_grpc
 from tests.conftest import CLOCKED_SETTINGS, FakeClock
 from tests.edge.ops_probe import edge_metrics_text
 from tests.integration.helpers import accept_request, expect_status, seconds
@@ -59,9 +59,17 @@ async def exported(db: Database) -> AsyncIterator[dict[str, set[str]]]:
             taken = await claim_one(work, ns)  # the expired lease, taken over
             await expect_status(work.Complete(inbox_pb2.CompleteRequest(**fenced(crashed))), grpc.StatusCode.ABORTED)
             await work.Complete(inbox_pb2.CompleteRequest(**fenced(taken)))
-        assert running.ops is not None and running.ops.metrics_port is not None
-        await running.ops.refresh_stats()
-        status, body = await http_get(running.ops.metrics_port, "/metrics")
+            # A destination, so its breaker's series exist (it delivers nothing: this server's runner is off).
+            admin = admin_pb2_grpc.InboxAdminServiceStub(channel)
+            await admin.CreateDestination(
+                admin_pb2.CreateDestinationRequest(
+                    name=ns.replace("/", "-"), url="https://hooks.example.com/in", namespace_pattern=ns, reason="t"
+                )
+            )
+            assert running.ops is not None and running.ops.metrics_port is not None
+            await running.ops.refresh_stats()
+            status, body = await http_get(running.ops.metrics_port, "/metrics")
+            await admin.DeleteDestination(admin_pb2.DeleteDestinationRequest(name=ns.replace("/", "-"), reason="t"))
         assert status == "HTTP/1.1 200 OK"
         # The edge's own inboxd_edge_* metrics, which the dashboard's edge row and the edge's alerts read.
         edge_body = await edge_metrics_text(f"127.0.0.1:{running.port}")

@@ -9,6 +9,7 @@ from inboxd.api.convert import (
     duration_to_proto,
     instant_to_proto,
 )
+from inboxd.api.destinations_convert import attempt_to_proto
 from inboxd.domain import validation
 from inboxd.domain.conflict_copies import (
     DEFAULT_CONFLICTS_PAGE,
@@ -213,6 +214,7 @@ def event_to_proto(record: EventRecord) -> admin_pb2.Event:
         conflict_count=record.conflict_count,
         operator_actions=[_operator_action_to_proto(a) for a in record.operator_actions],
         blocked_by_event_key=record.blocked_by or "",
+        deliveries=[attempt_to_proto(a) for a in record.deliveries],
     )
     if record.conflicts_overflow is not None:
         out.conflicts_overflow.CopyFrom(_overflow_to_proto(record.conflicts_overflow))

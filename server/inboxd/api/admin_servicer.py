@@ -11,6 +11,7 @@ from inboxd.api import bulk_convert as bulk
 from inboxd.api import flow_convert as flow
 from inboxd.api import operator_actions_convert as acts
 from inboxd.api import subscriptions_convert as subs
+from inboxd.api.destinations_servicer import DestinationsServicer
 from inboxd.api.identity import current_caller, current_caller_name
 from inboxd.domain.operator_views import ListNarrowing
 from inboxd.domain.page_tokens import encode_page_token
@@ -20,7 +21,7 @@ from inboxd_client.v1 import admin_pb2
 Context = grpc.aio.ServicerContext[Any, Any]
 
 
-class AdminServicer:
+class AdminServicer(DestinationsServicer):
     """Methods are named after the RPCs; `api.handlers` routes to them."""
 
     def __init__(self, operators: Operators) -> None:

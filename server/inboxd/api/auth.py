@@ -79,6 +79,12 @@ RULES: dict[str, tuple[Scope, NamespacesOf]] = {
     _ADMIN + "GetSubscription": (Scope.ADMIN, _none),
     _ADMIN + "ListSubscriptions": (Scope.ADMIN, _none),
     _ADMIN + "DeleteSubscription": (Scope.ADMIN, _none),
+    # Destinations: the use cases hold each destination's pattern to the caller's grants.
+    _ADMIN + "CreateDestination": (Scope.ADMIN, _none),
+    _ADMIN + "GetDestination": (Scope.ADMIN, _none),
+    _ADMIN + "ListDestinations": (Scope.ADMIN, _none),
+    _ADMIN + "DeleteDestination": (Scope.ADMIN, _none),
+    _ADMIN + "ResumeDestination": (Scope.ADMIN, _none),
 }
 
 

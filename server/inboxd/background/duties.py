@@ -22,10 +22,12 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from inboxd.background.bulk_runner import BulkRunner
+from inboxd.background.destinations import DestinationsRunner
 from inboxd.background.rescuer import rescuer_loop
 from inboxd.background.retention import retention_loop
 from inboxd.background.trends import ages_loop, tally_loop, write_tally
 from inboxd.domain.operator_views import NamespaceStats
+from inboxd.observability.destination_gauges import DestinationMetrics
 from inboxd.observability.metrics import InstanceMetrics, Metrics, StatsGauges
 from inboxd.observability.metrics_http import MetricsEndpoint
 from inboxd.observability.transition_log import TransitionLog
@@ -104,17 +106,23 @@ class InstanceDuties:
     stats: StatsRefresh = field(init=False)
     # Carries bulk operations on, each on one replica at a time (background/bulk_runner.py).
     bulk: BulkRunner = field(init=False)
+    # Claims the destinations' events and POSTs them (background/destinations.py).
+    destinations: DestinationsRunner = field(init=False)
     _endpoint: MetricsEndpoint | None = None
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.stats = StatsRefresh(self._read_health, self.metrics.stats)
         self.bulk = BulkRunner(self.operators, self.metrics)
+        self.destinations = DestinationsRunner(self.operators, DestinationMetrics(self.registry))
 
     async def _read_health(self) -> Sequence[NamespaceStats]:
         """The Stats snapshot for the health gauges; the flow gauges take theirs from it and the rules."""
         snapshot = await self.operators.stats(None)
         self.metrics.flow.update(snapshot, await self.operators.all_flow_rules())
+        # The breakers too, from their rows: every replica reports them, whether it delivers or not.
+        if self.destinations.metrics is not None:
+            self.destinations.metrics.breakers.update(await self.operators.all_destinations())
         return snapshot
 
     def _loops(self) -> list[Coroutine[Any, Any, None]]:
@@ -126,6 +134,7 @@ class InstanceDuties:
             # The trends' ages and their window: one replica at a time, under its own lock.
             ages_loop(self.operators),
             self.bulk.run_forever(),
+            self.destinations.run_forever(),
         ]
         # Only /metrics reads the gauges. Their query scans the whole table (in parallel: every core of
         # a small machine) and delayed waiting Claims' wake-ups beside it; without readers it is waste.

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from inboxd.config.values import (
     ConfigError,
+    parse_allow_list,
     parse_duration,
     parse_flag,
     parse_host_names,
@@ -102,6 +103,12 @@ class Settings:
     # RUNNING bulk operations one token may have, and the deployment in all; a start beyond is RESOURCE_EXHAUSTED.
     bulk_max_running_per_token: int = 4
     bulk_max_running: int = 32
+
+    # Destinations (push to HTTP): how often this instance re-reads them (0: it delivers to none);
+    # internal networks and host names they may reach (SSRF guard); plain http allowed.
+    destinations_poll: timedelta = timedelta(seconds=2)
+    destinations_allow: tuple[str, ...] = ()
+    destinations_allow_http: bool = False
     # An event at or below its ordering key's applied revision: "ignore"
     # completes it IGNORED at claim time; "deliver" hands it out flagged stale.
     stale_revisions: StaleRevisions = StaleRevisions.IGNORE
@@ -194,6 +201,9 @@ _ENV: dict[str, tuple[str, object]] = {
     "INBOXD_BULK_POLL": ("bulk_poll", parse_duration),
     "INBOXD_BULK_MAX_RUNNING_PER_TOKEN": ("bulk_max_running_per_token", int),
     "INBOXD_BULK_MAX_RUNNING": ("bulk_max_running", int),
+    "INBOXD_DESTINATIONS_POLL": ("destinations_poll", parse_duration),
+    "INBOXD_DESTINATIONS_ALLOW": ("destinations_allow", parse_allow_list),
+    "INBOXD_DESTINATIONS_ALLOW_HTTP": ("destinations_allow_http", parse_flag),
     "INBOXD_STALE_REVISIONS": ("stale_revisions", parse_stale_revisions),
     "INBOXD_METRICS_BEYOND_LOOPBACK": ("metrics_beyond_loopback", parse_flag),
     "INBOXD_METRICS_MAX_NAMESPACES": ("metrics_max_namespaces", int),

@@ -6,6 +6,7 @@ variable or flag to fix and what it should look like.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from datetime import timedelta
 
@@ -55,6 +56,28 @@ def parse_host_names(text: str) -> tuple[str, ...]:
         if "/" in name or "@" in name or " " in name:
             raise ValueError(f"{name!r} is not a host name (write it without a scheme or a path)")
     return names
+
+
+def parse_allow_list(text: str) -> tuple[str, ...]:
+    """'127.0.0.1/32, 10.1.0.0/16, hooks.internal': CIDRs, addresses or host names (INBOXD_DESTINATIONS_ALLOW)."""
+    entries = tuple(e.strip().lower() for e in text.split(",") if e.strip())
+    for entry in entries:
+        if "/" in entry:
+            try:
+                ipaddress.ip_network(entry, strict=False)
+            except ValueError as exc:
+                raise ValueError(f"{entry!r} is not a CIDR: {exc}") from None
+        elif "@" in entry or " " in entry or (":" in entry and not _is_address(entry)):
+            raise ValueError(f"{entry!r} is not a CIDR, an address or a host name")
+    return entries
+
+
+def _is_address(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
 
 
 def parse_size(name: str, text: str) -> int:

@@ -20,6 +20,7 @@ from inboxd.config.settings import ConfigError, Settings
 from inboxd.config.tokens import Scope, TokenRegistry
 from inboxd.console import security
 from inboxd.console.bulk_forms import BulkForms
+from inboxd.console.destinations_page import DestinationsForms
 from inboxd.console.flow_forms import FlowForms
 from inboxd.console.hosts import AllowedHosts
 from inboxd.console.html import error_status, html_response, redirect
@@ -86,6 +87,7 @@ class Console:
         self.views = Views(operators, self)
         self.acts = OperatorForms(operators, self)
         self.flow = FlowForms(operators, self)
+        self.destinations = DestinationsForms(operators, self)
         self.bulk = BulkForms(operators, self)
         self.subscriptions = SubscriptionForms(operators, self)
         self.signin = SignIn(self)
@@ -130,6 +132,9 @@ class Console:
         app.router.add_get("/subscriptions", self.subscriptions.page)
         app.router.add_post("/subscriptions/create", self.subscriptions.create)
         app.router.add_post("/subscriptions/delete", self.subscriptions.delete)
+
+        app.router.add_get("/destinations", self.destinations.page)
+        app.router.add_post("/destinations/resume", self.destinations.resume)
         app.router.add_get("/static/{name}", self._static_file)
         return app
 

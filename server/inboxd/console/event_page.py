@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from inboxd.console.act_forms import act_forms, settle_form
+from inboxd.console.deliveries_html import deliveries_table
 from inboxd.console.html import csrf_input, event_url, h, page, state_badge, table, url, when
 from inboxd.console.pages import event_ref
 from inboxd.console.payload_html import content_type_code, payload_html
@@ -143,7 +144,7 @@ def _ledgers(record: EventRecord, show_payload: bool, csrf: str) -> str:
         ),
         empty="None.",
     )
-    sections = (
+    sections: tuple[tuple[str, str, str], ...] = (
         ("metadata", "Metadata", metadata),
         ("claims", "Claims", claims),
         ("actions", "Actions", actions),
@@ -151,6 +152,8 @@ def _ledgers(record: EventRecord, show_payload: bool, csrf: str) -> str:
         ("replays", "Replays", replays),
         ("operator-actions", "Operator actions", acts),
     )
+    if record.deliveries:
+        sections += (("deliveries", "Deliveries", deliveries_table(record.deliveries)),)
     return "".join(
         f'<section aria-labelledby="{anchor}"><h2 id="{anchor}">{title}</h2>{content}</section>'
         for anchor, title, content in sections

@@ -100,6 +100,7 @@ _NAV = (
     ("/flow", "Flow control"),
     ("/bulk", "Bulk operations"),
     ("/subscriptions", "Subscriptions"),
+    ("/destinations", "Destinations"),
 )
 
 

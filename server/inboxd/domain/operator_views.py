@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from inboxd.domain.conflict_copies import ConflictOverflow
+from inboxd.domain.destinations import DeliveryAttempt
 from inboxd.domain.operator_actions import OperatorActionRecord
 from inboxd.domain.vocabulary import (
     ActionRecord,
@@ -123,6 +124,8 @@ class EventRecord:
     conflicts_overflow: ConflictOverflow | None = None
     # The last copy of this page when more kept copies follow it, else None.
     conflicts_continue_after: int | None = None
+    # Every POST a destination made of it, oldest first (domain/destinations.py).
+    deliveries: tuple[DeliveryAttempt, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,14 +18,14 @@ import grpc
 
 from inboxd.domain.payload_display import is_json_content_type
 from inboxd.domain.unprintable import escape_unprintable
-from inboxd.serving import accept_cli, bulk_cli, flow_cli, operator_cli, subscriptions_cli
+from inboxd.serving import accept_cli, bulk_cli, destinations_cli, flow_cli, operator_cli, subscriptions_cli
 from inboxd.serving import admin_output as out
 from inboxd_client.plaintext import PlaintextTokenRefused, refuse_plaintext_token, trusted_network_from
 from inboxd_client.v1 import admin_pb2, admin_pb2_grpc, types_pb2
 
 COMMANDS = (
-    "stats", "events", "show", "replay", "dead-letters", "flow", "bulk", "subscriptions", *operator_cli.COMMANDS,
-    *accept_cli.COMMANDS,
+    "stats", "events", "show", "replay", "dead-letters", "flow", "bulk", "subscriptions", "destinations",
+    *operator_cli.COMMANDS, *accept_cli.COMMANDS,
 )  # fmt: skip
 DEFAULT_TARGET = "127.0.0.1:50051"
 STATES = {
@@ -103,6 +103,8 @@ def add_admin_commands(commands: Any) -> None:
     bulk_cli.add_bulk_commands(commands, common)
     accept_cli.add_accept_command(commands, common)
     subscriptions_cli.add_subscription_commands(commands, common)
+
+    destinations_cli.add_destinations_commands(commands, common)
 
 
 def run_admin_command(args: argparse.Namespace) -> int:
@@ -279,6 +281,7 @@ _RUNNERS = {
     "flow": flow_cli.run_flow,
     "bulk": bulk_cli.run_bulk,
     "subscriptions": subscriptions_cli.run_subscriptions,
+    "destinations": destinations_cli.run_destinations,
     **operator_cli.RUNNERS,
     "accept": accept_cli.run_accept,
 }

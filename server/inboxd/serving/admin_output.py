@@ -224,6 +224,8 @@ def event_text(event: admin_pb2.Event) -> str:
         for a in event.operator_actions
     ]
     parts.append("operator actions\n" + table(["ACT", "ACTION", "ACTOR", "WHEN", "BEFORE", "AFTER", "REASON"], acts))
+    if event.deliveries:
+        parts.append("deliveries (destinations' POSTs)\n" + deliveries_table(event.deliveries))
     metadata = json.dumps(dict(event.metadata), indent=2, sort_keys=True) if event.metadata else "-"
     parts.append("metadata\n" + escape_unprintable(metadata, keep="\n"))
     parts.extend(
@@ -233,6 +235,26 @@ def event_text(event: admin_pb2.Event) -> str:
     )
     parts.append(payload_text("payload", event.payload, event.content_type))
     return "\n\n".join(parts)
+
+
+def deliveries_table(attempts: Sequence[admin_pb2.DeliveryAttempt]) -> str:
+    """Destinations' POSTs: when, the status (- for none), the latency, the outcome, and the error or the answer."""
+    rows = [
+        [
+            a.destination,
+            a.event_key,
+            when(a.attempted_at),
+            str(a.attempt),
+            str(a.fencing_token),
+            str(a.status_code or "-"),
+            f"{a.latency.ToTimedelta().total_seconds() * 1000:.0f} ms",
+            a.outcome,
+            terminal_safe((a.error or a.response_excerpt.decode("utf-8", "replace"))[:120], lines=False),
+        ]
+        for a in attempts
+    ]
+    headers = ["DESTINATION", "KEY", "WHEN", "ATTEMPT", "FENCING", "STATUS", "LATENCY", "OUTCOME", "ERROR OR ANSWER"]
+    return table(headers, rows)
 
 
 def _act_name(kind: admin_pb2.OperatorActionKind) -> str:

@@ -64,6 +64,10 @@ MEANINGS: dict[str, tuple[str, str]] = {
         "RUNNING bulk operations across the deployment (every replica, every token); a start beyond is"
         " RESOURCE_EXHAUSTED and stores nothing",
     ),
+
+    "INBOXD_DESTINATIONS_POLL": ("", "how often this instance re-reads the destinations it delivers to (a new one starts within this); `0`: this instance delivers to none ([operations](operations.md#destinations-push-to-http))"),
+    "INBOXD_DESTINATIONS_ALLOW": ("unset: none", "internal addresses destinations may reach: comma-separated CIDRs (`10.1.0.0/16`, `127.0.0.1/32`), addresses or host names. Every other loopback, private, link-local, CGNAT, multicast or reserved address is refused after DNS resolution"),
+    "INBOXD_DESTINATIONS_ALLOW_HTTP": ("", "destinations may use plain `http://` URLs (default: `https` only)"),
     "INBOXD_STALE_REVISIONS": ("", "an event at or below its ordering key's applied revision: `ignore` completes it IGNORED at claim time, with a reason; `deliver` hands it out with `stale` set"),
     "INBOXD_MAX_CONNECTIONS": ("", "gRPC connections held at once; lowered at start to the descriptor limit less the pool and 128 (a warning says so; [operations](operations.md#security))"),
     "INBOXD_MAX_STREAMS_PER_CONNECTION": ("", "calls one connection may have in flight (more wait in the client); keep it above `INBOXD_MAX_WAITING_CLAIMS_PER_CALLER`, or a worker's Completes wait behind its long-polls"),

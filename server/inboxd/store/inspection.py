@@ -23,6 +23,7 @@ from inboxd.store import presence
 from inboxd.store.actions import action_history, unresolved_actions
 from inboxd.store.claims import action_record
 from inboxd.store.database import Connection
+from inboxd.store.destinations import attempts_of_event
 from inboxd.store.operator_actions import operator_actions
 from inboxd.store.queries import QUERIES
 
@@ -56,6 +57,7 @@ async def read_event(
     kept, overflow_copies, first_at, last_at, last_digest = totals
     replays = await conn.execute(QUERIES["event_replays"], key)
     history = await action_history(conn, namespace, event_key)
+    deliveries = await attempts_of_event(conn, namespace, event_key)
     return EventRecord(
         summary=summary_from_row(row[:9]),
         payload=payload,
@@ -84,6 +86,7 @@ async def read_event(
             else ConflictOverflow(overflow_copies, first_at, last_at, bytes(last_digest))
         ),
         conflicts_continue_after=copies[-1][0] if more else None,
+        deliveries=tuple(deliveries),
         replays=tuple(
             ReplayRecord(actor, reason, EventState(before), at)
             for actor, reason, before, at in await replays.fetchall()

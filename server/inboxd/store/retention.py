@@ -44,6 +44,8 @@ async def apply_retention(
             return None
         # Deleting first spares dropping payloads of rows about to go.
         deleted = await _in_batches(conn, QUERIES["event_delete_completed"], params, batch_size)
+        # Destinations' attempts of the events gone (they have no foreign key to hold them: migration 0029).
+        await _in_batches(conn, QUERIES["retention_delete_delivery_attempts"], params, batch_size)
         dropped = 0
         if payload_retention is not None:
             dropped = await _in_batches(conn, QUERIES["retention_drop_payloads"], params, batch_size)

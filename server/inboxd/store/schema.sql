@@ -1083,6 +1083,110 @@ ALTER TABLE public.inbox_conflicts ALTER COLUMN id ADD GENERATED ALWAYS AS IDENT
 
 
 --
+-- Name: inbox_delivery_attempts; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.inbox_delivery_attempts (
+    id bigint NOT NULL,
+    destination text NOT NULL,
+    namespace text NOT NULL,
+    event_key text NOT NULL,
+    webhook_id text NOT NULL,
+    attempt integer NOT NULL,
+    fencing_token bigint NOT NULL,
+    attempted_at timestamp with time zone NOT NULL,
+    status_code integer DEFAULT 0 NOT NULL,
+    latency_ms double precision NOT NULL,
+    error text DEFAULT ''::text NOT NULL,
+    response_excerpt bytea DEFAULT '\x'::bytea NOT NULL,
+    outcome text NOT NULL,
+    CONSTRAINT inbox_delivery_attempts_outcome_known CHECK ((outcome = ANY (ARRAY['completed'::text, 'retry'::text, 'dead-lettered'::text, 'fenced'::text])))
+);
+
+
+--
+-- Name: inbox_delivery_attempts_id_seq; Type: SEQUENCE; Schema: public; Owner: -
+--
+
+CREATE SEQUENCE public.inbox_delivery_attempts_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+
+--
+-- Name: inbox_delivery_attempts_id_seq; Type: SEQUENCE OWNED BY; Schema: public; Owner: -
+--
+
+ALTER SEQUENCE public.inbox_delivery_attempts_id_seq OWNED BY public.inbox_delivery_attempts.id;
+
+
+--
+-- Name: inbox_destination_changes; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.inbox_destination_changes (
+    id bigint NOT NULL,
+    name text NOT NULL,
+    actor text NOT NULL,
+    reason text NOT NULL,
+    change text NOT NULL,
+    changed_at timestamp with time zone NOT NULL
+);
+
+
+--
+-- Name: inbox_destination_changes_id_seq; Type: SEQUENCE; Schema: public; Owner: -
+--
+
+CREATE SEQUENCE public.inbox_destination_changes_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+
+--
+-- Name: inbox_destination_changes_id_seq; Type: SEQUENCE OWNED BY; Schema: public; Owner: -
+--
+
+ALTER SEQUENCE public.inbox_destination_changes_id_seq OWNED BY public.inbox_destination_changes.id;
+
+
+--
+-- Name: inbox_destinations; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.inbox_destinations (
+    name text NOT NULL,
+    url text NOT NULL,
+    namespace_pattern text NOT NULL,
+    like_pattern text NOT NULL,
+    secret text NOT NULL,
+    timeout_ms integer NOT NULL,
+    max_attempts integer DEFAULT 0 NOT NULL,
+    backoff_base_ms bigint DEFAULT 0 NOT NULL,
+    backoff_cap_ms bigint DEFAULT 0 NOT NULL,
+    forward_signature_metadata boolean DEFAULT false NOT NULL,
+    concurrency integer DEFAULT 8 NOT NULL,
+    status text DEFAULT 'active'::text NOT NULL,
+    paused_reason text DEFAULT ''::text NOT NULL,
+    next_try_at timestamp with time zone,
+    consecutive_failures integer DEFAULT 0 NOT NULL,
+    breaker_opens integer DEFAULT 0 NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    created_by text NOT NULL,
+    CONSTRAINT inbox_destinations_concurrency_bounded CHECK (((concurrency >= 1) AND (concurrency <= 100))),
+    CONSTRAINT inbox_destinations_paused_has_next_try CHECK (((status = 'paused'::text) = (next_try_at IS NOT NULL))),
+    CONSTRAINT inbox_destinations_status_known CHECK ((status = ANY (ARRAY['active'::text, 'paused'::text]))),
+    CONSTRAINT inbox_destinations_timeout_bounded CHECK (((timeout_ms >= 1000) AND (timeout_ms <= 300000)))
+);
+
+
+--
 -- Name: inbox_fencing_tokens; Type: SEQUENCE; Schema: public; Owner: -
 --
 
@@ -1311,6 +1415,20 @@ CREATE TABLE public.inboxd_schema_migrations (
 
 
 --
+-- Name: inbox_delivery_attempts id; Type: DEFAULT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.inbox_delivery_attempts ALTER COLUMN id SET DEFAULT nextval('public.inbox_delivery_attempts_id_seq'::regclass);
+
+
+--
+-- Name: inbox_destination_changes id; Type: DEFAULT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.inbox_destination_changes ALTER COLUMN id SET DEFAULT nextval('public.inbox_destination_changes_id_seq'::regclass);
+
+
+--
 -- Name: inbox_action_history inbox_action_history_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -1380,6 +1498,30 @@ ALTER TABLE ONLY public.inbox_conflict_overflow
 
 ALTER TABLE ONLY public.inbox_conflicts
     ADD CONSTRAINT inbox_conflicts_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: inbox_delivery_attempts inbox_delivery_attempts_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.inbox_delivery_attempts
+    ADD CONSTRAINT inbox_delivery_attempts_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: inbox_destination_changes inbox_destination_changes_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.inbox_destination_changes
+    ADD CONSTRAINT inbox_destination_changes_pkey PRIMARY KEY (id);
+
+
+--
+-- Name: inbox_destinations inbox_destinations_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.inbox_destinations
+    ADD CONSTRAINT inbox_destinations_pkey PRIMARY KEY (name);
 
 
 --
@@ -1518,6 +1660,27 @@ CREATE INDEX inbox_claims_event ON public.inbox_claims USING btree (namespace, e
 --
 
 CREATE INDEX inbox_conflicts_event ON public.inbox_conflicts USING btree (namespace, event_key);
+
+
+--
+-- Name: inbox_delivery_attempts_attempted_at; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX inbox_delivery_attempts_attempted_at ON public.inbox_delivery_attempts USING btree (attempted_at);
+
+
+--
+-- Name: inbox_delivery_attempts_destination; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX inbox_delivery_attempts_destination ON public.inbox_delivery_attempts USING btree (destination, id DESC);
+
+
+--
+-- Name: inbox_delivery_attempts_event; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX inbox_delivery_attempts_event ON public.inbox_delivery_attempts USING btree (namespace, event_key, id);
 
 
 --

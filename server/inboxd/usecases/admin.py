@@ -23,6 +23,7 @@ from inboxd.observability.transition_observer import InboxObserver
 from inboxd.store import actions, inspection, replays, trends
 from inboxd.store.database import Connection
 from inboxd.usecases.bulk_operations import BulkOperations
+from inboxd.usecases.destinations import Destinations
 from inboxd.usecases.flow_control import FlowControls
 from inboxd.usecases.inbox import Inbox
 from inboxd.usecases.operator_actions import OperatorActs
@@ -32,7 +33,7 @@ ALL_STATES = tuple(EventState)
 
 
 @dataclass
-class Operators(OperatorActs, FlowControls, BulkOperations, Subscriptions):
+class Operators(OperatorActs, FlowControls, BulkOperations, Subscriptions, Destinations):
     inbox: Inbox
     observer: InboxObserver = field(default_factory=InboxObserver)
 

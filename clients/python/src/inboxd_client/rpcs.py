@@ -192,6 +192,32 @@ DELETE_SUBSCRIPTION = Rpc(
     False,
     "an audited removal: a repeat after a lost answer finds nothing and answers NOT_FOUND",
 )
+# Destinations (push to HTTP): a Create repeated after a lost answer finds the
+# name taken (FAILED_PRECONDITION) and never shows the secret again; a Delete
+# repeated finds none (NOT_FOUND); a Resume repeated resumes an active one.
+CREATE_DESTINATION = Rpc(
+    ADMIN_SERVICE,
+    "CreateDestination",
+    admin_pb2.CreateDestinationResponse,
+    False,
+    "its answer carries the secret once: a repeat after a lost answer finds the name taken",
+)
+GET_DESTINATION = Rpc(ADMIN_SERVICE, "GetDestination", admin_pb2.GetDestinationResponse, True, "a read")
+LIST_DESTINATIONS = Rpc(ADMIN_SERVICE, "ListDestinations", admin_pb2.ListDestinationsResponse, True, "a read")
+DELETE_DESTINATION = Rpc(
+    ADMIN_SERVICE,
+    "DeleteDestination",
+    admin_pb2.DeleteDestinationResponse,
+    False,
+    "an audited removal: a repeat after a lost answer finds none (NOT_FOUND)",
+)
+RESUME_DESTINATION = Rpc(
+    ADMIN_SERVICE,
+    "ResumeDestination",
+    admin_pb2.ResumeDestinationResponse,
+    False,
+    "an audited change: a repeat after a lost answer writes a second audit row",
+)
 
 ALL_RPCS: tuple[Rpc[Any], ...] = (
     ACCEPT,
@@ -221,4 +247,9 @@ ALL_RPCS: tuple[Rpc[Any], ...] = (
     GET_SUBSCRIPTION,
     LIST_SUBSCRIPTIONS,
     DELETE_SUBSCRIPTION,
+    CREATE_DESTINATION,
+    GET_DESTINATION,
+    LIST_DESTINATIONS,
+    DELETE_DESTINATION,
+    RESUME_DESTINATION,
 )

@@ -269,3 +269,29 @@ class InboxClient:
     ) -> admin_pb2.DeleteSubscriptionResponse:
         request = admin_pb2.DeleteSubscriptionRequest(name=name, reason=reason)
         return self._call(rpcs.DELETE_SUBSCRIPTION, request, timeout)
+
+    # Destinations (push to HTTP).
+
+    def create_destination(
+        self, request: admin_pb2.CreateDestinationRequest, *, timeout: float | None = None
+    ) -> admin_pb2.CreateDestinationResponse:
+        """Creates a destination; the answer carries its secret, once. Never retried."""
+        return self._call(rpcs.CREATE_DESTINATION, request, timeout)
+
+    def get_destination(self, name: str, *, timeout: float | None = None) -> admin_pb2.GetDestinationResponse:
+        return self._call(rpcs.GET_DESTINATION, admin_pb2.GetDestinationRequest(name=name), timeout)
+
+    def list_destinations(self, *, timeout: float | None = None) -> admin_pb2.ListDestinationsResponse:
+        return self._call(rpcs.LIST_DESTINATIONS, admin_pb2.ListDestinationsRequest(), timeout)
+
+    def delete_destination(
+        self, name: str, reason: str, *, timeout: float | None = None
+    ) -> admin_pb2.DeleteDestinationResponse:
+        request = admin_pb2.DeleteDestinationRequest(name=name, reason=reason)
+        return self._call(rpcs.DELETE_DESTINATION, request, timeout)
+
+    def resume_destination(
+        self, name: str, reason: str, *, timeout: float | None = None
+    ) -> admin_pb2.ResumeDestinationResponse:
+        request = admin_pb2.ResumeDestinationRequest(name=name, reason=reason)
+        return self._call(rpcs.RESUME_DESTINATION, request, timeout)

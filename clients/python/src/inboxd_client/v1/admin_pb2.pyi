@@ -33,6 +33,12 @@ class BulkOperationState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     BULK_OPERATION_STATE_DONE: _ClassVar[BulkOperationState]
     BULK_OPERATION_STATE_CANCELLED: _ClassVar[BulkOperationState]
     BULK_OPERATION_STATE_FAILED: _ClassVar[BulkOperationState]
+
+class DestinationState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    DESTINATION_STATE_UNSPECIFIED: _ClassVar[DestinationState]
+    DESTINATION_STATE_ACTIVE: _ClassVar[DestinationState]
+    DESTINATION_STATE_PAUSED: _ClassVar[DestinationState]
 OPERATOR_ACTION_KIND_UNSPECIFIED: OperatorActionKind
 OPERATOR_ACTION_KIND_SETTLE_ACTION: OperatorActionKind
 OPERATOR_ACTION_KIND_END_CLAIM: OperatorActionKind
@@ -46,6 +52,9 @@ BULK_OPERATION_STATE_RUNNING: BulkOperationState
 BULK_OPERATION_STATE_DONE: BulkOperationState
 BULK_OPERATION_STATE_CANCELLED: BulkOperationState
 BULK_OPERATION_STATE_FAILED: BulkOperationState
+DESTINATION_STATE_UNSPECIFIED: DestinationState
+DESTINATION_STATE_ACTIVE: DestinationState
+DESTINATION_STATE_PAUSED: DestinationState
 
 class GetEventRequest(_message.Message):
     __slots__ = ("namespace", "event_key", "conflicts_page_size", "conflicts_page_token", "include_conflict_payloads")
@@ -238,7 +247,7 @@ class EventSummary(_message.Message):
     def __init__(self, namespace: _Optional[str] = ..., event_key: _Optional[str] = ..., event_type: _Optional[str] = ..., state: _Optional[_Union[_types_pb2.EventState, str]] = ..., attempt: _Optional[int] = ..., accepted_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., available_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_error: _Optional[str] = ..., worker_id: _Optional[str] = ..., lease_expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class Event(_message.Message):
-    __slots__ = ("summary", "payload", "metadata", "message_id", "ordering_key", "revision", "disposition", "disposition_reason", "lease_expires_at", "completed_at", "actions", "conflicts", "claims", "replays", "action_history", "conflict_count", "conflicts_overflow", "operator_actions", "blocked_by_event_key", "content_type")
+    __slots__ = ("summary", "payload", "metadata", "message_id", "ordering_key", "revision", "disposition", "disposition_reason", "lease_expires_at", "completed_at", "actions", "conflicts", "claims", "replays", "action_history", "conflict_count", "conflicts_overflow", "operator_actions", "blocked_by_event_key", "content_type", "deliveries")
     class MetadataEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -266,6 +275,7 @@ class Event(_message.Message):
     OPERATOR_ACTIONS_FIELD_NUMBER: _ClassVar[int]
     BLOCKED_BY_EVENT_KEY_FIELD_NUMBER: _ClassVar[int]
     CONTENT_TYPE_FIELD_NUMBER: _ClassVar[int]
+    DELIVERIES_FIELD_NUMBER: _ClassVar[int]
     summary: EventSummary
     payload: bytes
     metadata: _containers.ScalarMap[str, str]
@@ -286,7 +296,8 @@ class Event(_message.Message):
     operator_actions: _containers.RepeatedCompositeFieldContainer[OperatorActionRecord]
     blocked_by_event_key: str
     content_type: str
-    def __init__(self, summary: _Optional[_Union[EventSummary, _Mapping]] = ..., payload: _Optional[bytes] = ..., metadata: _Optional[_Mapping[str, str]] = ..., message_id: _Optional[str] = ..., ordering_key: _Optional[str] = ..., revision: _Optional[int] = ..., disposition: _Optional[_Union[_types_pb2.Disposition, str]] = ..., disposition_reason: _Optional[str] = ..., lease_expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., completed_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., actions: _Optional[_Iterable[_Union[_types_pb2.ActionRecord, _Mapping]]] = ..., conflicts: _Optional[_Iterable[_Union[ConflictingCopy, _Mapping]]] = ..., claims: _Optional[_Iterable[_Union[ClaimRecord, _Mapping]]] = ..., replays: _Optional[_Iterable[_Union[ReplayRecord, _Mapping]]] = ..., action_history: _Optional[_Iterable[_Union[ActionHistoryEntry, _Mapping]]] = ..., conflict_count: _Optional[int] = ..., conflicts_overflow: _Optional[_Union[ConflictOverflow, _Mapping]] = ..., operator_actions: _Optional[_Iterable[_Union[OperatorActionRecord, _Mapping]]] = ..., blocked_by_event_key: _Optional[str] = ..., content_type: _Optional[str] = ...) -> None: ...
+    deliveries: _containers.RepeatedCompositeFieldContainer[DeliveryAttempt]
+    def __init__(self, summary: _Optional[_Union[EventSummary, _Mapping]] = ..., payload: _Optional[bytes] = ..., metadata: _Optional[_Mapping[str, str]] = ..., message_id: _Optional[str] = ..., ordering_key: _Optional[str] = ..., revision: _Optional[int] = ..., disposition: _Optional[_Union[_types_pb2.Disposition, str]] = ..., disposition_reason: _Optional[str] = ..., lease_expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., completed_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., actions: _Optional[_Iterable[_Union[_types_pb2.ActionRecord, _Mapping]]] = ..., conflicts: _Optional[_Iterable[_Union[ConflictingCopy, _Mapping]]] = ..., claims: _Optional[_Iterable[_Union[ClaimRecord, _Mapping]]] = ..., replays: _Optional[_Iterable[_Union[ReplayRecord, _Mapping]]] = ..., action_history: _Optional[_Iterable[_Union[ActionHistoryEntry, _Mapping]]] = ..., conflict_count: _Optional[int] = ..., conflicts_overflow: _Optional[_Union[ConflictOverflow, _Mapping]] = ..., operator_actions: _Optional[_Iterable[_Union[OperatorActionRecord, _Mapping]]] = ..., blocked_by_event_key: _Optional[str] = ..., content_type: _Optional[str] = ..., deliveries: _Optional[_Iterable[_Union[DeliveryAttempt, _Mapping]]] = ...) -> None: ...
 
 class OperatorActionRecord(_message.Message):
     __slots__ = ("kind", "actor", "reason", "acted_at", "subject", "before", "after")
@@ -714,3 +725,149 @@ class DeleteSubscriptionResponse(_message.Message):
     SUBSCRIPTION_FIELD_NUMBER: _ClassVar[int]
     subscription: Subscription
     def __init__(self, subscription: _Optional[_Union[Subscription, _Mapping]] = ...) -> None: ...
+
+class Destination(_message.Message):
+    __slots__ = ("name", "url", "namespace_pattern", "timeout", "max_attempts", "backoff_base", "backoff_cap", "forward_signature_metadata", "state", "paused_reason", "next_try_at", "consecutive_failures", "created_at", "created_by", "concurrency")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    URL_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_PATTERN_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUT_FIELD_NUMBER: _ClassVar[int]
+    MAX_ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
+    BACKOFF_BASE_FIELD_NUMBER: _ClassVar[int]
+    BACKOFF_CAP_FIELD_NUMBER: _ClassVar[int]
+    FORWARD_SIGNATURE_METADATA_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    PAUSED_REASON_FIELD_NUMBER: _ClassVar[int]
+    NEXT_TRY_AT_FIELD_NUMBER: _ClassVar[int]
+    CONSECUTIVE_FAILURES_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    CREATED_BY_FIELD_NUMBER: _ClassVar[int]
+    CONCURRENCY_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    url: str
+    namespace_pattern: str
+    timeout: _duration_pb2.Duration
+    max_attempts: int
+    backoff_base: _duration_pb2.Duration
+    backoff_cap: _duration_pb2.Duration
+    forward_signature_metadata: bool
+    state: DestinationState
+    paused_reason: str
+    next_try_at: _timestamp_pb2.Timestamp
+    consecutive_failures: int
+    created_at: _timestamp_pb2.Timestamp
+    created_by: str
+    concurrency: int
+    def __init__(self, name: _Optional[str] = ..., url: _Optional[str] = ..., namespace_pattern: _Optional[str] = ..., timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., max_attempts: _Optional[int] = ..., backoff_base: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., backoff_cap: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., forward_signature_metadata: _Optional[bool] = ..., state: _Optional[_Union[DestinationState, str]] = ..., paused_reason: _Optional[str] = ..., next_try_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., consecutive_failures: _Optional[int] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., created_by: _Optional[str] = ..., concurrency: _Optional[int] = ...) -> None: ...
+
+class DeliveryAttempt(_message.Message):
+    __slots__ = ("destination", "namespace", "event_key", "webhook_id", "attempt", "fencing_token", "attempted_at", "status_code", "latency", "error", "response_excerpt", "outcome")
+    DESTINATION_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    EVENT_KEY_FIELD_NUMBER: _ClassVar[int]
+    WEBHOOK_ID_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    FENCING_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPTED_AT_FIELD_NUMBER: _ClassVar[int]
+    STATUS_CODE_FIELD_NUMBER: _ClassVar[int]
+    LATENCY_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    RESPONSE_EXCERPT_FIELD_NUMBER: _ClassVar[int]
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    destination: str
+    namespace: str
+    event_key: str
+    webhook_id: str
+    attempt: int
+    fencing_token: int
+    attempted_at: _timestamp_pb2.Timestamp
+    status_code: int
+    latency: _duration_pb2.Duration
+    error: str
+    response_excerpt: bytes
+    outcome: str
+    def __init__(self, destination: _Optional[str] = ..., namespace: _Optional[str] = ..., event_key: _Optional[str] = ..., webhook_id: _Optional[str] = ..., attempt: _Optional[int] = ..., fencing_token: _Optional[int] = ..., attempted_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., status_code: _Optional[int] = ..., latency: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., error: _Optional[str] = ..., response_excerpt: _Optional[bytes] = ..., outcome: _Optional[str] = ...) -> None: ...
+
+class CreateDestinationRequest(_message.Message):
+    __slots__ = ("name", "url", "namespace_pattern", "secret", "timeout", "max_attempts", "backoff_base", "backoff_cap", "forward_signature_metadata", "concurrency", "reason")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    URL_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_PATTERN_FIELD_NUMBER: _ClassVar[int]
+    SECRET_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUT_FIELD_NUMBER: _ClassVar[int]
+    MAX_ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
+    BACKOFF_BASE_FIELD_NUMBER: _ClassVar[int]
+    BACKOFF_CAP_FIELD_NUMBER: _ClassVar[int]
+    FORWARD_SIGNATURE_METADATA_FIELD_NUMBER: _ClassVar[int]
+    CONCURRENCY_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    url: str
+    namespace_pattern: str
+    secret: str
+    timeout: _duration_pb2.Duration
+    max_attempts: int
+    backoff_base: _duration_pb2.Duration
+    backoff_cap: _duration_pb2.Duration
+    forward_signature_metadata: bool
+    concurrency: int
+    reason: str
+    def __init__(self, name: _Optional[str] = ..., url: _Optional[str] = ..., namespace_pattern: _Optional[str] = ..., secret: _Optional[str] = ..., timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., max_attempts: _Optional[int] = ..., backoff_base: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., backoff_cap: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., forward_signature_metadata: _Optional[bool] = ..., concurrency: _Optional[int] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class CreateDestinationResponse(_message.Message):
+    __slots__ = ("destination", "secret")
+    DESTINATION_FIELD_NUMBER: _ClassVar[int]
+    SECRET_FIELD_NUMBER: _ClassVar[int]
+    destination: Destination
+    secret: str
+    def __init__(self, destination: _Optional[_Union[Destination, _Mapping]] = ..., secret: _Optional[str] = ...) -> None: ...
+
+class GetDestinationRequest(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class GetDestinationResponse(_message.Message):
+    __slots__ = ("destination", "recent_attempts")
+    DESTINATION_FIELD_NUMBER: _ClassVar[int]
+    RECENT_ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
+    destination: Destination
+    recent_attempts: _containers.RepeatedCompositeFieldContainer[DeliveryAttempt]
+    def __init__(self, destination: _Optional[_Union[Destination, _Mapping]] = ..., recent_attempts: _Optional[_Iterable[_Union[DeliveryAttempt, _Mapping]]] = ...) -> None: ...
+
+class ListDestinationsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListDestinationsResponse(_message.Message):
+    __slots__ = ("destinations",)
+    DESTINATIONS_FIELD_NUMBER: _ClassVar[int]
+    destinations: _containers.RepeatedCompositeFieldContainer[Destination]
+    def __init__(self, destinations: _Optional[_Iterable[_Union[Destination, _Mapping]]] = ...) -> None: ...
+
+class DeleteDestinationRequest(_message.Message):
+    __slots__ = ("name", "reason")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    reason: str
+    def __init__(self, name: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class DeleteDestinationResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ResumeDestinationRequest(_message.Message):
+    __slots__ = ("name", "reason")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    reason: str
+    def __init__(self, name: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class ResumeDestinationResponse(_message.Message):
+    __slots__ = ("destination",)
+    DESTINATION_FIELD_NUMBER: _ClassVar[int]
+    destination: Destination
+    def __init__(self, destination: _Optional[_Union[Destination, _Mapping]] = ...) -> None: ...

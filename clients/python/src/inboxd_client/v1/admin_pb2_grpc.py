@@ -125,6 +125,31 @@ class InboxAdminServiceStub:
                 request_serializer=inboxd_dot_v1_dot_admin__pb2.DeleteSubscriptionRequest.SerializeToString,
                 response_deserializer=inboxd_dot_v1_dot_admin__pb2.DeleteSubscriptionResponse.FromString,
                 _registered_method=True)
+        self.CreateDestination = channel.unary_unary(
+                '/inboxd.v1.InboxAdminService/CreateDestination',
+                request_serializer=inboxd_dot_v1_dot_admin__pb2.CreateDestinationRequest.SerializeToString,
+                response_deserializer=inboxd_dot_v1_dot_admin__pb2.CreateDestinationResponse.FromString,
+                _registered_method=True)
+        self.GetDestination = channel.unary_unary(
+                '/inboxd.v1.InboxAdminService/GetDestination',
+                request_serializer=inboxd_dot_v1_dot_admin__pb2.GetDestinationRequest.SerializeToString,
+                response_deserializer=inboxd_dot_v1_dot_admin__pb2.GetDestinationResponse.FromString,
+                _registered_method=True)
+        self.ListDestinations = channel.unary_unary(
+                '/inboxd.v1.InboxAdminService/ListDestinations',
+                request_serializer=inboxd_dot_v1_dot_admin__pb2.ListDestinationsRequest.SerializeToString,
+                response_deserializer=inboxd_dot_v1_dot_admin__pb2.ListDestinationsResponse.FromString,
+                _registered_method=True)
+        self.DeleteDestination = channel.unary_unary(
+                '/inboxd.v1.InboxAdminService/DeleteDestination',
+                request_serializer=inboxd_dot_v1_dot_admin__pb2.DeleteDestinationRequest.SerializeToString,
+                response_deserializer=inboxd_dot_v1_dot_admin__pb2.DeleteDestinationResponse.FromString,
+                _registered_method=True)
+        self.ResumeDestination = channel.unary_unary(
+                '/inboxd.v1.InboxAdminService/ResumeDestination',
+                request_serializer=inboxd_dot_v1_dot_admin__pb2.ResumeDestinationRequest.SerializeToString,
+                response_deserializer=inboxd_dot_v1_dot_admin__pb2.ResumeDestinationResponse.FromString,
+                _registered_method=True)
 
 
 class InboxAdminServiceServicer:
@@ -279,6 +304,47 @@ class InboxAdminServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CreateDestination(self, request, context):
+        """---- Destinations: inboxd POSTs the events of some namespaces to an HTTP
+        endpoint (docs/operations.md, "Destinations (push to HTTP)"). Each call's
+        namespace pattern must lie within the caller's grants; every change is
+        audited (who, when, why).
+        Creates a destination; answers its secret once (generated when absent).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetDestination(self, request, context):
+        """One destination, with its breaker's state and its latest attempts.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListDestinations(self, request, context):
+        """Every destination within the caller's grants, by name.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteDestination(self, request, context):
+        """Removes a destination: its events are no longer claimed for it (those in
+        flight end as their POST ends); its attempts stay on the events' pages.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ResumeDestination(self, request, context):
+        """Closes an open breaker now: the destination delivers again at once.
+        ---- end of Destinations
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_InboxAdminServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -371,6 +437,31 @@ def add_InboxAdminServiceServicer_to_server(servicer, server):
                     servicer.DeleteSubscription,
                     request_deserializer=inboxd_dot_v1_dot_admin__pb2.DeleteSubscriptionRequest.FromString,
                     response_serializer=inboxd_dot_v1_dot_admin__pb2.DeleteSubscriptionResponse.SerializeToString,
+            ),
+            'CreateDestination': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateDestination,
+                    request_deserializer=inboxd_dot_v1_dot_admin__pb2.CreateDestinationRequest.FromString,
+                    response_serializer=inboxd_dot_v1_dot_admin__pb2.CreateDestinationResponse.SerializeToString,
+            ),
+            'GetDestination': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetDestination,
+                    request_deserializer=inboxd_dot_v1_dot_admin__pb2.GetDestinationRequest.FromString,
+                    response_serializer=inboxd_dot_v1_dot_admin__pb2.GetDestinationResponse.SerializeToString,
+            ),
+            'ListDestinations': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListDestinations,
+                    request_deserializer=inboxd_dot_v1_dot_admin__pb2.ListDestinationsRequest.FromString,
+                    response_serializer=inboxd_dot_v1_dot_admin__pb2.ListDestinationsResponse.SerializeToString,
+            ),
+            'DeleteDestination': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteDestination,
+                    request_deserializer=inboxd_dot_v1_dot_admin__pb2.DeleteDestinationRequest.FromString,
+                    response_serializer=inboxd_dot_v1_dot_admin__pb2.DeleteDestinationResponse.SerializeToString,
+            ),
+            'ResumeDestination': grpc.unary_unary_rpc_method_handler(
+                    servicer.ResumeDestination,
+                    request_deserializer=inboxd_dot_v1_dot_admin__pb2.ResumeDestinationRequest.FromString,
+                    response_serializer=inboxd_dot_v1_dot_admin__pb2.ResumeDestinationResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -860,6 +951,141 @@ class InboxAdminService:
             '/inboxd.v1.InboxAdminService/DeleteSubscription',
             inboxd_dot_v1_dot_admin__pb2.DeleteSubscriptionRequest.SerializeToString,
             inboxd_dot_v1_dot_admin__pb2.DeleteSubscriptionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateDestination(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/inboxd.v1.InboxAdminService/CreateDestination',
+            inboxd_dot_v1_dot_admin__pb2.CreateDestinationRequest.SerializeToString,
+            inboxd_dot_v1_dot_admin__pb2.CreateDestinationResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetDestination(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/inboxd.v1.InboxAdminService/GetDestination',
+            inboxd_dot_v1_dot_admin__pb2.GetDestinationRequest.SerializeToString,
+            inboxd_dot_v1_dot_admin__pb2.GetDestinationResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListDestinations(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/inboxd.v1.InboxAdminService/ListDestinations',
+            inboxd_dot_v1_dot_admin__pb2.ListDestinationsRequest.SerializeToString,
+            inboxd_dot_v1_dot_admin__pb2.ListDestinationsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteDestination(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/inboxd.v1.InboxAdminService/DeleteDestination',
+            inboxd_dot_v1_dot_admin__pb2.DeleteDestinationRequest.SerializeToString,
+            inboxd_dot_v1_dot_admin__pb2.DeleteDestinationResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ResumeDestination(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/inboxd.v1.InboxAdminService/ResumeDestination',
+            inboxd_dot_v1_dot_admin__pb2.ResumeDestinationRequest.SerializeToString,
+            inboxd_dot_v1_dot_admin__pb2.ResumeDestinationResponse.FromString,
             options,
             channel_credentials,
             insecure,
