@@ -80,7 +80,7 @@ lint: $(VENV)/.installed ## ruff
 typecheck: $(VENV)/.installed ## mypy --strict over the code and the tests
 	$(VENV)/bin/mypy server/inboxd tests clients/python/src/inboxd_client clients/edge/src/inboxd_edge
 
-layers: $(VENV)/.installed ## import-linter: every room in its layer (pyproject.toml), psycopg only in the store
+layers: $(VENV)/.installed ## import-linter: every room in its layer (pyproject.toml), psycopg only in the store, no import circles
 	$(VENV)/bin/lint-imports
 
 buf-lint: node_modules/.installed ## buf lint on protos/
