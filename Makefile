@@ -78,14 +78,15 @@ reliability-async: setup ## the failover scenario with an ASYNCHRONOUS standby: 
 	$(PY) -m pytest tests/reliability/test_failover.py -m failover_async
 
 lint: $(VENV)/.installed ## ruff
-	$(VENV)/bin/ruff check server tests clients/python clients/edge bench
-	$(VENV)/bin/ruff format --check server tests clients/python clients/edge bench
+	$(VENV)/bin/ruff check server tests clients/python clients/edge bench scripts
+	$(VENV)/bin/ruff format --check server tests clients/python clients/edge bench scripts
 
 typecheck: $(VENV)/.installed ## mypy --strict over the code and the tests
-	$(VENV)/bin/mypy server/inboxd tests clients/python/src/inboxd_client clients/edge/src/inboxd_edge
+	$(VENV)/bin/mypy server/inboxd tests clients/python/src/inboxd_client clients/edge/src/inboxd_edge scripts
 
 layers: $(VENV)/.installed ## import-linter: every room in its layer (pyproject.toml), psycopg only in the store, no import circles
 	$(VENV)/bin/lint-imports
+	$(PY) scripts/no_import_cycles.py
 
 buf-lint: node_modules/.installed ## buf lint on protos/
 	npx --no-install buf lint

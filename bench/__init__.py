@@ -45,7 +45,7 @@ graphile-worker in Node), `peer_latency` (enqueue -> start, every system),
 `peer_targets` and `report_peers`, `record` (a stored figure), `figures`,
 `flow_ledger` (issue 28's counts from the claims ledger, the rules it
 sets), `flow_workers` (grpc.aio workers that keep claiming under a rule),
-`flow_baseline` (fair claiming beside the claim statement at 37c09d5),
+`phases.flow_baseline` (fair claiming beside the claim statement at 37c09d5),
 `targets`, `stream_targets`, `raw_body_targets`, `flow_targets`,
 `bulk_targets` and `tracing_targets` (what is compared with what),
 `report`, `report_sections`, `report_streams`, `report_flow`,

@@ -12,7 +12,7 @@ from typing import Any
 
 from bench.phase_figures import PhaseFigures
 from bench.phases.bulk import BATCH, CHANGED, CLAIM_DURING, CLAIM_IDLE, RATE, UNMEASURED
-from bench.targets import Bar, Measured, Results, Target
+from bench.target_kinds import Bar, Measured, Results, Target
 
 RATE_TOLERANCE = 0.15
 CLAIM_P99_BAR = Bar(2.0, at_most=True)

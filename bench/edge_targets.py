@@ -14,7 +14,7 @@ from bench.edge_requests import BODY_BYTES
 from bench.phase_figures import PhaseFigures
 from bench.phases.edge import BARE, ONE, TWO, UNIT, figure_name
 from bench.record import per_op_us, percent_of_core
-from bench.targets import Bar, Measured, Results, Target
+from bench.target_kinds import Bar, Measured, Results, Target
 
 EDGE_OVER_BARE = Bar(0.5)
 FIGURES = PhaseFigures("edge", "edge_rounds", "edge_unmeasured")

@@ -6,7 +6,7 @@ As in targets.py: a figure that could not be measured says why, never a number.
 from __future__ import annotations
 
 from bench.phases.fanout import CALLERS, NONE, THREE
-from bench.targets import Bar, Results, Target, _Ratio
+from bench.target_kinds import Bar, Results, Target, _Ratio
 
 FANOUT_BAR = Bar(0.7)
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from bench.flow_baseline import BASELINE, BASELINE_COMMIT, BEFORE, FAIR
 from bench.phase_figures import Measure, PhaseFigures
 from bench.phases.flow import (
     BATCH,
@@ -30,7 +29,8 @@ from bench.phases.flow import (
     SERVER_PROCESSES,
     UNMEASURED,
 )
-from bench.targets import Bar, Measured, Results, Target
+from bench.phases.flow_baseline import BASELINE, BASELINE_COMMIT, BEFORE, FAIR
+from bench.target_kinds import Bar, Measured, Results, Target
 
 FAIRNESS_BAR = Bar(20.0, at_most=True)
 PLAN_MS = Bar(2.0, at_most=True)

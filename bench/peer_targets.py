@@ -9,7 +9,7 @@ inboxd's own ways (the Node generator, grpc.aio, Work streams).
 from __future__ import annotations
 
 from bench.figures import Figures, peer_rates
-from bench.targets import Bar, Measured, Results, Target
+from bench.target_kinds import Bar, Measured, Results, Target
 
 PEERS = ("pgqueuer", "procrastinate", "pg-boss", "graphile-worker")
 # The page's names for the figures' systems.

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from bench.targets import Measured, Results
+from bench.target_kinds import Measured, Results
 
 Measure = Callable[[Results, Results | None], Measured]
 

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bench.targets import Bar, Measured, Results, Target, _batched_event_cpu, _Ratio
+from bench.target_kinds import Bar, Measured, Results, Target, _batched_event_cpu, _Ratio
 
 BEFORE = Path(__file__).resolve().parent / "baselines" / "before_raw_bodies.json"
 PEER = "pgqueuer"

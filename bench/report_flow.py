@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.flow_baseline import BEFORE, FAIR
 from bench.flow_workers import EMPTY_PAUSE_S
 from bench.phases.flow import DRAIN_NONE, DRAIN_RULES, FAIRNESS, IN_FLIGHT, PLAN, RATE, UNMEASURED
+from bench.phases.flow_baseline import BEFORE, FAIR
 
 NAMES = (FAIRNESS, PLAN, IN_FLIGHT, RATE, DRAIN_NONE, DRAIN_RULES, FAIR, BEFORE)
 

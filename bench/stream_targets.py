@@ -17,7 +17,7 @@ from bench.phases.streams import UNARY as ACCEPT_UNARY
 from bench.phases.work import RAW_CLAIM10, WORK_CLAIM, WORK_RECOVERY, WORK_WAKEUP
 from bench.record import server_us_per
 from bench.support import ACCEPT_STREAM, WORK
-from bench.targets import Bar, Measured, Results, Target, _generator_share, _lacks, _Ratio, better_peer
+from bench.target_kinds import Bar, Measured, Results, Target, _generator_share, _lacks, _Ratio, better_peer
 
 Measure = Callable[[Results, Results | None], Measured]
 

@@ -12,7 +12,7 @@ from typing import Any
 from bench.phase_figures import Measure, PhaseFigures
 from bench.phases.tracing import BEFORE, BEFORE_COMMIT, CALLERS, OFF, ON, UNMEASURED, figure_name
 from bench.record import server_us_per
-from bench.targets import Bar, Measured, Results, Target
+from bench.target_kinds import Bar, Measured, Results, Target
 
 OFF_BAR = Bar(0.98)
 

@@ -21,10 +21,10 @@ import psycopg
 from bench import flow_ledger as ledger
 from bench import support
 from bench.cluster import execute
-from bench.flow_baseline import fair_over_before
 from bench.flow_workers import accept, claim_until_seen, separate_stubs, work_until
 from bench.grpc_load import stubs
 from bench.phases.claim import CLAIM_NS, claim_load, inboxd_claim_figure, prefill
+from bench.phases.flow_baseline import fair_over_before
 from bench.plans import explain_claim
 from bench.record import combined
 from bench.run import Run

@@ -16,9 +16,9 @@ import pytest
 
 from bench import flow_ledger as ledger
 from bench import raw
-from bench.flow_baseline import baseline_statement, claim_complete_steps, current_statement
 from bench.phases.claim import CLAIM_NS, prefill
 from bench.phases.flow import EVENTS_PER_NAMESPACE, PREFILL_MANY, other_rules
+from bench.phases.flow_baseline import baseline_statement, claim_complete_steps, current_statement
 from bench.workload import EVENT_TYPE, PAYLOAD_BYTES
 from tests.integration.helpers import own_database
 

@@ -10,11 +10,12 @@ from typing import Any
 import pytest
 
 from bench import flow_ledger as ledger
-from bench.flow_baseline import BASELINE, baseline_statement, number
 from bench.phases.flow import DRAIN_NONE, DRAIN_RULES, FAIRNESS, IN_FLIGHT, PLAN, RATE, drain_order, other_rules
+from bench.phases.flow_baseline import BASELINE, baseline_statement, number
 from bench.record import combined
 from bench.report import targets_section
-from bench.targets import Target, targets, verdict
+from bench.target_kinds import Target
+from bench.targets import targets, verdict
 from tests.unit.test_bench_report import figure, results
 from tests.unit.test_bench_tracing import window
 

@@ -11,7 +11,8 @@ from typing import Any
 
 from bench.raw_body_targets import BEFORE, load_before, raw_body_targets
 from bench.report import targets_section
-from bench.targets import Target, targets, verdict
+from bench.target_kinds import Target
+from bench.targets import targets, verdict
 from tests.unit.test_bench_report import figure, results
 
 PEERS_CONFIG = {"batch_rows": 100, "batch_clients": 16, "peer_enqueue_callers": [16, 64]}

@@ -84,13 +84,22 @@ class Console:
         self.open_secret = security.OpenSecret() if registry is None else None
         self.session_cookie = security.cookie_name(security.SESSION_COOKIE, secure=https)
         self.signin_cookie = security.cookie_name(security.SIGNIN_COOKIE, secure=https)
-        self.views = Views(operators, self)
-        self.acts = OperatorForms(operators, self)
-        self.flow = FlowForms(operators, self)
-        self.destinations = DestinationsForms(operators, self)
-        self.bulk = BulkForms(operators, self)
-        self.subscriptions = SubscriptionForms(operators, self)
-        self.signin = SignIn(self)
+        self.views = Views(operators, self.session)
+        self.acts = OperatorForms(operators, self.session)
+        self.flow = FlowForms(operators, self.session)
+        self.destinations = DestinationsForms(operators, self.session)
+        self.bulk = BulkForms(operators, self.session)
+        self.subscriptions = SubscriptionForms(operators, self.session)
+        self.signin = SignIn(
+            registry=registry,
+            sessions=self.sessions,
+            key=self.key,
+            open_secret=self.open_secret,
+            https=https,
+            session_cookie=self.session_cookie,
+            signin_cookie=self.signin_cookie,
+            signin_url=self.signin_url,
+        )
         self.port: int | None = None
         self.hosts: AllowedHosts | None = None
         self._listen_host = "127.0.0.1"

@@ -30,13 +30,13 @@ from inboxd.console.bulk_page import (
 from inboxd.console.event_page import Notice
 from inboxd.console.form_fields import REFUSALS, decimal, instant, text, texts
 from inboxd.console.html import error_status, html_response, redirect
+from inboxd.console.sessions import SessionOf
 from inboxd.domain.bulk_operations import DEFAULT_STATES, BulkAction, BulkFilter, BulkRequest
 from inboxd.domain.errors import InboxError, InvalidArgument
 from inboxd.domain.vocabulary import EventState
 from inboxd.usecases.admin import Operators
 
 if TYPE_CHECKING:
-    from inboxd.console.app import Console
     from inboxd.console.form_fields import FormData
 
 # The recent operations the page lists (ListBulkOperations' first page).
@@ -96,19 +96,20 @@ def _operation_id(form: FormData) -> str:
 class BulkForms:
     """The bulk-operations page, an operation's page and its JSON view, and the acting POSTs."""
 
-    def __init__(self, operators: Operators, console: Console) -> None:
+    def __init__(self, operators: Operators, session: SessionOf) -> None:
         self.operators = operators
-        self.console = console
+        # The app's lookup of the request's signed-in session (a form needs no more of the app).
+        self.session = session
 
     async def page(self, request: web.Request) -> web.Response:
         """The form (filled in from the query, so a link can propose a filter) and the recent operations."""
-        session = self.console.session(request)
+        session = self.session(request)
         draft = draft_of(request.query) if request.query else BulkDraft()
         return await self._answer(session.caller, session.csrf, draft)
 
     async def preview(self, request: web.Request) -> web.Response:
         """A dry run: the count and the first matches; with step=confirm, also the plan and its Start button."""
-        session = self.console.session(request)
+        session = self.session(request)
         form = await request.post()
         draft, preview, notice, status = draft_of(form), None, None, 200
         try:
@@ -124,7 +125,7 @@ class BulkForms:
 
     async def start(self, request: web.Request) -> web.Response:
         """Starts the operation the confirmation carries; answers its page (303), or the refusal on the form."""
-        session = self.console.session(request)
+        session = self.session(request)
         form = await request.post()
         draft = draft_of(form)
         try:
@@ -138,13 +139,13 @@ class BulkForms:
         return redirect(operation_url(started.operation))
 
     async def operation(self, request: web.Request) -> web.Response:
-        session = self.console.session(request)
+        session = self.session(request)
         op = await self.operators.get_bulk_operation(_operation_id(request.query), caller=session.caller)
         return html_response(operation_page(op, who=session.caller.name, csrf=session.csrf))
 
     async def operation_json(self, request: web.Request) -> web.Response:
         """What the operation page's script follows; a refusal is JSON too, with its status."""
-        session = self.console.session(request)
+        session = self.session(request)
         try:
             op = await self.operators.get_bulk_operation(_operation_id(request.query), caller=session.caller)
         except InboxError as exc:
@@ -153,7 +154,7 @@ class BulkForms:
 
     async def cancel(self, request: web.Request) -> web.Response:
         """Cancels between chunks; answers the operation's page with its exact counts, or the refusal."""
-        session = self.console.session(request)
+        session = self.session(request)
         form = await request.post()
         op_id = _operation_id(form)
         status = 200

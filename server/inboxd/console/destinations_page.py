@@ -11,7 +11,6 @@ and the CSRF token before the POST runs; a refusal is never a 500.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from aiohttp import web
 
@@ -19,12 +18,10 @@ from inboxd.console.event_page import Notice, notice_html
 from inboxd.console.form_fields import REFUSALS
 from inboxd.console.form_fields import text as form_text
 from inboxd.console.html import csrf_input, error_status, h, html_response, page, table, when
+from inboxd.console.sessions import SessionOf
 from inboxd.domain import validation
 from inboxd.domain.destinations import Destination, DestinationState
 from inboxd.usecases.admin import Operators
-
-if TYPE_CHECKING:
-    from inboxd.console.app import Console
 
 
 def _state(d: Destination) -> str:
@@ -69,17 +66,17 @@ def destinations_page(destinations: Sequence[Destination], *, who: str, csrf: st
 class DestinationsForms:
     """The destinations page and its resume form, through the operators' destinations use case."""
 
-    def __init__(self, operators: Operators, console: Console) -> None:
+    def __init__(self, operators: Operators, session: SessionOf) -> None:
         self.operators = operators
-        self.console = console
+        self.session = session
 
     async def page(self, request: web.Request) -> web.Response:
-        session = self.console.session(request)
+        session = self.session(request)
         listed = await self.operators.list_destinations(caller=session.caller)
         return html_response(destinations_page(listed, who=session.caller.name, csrf=session.csrf))
 
     async def resume(self, request: web.Request) -> web.Response:
-        session = self.console.session(request)
+        session = self.session(request)
         form = await request.post()
         name = form_text(form, "name")
         status = 200

@@ -24,13 +24,13 @@ from inboxd.console.form_fields import REFUSALS as _REFUSALS
 from inboxd.console.form_fields import decimal as _decimal
 from inboxd.console.form_fields import text as _text
 from inboxd.console.html import error_status, html_response
+from inboxd.console.sessions import SessionOf
 from inboxd.domain import validation
 from inboxd.domain.errors import InvalidArgument
 from inboxd.domain.flow_rules import FlowChange, RuleChanged, in_words
 from inboxd.usecases.admin import Operators
 
 if TYPE_CHECKING:
-    from inboxd.console.app import Console
     from inboxd.console.form_fields import FormData
 
 
@@ -60,13 +60,14 @@ Act = Callable[[str, str, "FormData"], FlowChange]
 class FlowForms:
     """The flow-control page and its acting forms, through the operators' flow-control use case."""
 
-    def __init__(self, operators: Operators, console: Console) -> None:
+    def __init__(self, operators: Operators, session: SessionOf) -> None:
         self.operators = operators
-        self.console = console
+        # The app's lookup of the request's signed-in session (a form needs no more of the app).
+        self.session = session
 
     async def page(self, request: web.Request) -> web.Response:
         """The rules the session may see; with `namespace`, also what governs it."""
-        session = self.console.session(request)
+        session = self.session(request)
         namespace = request.query.get("namespace", "").strip()
         lookup, notice, status = None, None, 200
         if namespace:
@@ -110,7 +111,7 @@ class FlowForms:
         return await self._acting(request, "Removed", change)
 
     async def _acting(self, request: web.Request, verb: str, act: Act) -> web.Response:
-        session = self.console.session(request)
+        session = self.session(request)
         form = await request.post()
         pattern = _text(form, "pattern")
         status = 200

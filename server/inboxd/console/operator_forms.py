@@ -17,6 +17,7 @@ from aiohttp import web
 from inboxd.console.event_page import Notice, event_page
 from inboxd.console.html import html_response
 from inboxd.console.pages import parse_event_ref
+from inboxd.console.sessions import SessionOf
 from inboxd.domain import validation
 from inboxd.domain.errors import InvalidArgument, TransitionNotAllowed
 from inboxd.domain.operator_actions import ClaimEnding, Discarding, Settlement
@@ -25,8 +26,6 @@ from inboxd.usecases.admin import Operators
 
 if TYPE_CHECKING:
     from multidict import MultiDictProxy
-
-    from inboxd.console.app import Console
 
     # What aiohttp's request.post() answers.
     FormData = MultiDictProxy[str | bytes | bytearray | web.FileField]
@@ -65,9 +64,10 @@ def _event_state(form: FormData, name: str) -> EventState:
 class OperatorForms:
     """The POST handlers of the acting forms; each answers the event's page, with what happened on top."""
 
-    def __init__(self, operators: Operators, console: Console) -> None:
+    def __init__(self, operators: Operators, session: SessionOf) -> None:
         self.operators = operators
-        self.console = console
+        # The app's lookup of the request's signed-in session (a form needs no more of the app).
+        self.session = session
 
     async def settle(self, request: web.Request) -> web.Response:
         async def act(namespace: str, key: str, form: FormData, actor: str) -> str:
@@ -104,7 +104,7 @@ class OperatorForms:
         request: web.Request,
         act: Callable[[str, str, FormData, str], Awaitable[str]],
     ) -> web.Response:
-        session = self.console.session(request)
+        session = self.session(request)
         form = await request.post()
         namespace, event_key = parse_event_ref(_text(form, "event"))
         session.caller.require_namespace(namespace)

@@ -23,6 +23,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from aiohttp import web
+
 from inboxd.config.tokens import Caller
 
 # A session ends this long after sign-in, however busy (seconds).
@@ -125,3 +127,8 @@ class Sessions:
     def _drop_ended(self, now: float) -> None:
         for key in [k for k, s in self._live.items() if self._ended(s, now)]:
             del self._live[key]
+
+
+# The app's lookup of a request's live session (raises Unauthenticated), handed to each page and form:
+# they need no more of the app, so none of them imports it.
+SessionOf = Callable[[web.Request], Session]

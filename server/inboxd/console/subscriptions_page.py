@@ -13,20 +13,17 @@ another definition 409.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from aiohttp import web
 
 from inboxd.console.event_page import Notice, notice_html
 from inboxd.console.form_fields import REFUSALS, text, texts
 from inboxd.console.html import csrf_input, error_status, h, html_response, page, table, when
+from inboxd.console.sessions import SessionOf
 from inboxd.domain import validation
 from inboxd.domain.errors import AlreadyExists, InboxError
 from inboxd.domain.subscriptions import Subscription, SubscriptionSpec, copy_namespace, describe
 from inboxd.usecases.admin import Operators
-
-if TYPE_CHECKING:
-    from inboxd.console.app import Console
 
 _WHY_HINT = "kept in the audit trail with your token's name"
 _REFUSED = (*REFUSALS, AlreadyExists)
@@ -95,9 +92,9 @@ def _types(raw: str) -> tuple[str, ...]:
 class SubscriptionForms:
     """The subscriptions page and its forms, through the operators' subscriptions use case."""
 
-    def __init__(self, operators: Operators, console: Console) -> None:
+    def __init__(self, operators: Operators, session: SessionOf) -> None:
         self.operators = operators
-        self.console = console
+        self.session = session
 
     async def page(self, request: web.Request) -> web.Response:
         return await self._answer(request, None, 200)
@@ -109,7 +106,7 @@ class SubscriptionForms:
             reason = validation.required_reason(text(form, "reason"))
             raw_types = "\n".join(texts(form, "event_types"))
             spec = SubscriptionSpec(text(form, "name"), text(form, "namespace_pattern"), _types(raw_types))
-            caller = self.console.session(request).caller
+            caller = self.session(request).caller
             made, created = await self.operators.create_subscription(spec, reason=reason, caller=caller)
             verb = "Created" if created else "Already stands:"
             words = describe(made.namespace_pattern, made.event_types)
@@ -123,7 +120,7 @@ class SubscriptionForms:
         status = 200
         try:
             reason = validation.required_reason(text(form, "reason"))
-            caller = self.console.session(request).caller
+            caller = self.session(request).caller
             gone = await self.operators.delete_subscription(text(form, "name"), reason=reason, caller=caller)
             notice = Notice(f"Deleted {gone.name}; the copies it made stay.", refused=False)
         except _REFUSED as exc:
@@ -131,7 +128,7 @@ class SubscriptionForms:
         return await self._answer(request, notice, status)
 
     async def _answer(self, request: web.Request, notice: Notice | None, status: int) -> web.Response:
-        session = self.console.session(request)
+        session = self.session(request)
         found = await self.operators.list_subscriptions(caller=session.caller)
         body = subscriptions_page(found, who=session.caller.name, csrf=session.csrf, notice=notice)
         return html_response(body, status)

@@ -9,7 +9,6 @@ answer; for listings, by the token's patterns in the query itself).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from aiohttp import web
 
@@ -27,6 +26,7 @@ from inboxd.console.pages import (
     replay_result_page,
     unresolved_page,
 )
+from inboxd.console.sessions import SessionOf
 from inboxd.console.trends_page import trends_page
 from inboxd.domain import validation
 from inboxd.domain.conflict_copies import ConflictWindow
@@ -36,9 +36,6 @@ from inboxd.domain.page_tokens import decode_page_token, encode_page_token
 from inboxd.domain.vocabulary import EventState
 from inboxd.observability.metrics import most_events_first
 from inboxd.usecases.admin import ALL_STATES, Operators
-
-if TYPE_CHECKING:
-    from inboxd.console.app import Console
 
 PAGE_SIZE = 50
 # The trends page draws at most this many namespaces (those with the most events first).
@@ -57,26 +54,27 @@ def _optional(request: web.Request, name: str, max_bytes: int = validation.MAX_I
 
 
 class Views:
-    def __init__(self, operators: Operators, console: Console) -> None:
+    def __init__(self, operators: Operators, session: SessionOf) -> None:
         self.operators = operators
-        self.console = console
+        # The app's lookup of the request's signed-in session (a form needs no more of the app).
+        self.session = session
 
     async def _visible_stats(self, caller: Caller) -> list[NamespaceStats]:
         stats = await self.operators.stats(None)
         return [s for s in stats if caller.may_see(s.namespace)]
 
     async def overview(self, request: web.Request) -> web.Response:
-        session = self.console.session(request)
+        session = self.session(request)
         stats = await self._visible_stats(session.caller)
         return _html(overview_page(stats, who=session.caller.name, csrf=session.csrf))
 
     async def overview_fragment(self, request: web.Request) -> web.Response:
-        session = self.console.session(request)
+        session = self.session(request)
         return _html(overview_fragment(await self._visible_stats(session.caller)))
 
     async def trends(self, request: web.Request) -> web.Response:
         """Charts of the namespaces the caller may see (or of the one `namespace` names)."""
-        session = self.console.session(request)
+        session = self.session(request)
         namespace = _optional(request, "namespace")
         if namespace is not None:
             session.caller.require_namespace(namespace)
@@ -107,7 +105,7 @@ class Views:
         )
 
     async def events(self, request: web.Request) -> web.Response:
-        session = self.console.session(request)
+        session = self.session(request)
         state_text = _optional(request, "state")
         try:
             state = EventState(state_text) if state_text else None
@@ -124,7 +122,7 @@ class Views:
         return _html(events_page(filters, listing, who=session.caller.name, csrf=session.csrf))
 
     async def event(self, request: web.Request) -> web.Response:
-        session = self.console.session(request)
+        session = self.session(request)
         namespace = validation.check_identity("namespace", request.query.get("namespace", ""))
         event_key = validation.check_identity("key", request.query.get("key", ""))
         session.caller.require_namespace(namespace)
@@ -134,21 +132,21 @@ class Views:
         return _html(event_page(record, show_payload=show, who=session.caller.name, csrf=session.csrf))
 
     async def unresolved(self, request: web.Request) -> web.Response:
-        session = self.console.session(request)
+        session = self.session(request)
         namespace = validation.check_identity("namespace", request.query.get("namespace", ""))
         session.caller.require_namespace(namespace)
         found = await self.operators.unresolved_actions(namespace)
         return _html(unresolved_page(namespace, found, who=session.caller.name, csrf=session.csrf))
 
     async def dead_letters(self, request: web.Request) -> web.Response:
-        session = self.console.session(request)
+        session = self.session(request)
         filters = EventFilters(namespace=_optional(request, "namespace"), state=EventState.DEAD_LETTERED)
         listing = await self._listing(request, session.caller, filters)
         return _html(dead_letters_page(filters.namespace, listing, who=session.caller.name, csrf=session.csrf))
 
     async def replay(self, request: web.Request) -> web.Response:
         """Replays each selected event with one reason; one refusal never stops the others."""
-        session = self.console.session(request)
+        session = self.session(request)
         form = await request.post()
         raw_reason = form.get("reason")
         reason = validation.required_reason(raw_reason if isinstance(raw_reason, str) else "")

@@ -11,12 +11,14 @@ then on; nothing ties it to its original but its name.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 from inboxd.domain import validation
 from inboxd.domain.errors import InvalidArgument
+from inboxd.domain.vocabulary import AcceptResult, Namespace, NewEvent
 
 # A subscriber's name heads every copy's namespace, which is at most this
 # long plus one plus the origin's (512 bytes): short, as a team's name is.
@@ -91,3 +93,20 @@ def describe(pattern: str | None, event_types: Sequence[str] = ()) -> str:
         return "none"
     types = ", ".join(event_types) if event_types else "every type"
     return f"namespaces {pattern}, {types}"
+
+
+def fanned_out(
+    events: Sequence[NewEvent], results: Sequence[AcceptResult | None], copied: Sequence[tuple[int, str]]
+) -> tuple[list[NewEvent], list[AcceptResult]]:
+    """The copies an accept group inserted, as the events they are, with their originals' (ACCEPTED) results.
+
+    A copy is inserted only with its original, in the same committed round, so its original's result is set.
+    """
+    copies: list[NewEvent] = []
+    copy_results: list[AcceptResult] = []
+    for index, namespace in copied:
+        result = results[index]
+        if result is not None:
+            copies.append(dataclasses.replace(events[index], namespace=Namespace(namespace)))
+            copy_results.append(result)
+    return copies, copy_results

@@ -24,6 +24,7 @@ from datetime import datetime, timedelta
 from inboxd.config.settings import Settings
 from inboxd.domain.backoff import BackoffPolicy, FailureDecision, decide_failure
 from inboxd.domain.errors import ClaimSuperseded, InboxError
+from inboxd.domain.subscriptions import fanned_out
 from inboxd.domain.vocabulary import (
     AcceptResult,
     ActionRecord,
@@ -46,7 +47,6 @@ from inboxd.store.notifications import ReplicaSignals
 from inboxd.store.subscriptions import FanOutMode
 from inboxd.usecases.claiming import CLAIM_ANSWER_BYTES, FALLBACK_POLL_SECONDS, Claiming
 from inboxd.usecases.live_streams import WorkStreams
-from inboxd.usecases.subscriptions import fanned_out
 
 # The Claim path's bounds are named here still, where the Inbox's callers and tests find them.
 __all__ = [

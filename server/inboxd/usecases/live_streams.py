@@ -19,13 +19,10 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Collection
-from typing import TYPE_CHECKING
 
 from inboxd.domain.vocabulary import ClaimRequest
+from inboxd.usecases.stream_inbox import StreamInbox
 from inboxd.usecases.streams import LiveStream, WorkSession
-
-if TYPE_CHECKING:
-    from inboxd.usecases.inbox import Inbox
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +34,7 @@ DRAIN_CUT_SLACK = 0.1
 class WorkStreams:
     """The Inbox's live Work streams, and the ends it still has to finish."""
 
-    def __init__(self, inbox: Inbox) -> None:
+    def __init__(self, inbox: StreamInbox) -> None:
         self._inbox = inbox
         self._live: dict[WorkSession, None] = {}
         self._closing: set[asyncio.Task[None]] = set()
@@ -53,11 +50,15 @@ class WorkStreams:
 
     def open(self, subscription: ClaimRequest, caller: str) -> WorkSession:
         """A new stream's session, live from now; its heartbeat begins with its first push."""
-        session = WorkSession(self._inbox, subscription, caller)
+        session = WorkSession(self._inbox, subscription, caller, self._now)
         self._live[session] = None
         self._none_live.clear()
         self._inbox.observer.work_streams_open(1)
         return session
+
+    def _now(self) -> float:
+        # Read at each call, not bound once: a test replaces `monotonic` after streams opened.
+        return self.monotonic()
 
     def close(self, session: WorkSession, after: Collection[asyncio.Future[None]] = ()) -> None:
         """The stream ended: no longer live; once the calls `after` are done, what it holds ends (in the background)."""

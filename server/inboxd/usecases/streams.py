@@ -47,7 +47,6 @@ from collections import Counter
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, replace
 from datetime import timedelta
-from typing import TYPE_CHECKING
 
 from inboxd.domain.vocabulary import (
     ClaimBatch,
@@ -61,9 +60,7 @@ from inboxd.domain.vocabulary import (
 )
 from inboxd.runtime.wakeups import WakeUp
 from inboxd.store import streams as store
-
-if TYPE_CHECKING:
-    from inboxd.usecases.inbox import Inbox
+from inboxd.usecases.stream_inbox import StreamInbox
 
 log = logging.getLogger(__name__)
 
@@ -99,8 +96,12 @@ class LiveStream:
 class WorkSession:
     """One open Work stream: its credit, its pushes, and the claims it holds."""
 
-    def __init__(self, inbox: Inbox, subscription: ClaimRequest, caller: str) -> None:
+    def __init__(
+        self, inbox: StreamInbox, subscription: ClaimRequest, caller: str, monotonic: Callable[[], float]
+    ) -> None:
         self._inbox = inbox
+        # What the worker's silence is measured by: WorkStreams.monotonic, which a test moves with its clock.
+        self._monotonic = monotonic
         self.subscription = subscription
         self.caller = caller
         # Credit given and not yet used by a push.
@@ -117,7 +118,7 @@ class WorkSession:
         # Claim statements this stream ran (tests count them: a stream without credit runs none).
         self.looks = 0
         # When the worker's last message came (WorkStreams.monotonic): its last sign of life.
-        self._heard = inbox.streams.monotonic()
+        self._heard = monotonic()
 
     @property
     def heartbeat(self) -> timedelta:
@@ -130,7 +131,7 @@ class WorkSession:
 
     def heard(self) -> None:
         """The worker sent a message on the stream: it was alive then."""
-        self._heard = self._inbox.streams.monotonic()
+        self._heard = self._monotonic()
 
     def renewal_lease(self) -> timedelta | None:
         """How far a heartbeat now moves the leases held; None: not at all, the worker has been silent a lease.
@@ -144,7 +145,7 @@ class WorkSession:
         lease = self.subscription.lease
         if lease >= self._inbox.settings.silent_peer_bound:
             return lease
-        left = lease - timedelta(seconds=self._inbox.streams.monotonic() - self._heard)
+        left = lease - timedelta(seconds=self._monotonic() - self._heard)
         return left if left > timedelta(0) else None
 
     def add_credit(self, count: int) -> None:

@@ -11,8 +11,6 @@ Accepts from its commit on: there is no cache to invalidate.
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from inboxd.config.tokens import Caller
@@ -20,29 +18,11 @@ from inboxd.domain.errors import NotFound, PermissionDenied
 from inboxd.domain.namespace_patterns import glob_within_any
 from inboxd.domain.subscriptions import Subscription, SubscriptionChange, SubscriptionSpec, check_name, copy_namespace
 from inboxd.domain.validation import required_reason
-from inboxd.domain.vocabulary import AcceptResult, Namespace, NewEvent
 from inboxd.store import subscriptions as store
 from inboxd.store.database import Connection
 
 if TYPE_CHECKING:
     from inboxd.usecases.inbox import Inbox
-
-
-def fanned_out(
-    events: Sequence[NewEvent], results: Sequence[AcceptResult | None], copied: Sequence[tuple[int, str]]
-) -> tuple[list[NewEvent], list[AcceptResult]]:
-    """The copies an accept group inserted, as the events they are, with their originals' (ACCEPTED) results.
-
-    A copy is inserted only with its original, in the same committed round, so its original's result is set.
-    """
-    copies: list[NewEvent] = []
-    copy_results: list[AcceptResult] = []
-    for index, namespace in copied:
-        result = results[index]
-        if result is not None:
-            copies.append(dataclasses.replace(events[index], namespace=Namespace(namespace)))
-            copy_results.append(result)
-    return copies, copy_results
 
 
 def _visible(caller: Caller, subscription: Subscription | SubscriptionSpec) -> bool:

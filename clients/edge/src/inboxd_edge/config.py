@@ -20,10 +20,11 @@ from inboxd_edge.identity import check_signed, check_unshared, namespace_sources
 from inboxd_edge.inboxd_settings import InboxdSettings, InboxdSettingsError, inboxd_settings
 from inboxd_edge.ops_settings import OpsSettings, OpsSettingsError, ops_settings
 from inboxd_edge.presets import PRESETS, HandshakeKind
+from inboxd_edge.presets.base import DEFAULT_TOLERANCE_SECONDS
 from inboxd_edge.signatures import Verifier
 from inboxd_edge.sources import Source
 from inboxd_edge.twilio_signature import check_public_url
-from inboxd_edge.verifier_settings import DEFAULT_TOLERANCE_SECONDS, verifiers_for
+from inboxd_edge.verifier_settings import verifiers_for
 
 __all__ = ["DEFAULT_TOLERANCE_SECONDS", "ConfigError", "EdgeConfig", "Route", "config_from_data", "load_config"]
 OTHER_TYPES = ("reject", "ignore", "accept")

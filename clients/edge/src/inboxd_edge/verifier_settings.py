@@ -17,11 +17,11 @@ from inboxd_edge.body_signatures import MailgunVerifier, MandrillVerifier
 from inboxd_edge.hmac_template import HmacVerifier, hmac_scheme
 from inboxd_edge.identity import fingerprint
 from inboxd_edge.presets import PRESETS
+from inboxd_edge.presets.base import DEFAULT_TOLERANCE_SECONDS
 from inboxd_edge.shared_tokens import ClientStateVerifier, TokenVerifier
 from inboxd_edge.signatures import StandardWebhooksVerifier, Verifier
 from inboxd_edge.twilio_signature import TwilioVerifier
 
-DEFAULT_TOLERANCE_SECONDS = 300.0
 PATH_SECRETS_KEYS = {"placeholder", "secrets", "secrets_env"}
 # The header GitLab puts its shared token in.
 GITLAB_TOKEN_HEADER = "X-Gitlab-Token"

@@ -7,8 +7,7 @@ generated stubs live in `inboxd_client.v1`.
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
+from inboxd_client._version import __version__ as __version__
 from inboxd_client.accept_stream import AcceptStream
 from inboxd_client.actions import UNCERTAIN_ERRORS, Action
 from inboxd_client.aio_client import AsyncInboxClient

@@ -22,6 +22,8 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, cast
 
+from inboxd_client._version import __version__
+
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SpanExporter
@@ -126,8 +128,6 @@ def _tracer(exporters: tuple[str, ...], env: Mapping[str, str]) -> Tracer | None
         if exporters:
             log.info("tracing is off: OTEL_* asks for export, but OpenTelemetry is not installed (%s)", INSTALL_HINT)
         return None
-    from inboxd_client import __version__
-
     current = trace.get_tracer_provider()
     if not isinstance(current, trace.ProxyTracerProvider) and not any(current is old for old in _retired):
         return current.get_tracer(SCOPE, __version__)  # the application's provider: install nothing

@@ -9,6 +9,9 @@ from typing import Literal
 from inboxd_edge.asymmetric import AsymmetricScheme
 from inboxd_edge.hmac_template import HmacScheme
 
+# A signed request's replay window in seconds, when neither the route nor its provider's preset names one.
+DEFAULT_TOLERANCE_SECONDS = 300.0
+
 VerifierKind = Literal[
     "standard-webhooks", "hmac", "twilio", "ed25519", "ecdsa", "token", "client-state", "mailgun", "mandrill"
 ]

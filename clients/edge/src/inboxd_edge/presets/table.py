@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from inboxd_edge.hmac_template import HmacScheme
 from inboxd_edge.presets import PRESETS
-from inboxd_edge.presets.base import Preset
-from inboxd_edge.verifier_settings import DEFAULT_TOLERANCE_SECONDS
+from inboxd_edge.presets.base import DEFAULT_TOLERANCE_SECONDS, Preset
 
 _KINDS = {
     "standard-webhooks": "`webhook-*` or `svix-*`: HMAC-SHA256 of `{id}.{timestamp}.{body}`, base64, `v1,` list",

@@ -27,7 +27,7 @@ from bench.record import from_throughput
 from bench.run import Run
 from inboxd.store.queries import numbered
 
-BASELINE = Path(__file__).resolve().parent / "baselines" / "claim_37c09d5.sql"
+BASELINE = Path(__file__).resolve().parents[1] / "baselines" / "claim_37c09d5.sql"
 BASELINE_COMMIT = "37c09d5"
 FAIR = "flow.claim10.fair"
 BEFORE = "flow.claim10.before"
