@@ -13,9 +13,15 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# Every page a user reads: the front page, the changelog, the docs site's sources and the clients' READMEs.
+# Every page a user reads: the front page, the changelog, the docs site's sources, the clients' and the models' READMEs.
 PAGES = sorted(
-    [ROOT / "README.md", ROOT / "CHANGELOG.md", *(ROOT / "docs").rglob("*.md"), *(ROOT / "clients").glob("*/README.md")]
+    [
+        ROOT / "README.md",
+        ROOT / "CHANGELOG.md",
+        ROOT / "model" / "README.md",
+        *(ROOT / "docs").rglob("*.md"),
+        *(ROOT / "clients").glob("*/README.md"),
+    ]
 )
 
 # Each word a reader cannot follow, with why it is refused.
