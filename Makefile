@@ -4,7 +4,8 @@ PY      := $(VENV)/bin/python
 PYTHON  ?= python3
 
 .DEFAULT_GOAL := help
-.PHONY: help setup run schema test check model deploy-check image release pytest reliability-async lint typecheck layers buf-lint buf-breaking proto proto-check bench bench-peers clean
+# docs: the site from docs/ (mkdocs.yml); docs-check: the same, --strict, into a throwaway folder.
+.PHONY: help setup run schema test check docs docs-check model deploy-check image release pytest reliability-async lint typecheck layers buf-lint buf-breaking proto proto-check bench bench-peers clean
 
 help: ## list the chores
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -41,6 +42,14 @@ clients/node/node_modules/.installed: clients/node/package.json clients/node/pac
 run: $(VENV)/.installed ## run inboxd on an embedded PostgreSQL (data in .inboxd/); needs only .venv, not Node
 	$(VENV)/bin/inboxd serve
 
+# A broken link or anchor fails the strict build (mkdocs.yml's `validation:`, and scripts/docs_links.py for links
+# that leave docs/). The site needs nothing from the network: the theme's fonts and social cards are off.
+docs: $(VENV)/.installed ## build the docs site into site/ (open site/index.html)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
+
+docs-check: $(VENV)/.installed ## build the docs site with --strict into a throwaway folder: fails on a broken link or anchor
+	@tmp=$$(mktemp -d) && NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet --site-dir $$tmp; rc=$$?; rm -rf $$tmp; exit $$rc
+
 # The page is generated; tests/unit/test_config_reference.py fails when it is stale.
 .PHONY: config-doc
 config-doc: $(VENV)/.installed ## regenerate docs/configuration.md from the table of settings (server/inboxd/config/settings.py)
@@ -57,7 +66,7 @@ test: setup ## the whole test command: stub drift, lint, types, layers, buf lint
 	$(MAKE) --no-print-directory pytest
 
 # The static checks need .venv, and node_modules for buf: never Chromium nor the Node client's packages.
-check: proto-check lint typecheck layers buf-lint ## static checks only (.venv, and node_modules for buf)
+check: proto-check lint typecheck layers buf-lint docs-check ## static checks only (.venv, and node_modules for buf), and the docs site built strict
 
 # systemd-analyze (Debian's systemd) and promtool (Debian's prometheus): installed as root when missing.
 deploy-check: $(VENV)/.installed ## check deploy/ with each file's own tool: systemd-analyze, promtool, hadolint, kubernetes-validate
@@ -84,7 +93,7 @@ lint: $(VENV)/.installed ## ruff
 typecheck: $(VENV)/.installed ## mypy --strict over the code and the tests
 	$(VENV)/bin/mypy server/inboxd tests clients/python/src/inboxd_client clients/edge/src/inboxd_edge scripts
 
-layers: $(VENV)/.installed ## import-linter: every room in its layer (pyproject.toml), psycopg only in the store, no import circles
+layers: $(VENV)/.installed ## import-linter: every package in its layer (pyproject.toml), psycopg only in the store, no import circles
 	$(VENV)/bin/lint-imports
 	$(PY) scripts/no_import_cycles.py
 

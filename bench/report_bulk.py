@@ -18,7 +18,7 @@ def bulk(bench: dict[str, Any]) -> list[str]:
         return []
     c = bench["config"]
     out = [
-        "## Bulk operations (issue 30)",
+        "## Bulk operations",
         "",
         f"- {c.get('bulk_events', 50_000):,} dead letters are written straight into `inbox_events` as a permanent "
         "Fail leaves them (DEAD_LETTERED, attempts spent, `last_error` set, no claim), in a namespace of their own; "

@@ -24,7 +24,7 @@ def edge(bench: dict[str, Any]) -> list[str]:
     failed = (bench.get("failed_phases") or {}).get("edge")
     if not any(name in figs for name in NAMES) and not facts and not failed:
         return []
-    out = ["## The edge (issue 44)", "", *_method(bench, facts), ""]
+    out = ["## The edge", "", *_method(bench, facts), ""]
     if failed:
         out += [f"Phase `edge` failed: `{failed}`", ""]
     out += [

@@ -20,7 +20,7 @@ def flow(bench: dict[str, Any]) -> list[str]:
     if not any(name in figs for name in NAMES) and not unmeasured:
         return []
     out = [
-        "## Flow control (issue 28)",
+        "## Flow control",
         "",
         "- Rules are written straight into `inbox_flow_rules` as SetFlowControl writes them (the pattern's LIKE "
         "form, its specificity), and removed after each figure with their token buckets.",

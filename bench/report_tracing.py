@@ -20,7 +20,7 @@ def tracing(bench: dict[str, Any]) -> list[str]:
     imported = checkout.get("imported", {}).get("inboxd", "?")
     settings = ", ".join(f"`{k}={v}`" for k, v in ON_ENV.items())
     out = [
-        "## Tracing (issue 31)",
+        "## Tracing",
         "",
         f"- Three servers on the same database, each a fresh `inboxd serve` (one process) per window: A, the "
         f"server of {BEFORE_COMMIT} (the last commit before tracing), from a detached `git worktree` of its own, "

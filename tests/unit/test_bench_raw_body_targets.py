@@ -39,7 +39,7 @@ def row(bench: dict[str, Any], start: str, peers_run: dict[str, Any] | None = No
 
 def test_issue_29s_four_rows_are_on_the_targets_table_under_issue_29() -> None:
     section = targets_section(results(0.7), None)
-    rows = [line for line in section if line.startswith("| 29 |")]
+    rows = [line for line in section if line.startswith("| raw bodies |")]
     assert len(rows) == 4
     assert any("PgQueuer's batch enqueue of 100" in r and "run `make bench-peers`" in r for r in rows)
 
