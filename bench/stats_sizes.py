@@ -3,11 +3,13 @@
 Run by hand (minutes, never in CI): `.venv/bin/python -m bench.stats_sizes 1000000 5000000`.
 A throwaway PostgreSQL of its own (tests/harness.py, fsync off: the figures
 are the statements' work, not the disk's). Each size holds 10% open events
-(80% PENDING, 20% PROCESSING) over 10 namespaces and 90% COMPLETED, built by
+(80% PENDING, 20% PROCESSING) spread over 10 namespaces and 90% COMPLETED, built by
 INSERT ... SELECT generate_series; a size adds rows to the one before. Stats
 is timed as the admin use case runs it (inspection.namespace_stats, custom
 plans), warm, median of five. The write figures are one connection's
-sequential calls through the store's own functions, on the smallest size.
+sequential calls through the store's own functions, empty and at the smallest
+size, with migration 0028's counting triggers off and on in turn; and
+PostgreSQL's own time inside those triggers per statement (EXPLAIN ANALYZE).
 """
 
 from __future__ import annotations
@@ -124,6 +126,38 @@ async def compare_writes(db: Database, conninfo: str, label: str) -> None:
     await counting(conninfo, True)
 
 
+_TRIGGER_CASES = {
+    "Accept 1 (INSERT 1 row)": "INSERT INTO inbox_events (namespace, event_key, event_type, raw_payload, accepted_at,"
+    " available_at, due_at, updated_at) SELECT 'bench/t', 't{n}-' || i, 'test.event', '\\x7b7d', now(), now(), now(),"
+    " now() FROM generate_series(1, 1) AS i",
+    "AcceptBatch 100 (INSERT 100 rows)": "INSERT INTO inbox_events (namespace, event_key, event_type, raw_payload,"
+    " accepted_at, available_at, due_at, updated_at) SELECT 'bench/t', 'b{n}-' || i, 'test.event', '\\x7b7d', now(),"
+    " now(), now(), now() FROM generate_series(1, 100) AS i",
+    "Claim 10 (UPDATE 10 rows to processing)": "UPDATE inbox_events SET state = 'processing', claim_token = 'c',"
+    " fencing_token = 1, lease_expires_at = now() + interval '1 hour', due_at = now() + interval '1 hour'"
+    " WHERE ctid IN (SELECT ctid FROM inbox_events WHERE namespace = 'bench/t' AND state = 'pending' LIMIT 10)",
+    "Complete 10 (UPDATE 10 rows to completed)": "UPDATE inbox_events SET state = 'completed', completed_at = now(),"
+    " disposition = 'applied', due_at = NULL, claim_token = NULL, lease_expires_at = NULL"
+    " WHERE ctid IN (SELECT ctid FROM inbox_events WHERE namespace = 'bench/t' AND state = 'processing' LIMIT 10)",
+    "RenewLease 10 (UPDATE 10 rows, no state change)": "UPDATE inbox_events SET updated_at = now()"
+    " WHERE ctid IN (SELECT ctid FROM inbox_events WHERE namespace = 'bench/t' LIMIT 10)",
+}
+
+
+async def trigger_costs(conninfo: str) -> None:
+    """PostgreSQL's own time in the counting triggers per statement (EXPLAIN ANALYZE), median of 50."""
+    async with await psycopg.AsyncConnection.connect(conninfo, autocommit=True) as conn:
+        for label, statement in _TRIGGER_CASES.items():
+            spent: list[float] = []
+            for n in range(50):
+                cur = await conn.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + statement.format(n=n))
+                row = await cur.fetchone()
+                assert row is not None
+                [plan] = row[0]
+                spent.append(sum(t["Time"] for t in plan.get("Triggers", []) if "state_counts" in t["Trigger Name"]))
+            print(f"triggers[{label}]: {statistics.median(spent) * 1e3:.0f} us", flush=True)
+
+
 async def main(sizes: list[int]) -> None:
     pg = throwaway_postgres()
     try:
@@ -132,6 +166,7 @@ async def main(sizes: list[int]) -> None:
         await db.open()
         try:
             await compare_writes(db, pg.conninfo, "empty")
+            await trigger_costs(pg.conninfo)
             print(f"stats[0]: {await time_stats(db) * 1e3:.1f} ms", flush=True)
             built = 0
             for size in sizes:
