@@ -133,6 +133,10 @@ bench: setup $(VENV)/.bench-installed ## benchmark inboxd against raw PostgreSQL
 bench-peers: setup $(VENV)/.bench-installed $(PEERS_NODE)/node_modules/.installed ## benchmark inboxd beside PgQueuer, Procrastinate, pg-boss and graphile-worker (~10 min); adds to docs/benchmarks.md
 	$(PY) -m bench peers
 
+.PHONY: bench-stats-sizes
+bench-stats-sizes: setup ## Stats at 1, 5 and 10 million events, and the counting triggers' cost per write (~6 min, by hand); prints figures for docs/sizing.md
+	$(PY) -m bench.stats_sizes 1000000 5000000 10000000
+
 .PHONY: bench-quick
 bench-quick: setup $(VENV)/.bench-installed $(PEERS_NODE)/node_modules/.installed ## smoke-test both benchmarks (~3 min); results in bench/results/quick/, never published
 	$(PY) -m bench run --quick

@@ -157,11 +157,17 @@ async def list_events(
     return EventPage(summaries[:page_size], ListPosition(last.accepted_at, last.namespace, last.event_key))
 
 
+async def _fold_turn(conn: Connection) -> bool:
+    row = await (await conn.execute(QUERIES["state_counts_fold_turn"])).fetchone()
+    return bool(row and row[0])
+
+
 async def namespace_stats(
     conn: Connection, *, namespace: str | None, action_stale_after: timedelta, now: datetime | None = None
 ) -> list[NamespaceStats]:
     """Counts per state, oldest claimable age, unresolved actions, connected workers and the governing flow rule."""
-    await conn.execute(QUERIES["stats_on_one_core"])
+    if await _fold_turn(conn):
+        await conn.execute(QUERIES["state_counts_fold"])
     cur = await conn.execute(QUERIES["namespace_stats"], {"namespace": namespace, "now": now})
     rows = await cur.fetchall()
     unresolved = {

@@ -971,6 +971,53 @@ $$;
 
 
 --
+-- Name: inboxd_state_counts_deleted(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.inboxd_state_counts_deleted() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    INSERT INTO inbox_state_count_changes (namespace, state, events)
+    SELECT o.namespace, o.state, -count(*) FROM inboxd_old AS o GROUP BY o.namespace, o.state;
+    RETURN NULL;
+END $$;
+
+
+--
+-- Name: inboxd_state_counts_inserted(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.inboxd_state_counts_inserted() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    INSERT INTO inbox_state_count_changes (namespace, state, events)
+    SELECT n.namespace, n.state, count(*) FROM inboxd_new AS n GROUP BY n.namespace, n.state;
+    RETURN NULL;
+END $$;
+
+
+--
+-- Name: inboxd_state_counts_updated(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.inboxd_state_counts_updated() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    INSERT INTO inbox_state_count_changes (namespace, state, events)
+    SELECT c.namespace, c.state, sum(c.events)
+    FROM (SELECT n.namespace, n.state, 1 AS events FROM inboxd_new AS n
+          UNION ALL
+          SELECT o.namespace, o.state, -1 FROM inboxd_old AS o) AS c
+    GROUP BY c.namespace, c.state
+    HAVING sum(c.events) <> 0;
+    RETURN NULL;
+END $$;
+
+
+--
 -- Name: inbox_action_history; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -1336,6 +1383,28 @@ ALTER TABLE public.inbox_replays ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTIT
 
 
 --
+-- Name: inbox_state_count_changes; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.inbox_state_count_changes (
+    namespace text NOT NULL,
+    state text NOT NULL,
+    events bigint NOT NULL
+);
+
+
+--
+-- Name: inbox_state_counts; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.inbox_state_counts (
+    namespace text NOT NULL,
+    state text NOT NULL,
+    events bigint NOT NULL
+);
+
+
+--
 -- Name: inbox_subscription_changes; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -1589,6 +1658,14 @@ ALTER TABLE ONLY public.inbox_replays
 
 
 --
+-- Name: inbox_state_counts inbox_state_counts_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.inbox_state_counts
+    ADD CONSTRAINT inbox_state_counts_pkey PRIMARY KEY (namespace, state);
+
+
+--
 -- Name: inbox_subscription_changes inbox_subscription_changes_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -1821,6 +1898,27 @@ CREATE TRIGGER inbox_events_ordering_key_deleted AFTER DELETE ON public.inbox_ev
 --
 
 CREATE TRIGGER inbox_events_ordering_key_finished AFTER UPDATE OF state ON public.inbox_events FOR EACH ROW WHEN (((new.ordering_key <> ''::text) AND (new.state = ANY (ARRAY['completed'::text, 'dead_lettered'::text])) AND (old.state IS DISTINCT FROM new.state))) EXECUTE FUNCTION public.inboxd_ordering_key_finished();
+
+
+--
+-- Name: inbox_events inbox_events_state_counts_deleted; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER inbox_events_state_counts_deleted AFTER DELETE ON public.inbox_events REFERENCING OLD TABLE AS inboxd_old FOR EACH STATEMENT EXECUTE FUNCTION public.inboxd_state_counts_deleted();
+
+
+--
+-- Name: inbox_events inbox_events_state_counts_inserted; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER inbox_events_state_counts_inserted AFTER INSERT ON public.inbox_events REFERENCING NEW TABLE AS inboxd_new FOR EACH STATEMENT EXECUTE FUNCTION public.inboxd_state_counts_inserted();
+
+
+--
+-- Name: inbox_events inbox_events_state_counts_updated; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER inbox_events_state_counts_updated AFTER UPDATE ON public.inbox_events REFERENCING OLD TABLE AS inboxd_old NEW TABLE AS inboxd_new FOR EACH STATEMENT EXECUTE FUNCTION public.inboxd_state_counts_updated();
 
 
 --

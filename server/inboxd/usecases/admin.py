@@ -88,7 +88,7 @@ class Operators(OperatorActs, FlowControls, BulkOperations, Subscriptions, Desti
     async def stats(self, namespace: str | None) -> list[NamespaceStats]:
         now = self.inbox.clock()
         stale_after = self.inbox.settings.action_stale_after
-        # Planned for its parameters: one namespace is an index range, all of them a scan.
+        # Planned for its parameters: one namespace reads its own counts and due index range.
         return await self.inbox.db.run(
             lambda conn: inspection.namespace_stats(conn, namespace=namespace, action_stale_after=stale_after, now=now),
             custom_plans=True,

@@ -49,38 +49,66 @@ FROM inbox_replays
 WHERE namespace = %(namespace)s AND event_key = %(event_key)s
 ORDER BY id
 
--- name: stats_on_one_core
--- For this transaction only: no parallel workers. Stats reads the whole
--- table; a parallel scan takes every core of a small machine from Claims and
--- Accepts for its duration (a wake-up in a benchmark run was late by it).
-SELECT set_config('max_parallel_workers_per_gather', '0', true)
+-- name: state_counts_fold_turn
+-- One fold at a time (any number would be exact; one is enough): a Stats
+-- that finds another folding reads the changes as they stand.
+SELECT pg_try_advisory_xact_lock(7311028)
+
+-- name: state_counts_fold
+-- Moves the counted changes (migration 0030's triggers) into the counts, in
+-- key order. A change committed after this statement's snapshot stays for
+-- the next fold; the reader sums counts and changes alike, so a fold moves
+-- figures and never changes them.
+WITH folded AS (
+    DELETE FROM inbox_state_count_changes RETURNING namespace, state, events
+)
+INSERT INTO inbox_state_counts AS c (namespace, state, events)
+SELECT f.namespace, f.state, sum(f.events) FROM folded AS f
+GROUP BY f.namespace, f.state
+ORDER BY f.namespace, f.state
+ON CONFLICT (namespace, state) DO UPDATE SET events = c.events + excluded.events
 
 -- name: namespace_stats
--- Per namespace: events per state, and the age of the oldest PENDING event
--- that is claimable now. Delayed and backing-off events (available_at still
--- ahead) are not waiting on workers, so they do not count; nor is an event
--- waiting behind another of its ordering key (it shows in the blocked keys):
--- a keyed event counts only when it is its key's next (inboxd_next_of_key, as
--- the claim statement judges it). And the flow-control rule that governs the
--- namespace (inboxd_flow_rule, as the claim statement finds it) and whether
--- it pauses it: an operator paged about a paused namespace's age sees why.
-SELECT s.namespace, s.pending, s.processing, s.completed, s.dead_lettered, s.oldest_age,
+-- Per namespace: events per state, from the maintained counts (0030: one
+-- row per namespace and state, plus the changes not folded yet), never from
+-- the events themselves; and the age of the oldest PENDING event that is
+-- claimable now, by one walk of the namespace's due index from its start.
+-- Delayed and backing-off events (due later) are not waiting on workers, so
+-- they do not count; nor is an event waiting behind another of its ordering
+-- key (it shows in the blocked keys): a keyed event counts only when it is
+-- its key's next (inboxd_next_of_key, as the claim statement judges it).
+-- And the flow-control rule that governs the namespace (inboxd_flow_rule,
+-- as the claim statement finds it) and whether it pauses it: an operator
+-- paged about a paused namespace's age sees why.
+SELECT s.namespace, s.pending, s.processing, s.completed, s.dead_lettered,
+       inboxd_now(%(now)s) - (
+           SELECT e.available_at FROM inbox_events AS e
+           WHERE e.namespace COLLATE "C" = s.namespace AND e.due_at IS NOT NULL
+             -- PENDING, said as "open and not leased" (the CHECKs inbox_events_due_while_open and
+             -- inbox_events_pending_has_no_claim): `state = 'pending'` would let the planner walk
+             -- inbox_events_due, every namespace's due events, for a namespace with none claimable.
+             AND e.due_at <= inboxd_now(%(now)s) AND e.lease_expires_at IS NULL
+             AND e.available_at <= inboxd_now(%(now)s)
+             AND (e.ordering_key = '' OR inboxd_next_of_key(e.namespace, e.ordering_key, e.event_key, e.revision,
+                                                            e.accepted_at, false))
+           ORDER BY e.due_at
+           LIMIT 1),
        coalesce(r.paused, false), coalesce(r.pattern, '')
 FROM (
-    SELECT e.namespace,
-           count(*) FILTER (WHERE e.state = 'pending'),
-           count(*) FILTER (WHERE e.state = 'processing'),
-           count(*) FILTER (WHERE e.state = 'completed'),
-           count(*) FILTER (WHERE e.state = 'dead_lettered'),
-           inboxd_now(%(now)s) - min(e.available_at) FILTER (
-               WHERE e.state = 'pending' AND e.available_at <= inboxd_now(%(now)s)
-                 AND (e.ordering_key = '' OR inboxd_next_of_key(e.namespace, e.ordering_key, e.event_key, e.revision,
-                                                                e.accepted_at, false)))
-    FROM inbox_events AS e
-    WHERE (%(namespace)s::text IS NULL OR e.namespace = %(namespace)s::text)
-    GROUP BY e.namespace
-) AS s(namespace, pending, processing, completed, dead_lettered, oldest_age)
+    SELECT c.namespace,
+           coalesce(sum(c.events) FILTER (WHERE c.state = 'pending'), 0)::bigint,
+           coalesce(sum(c.events) FILTER (WHERE c.state = 'processing'), 0)::bigint,
+           coalesce(sum(c.events) FILTER (WHERE c.state = 'completed'), 0)::bigint,
+           coalesce(sum(c.events) FILTER (WHERE c.state = 'dead_lettered'), 0)::bigint,
+           sum(c.events)
+    FROM (SELECT namespace, state, events FROM inbox_state_counts
+          UNION ALL
+          SELECT namespace, state, events FROM inbox_state_count_changes) AS c
+    WHERE (%(namespace)s::text IS NULL OR c.namespace = %(namespace)s::text)
+    GROUP BY c.namespace
+) AS s(namespace, pending, processing, completed, dead_lettered, total)
 LEFT JOIN LATERAL inboxd_flow_rule(s.namespace) AS r ON true
+WHERE s.total > 0
 ORDER BY s.namespace
 
 -- name: action_list_for_events
