@@ -95,4 +95,6 @@ FROM generate_series(1, %(n)s) AS g
 # Between phases: nothing left claimable, no leftovers of earlier phases.
 # CASCADE: every ledger that references an event goes with it, tables added later included;
 # the ordering keys reference none (their applied revisions outlive events), so they are named.
-CLEAR_EVENTS: LiteralString = "TRUNCATE inbox_events, inbox_ordering_keys CASCADE"
+CLEAR_EVENTS: LiteralString = (
+    "TRUNCATE inbox_events, inbox_ordering_keys, inbox_state_counts, inbox_state_count_changes CASCADE"
+)

@@ -304,10 +304,10 @@ async def test_the_keyboard_reaches_the_navigation_and_skips_to_the_content(rig:
     await rig.accept(f"{rig.shop}/keys", "evt_1")
     await sign_in(page, rig.tokens.operator)
     await expect(page).to_have_url("/overview")
-    navigation = await _tab_through(page, 10)
+    navigation = await _tab_through(page, 11)
     assert navigation == [
-        "#main", "/overview", "/overview", "/trends", "/events", "/dead-letters", "/flow", "/bulk", "/destinations",
-        "Sign out",
+        "#main", "/overview", "/overview", "/trends", "/events", "/dead-letters", "/flow", "/bulk", "/subscriptions",
+        "/destinations", "Sign out",
     ], navigation  # fmt: skip
     await page.goto("/overview")
     await page.keyboard.press("Tab")

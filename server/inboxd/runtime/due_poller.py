@@ -98,6 +98,10 @@ class DuePoller:
         if self._task is not None and not self._task.done():
             self._poke.set()
 
+    def looked_since(self, moment: float) -> bool:
+        """Whether a look of the poller's that began at or after `moment` (time.monotonic()) succeeded."""
+        return self._finding is not None and self._finding.began >= moment
+
     def nothing_due_for(self, wait_filter: WaitFilter) -> bool:
         """Whether a waiter with this filter may skip its look (see the module's docstring).
 

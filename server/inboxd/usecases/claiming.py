@@ -12,6 +12,7 @@ import asyncio
 import collections
 import contextlib
 import logging
+import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -122,16 +123,19 @@ class Claiming(abc.ABC):
         """
         loop = asyncio.get_running_loop()
         waiter = self.bus.register(namespaces, event_types, namespace_patterns)
+        registered = time.monotonic()
         self._poller.ensure_running()
         held = None
         batch = ClaimBatch([])
         looks_on = 0
+        looked = False
         try:
             while True:
                 held = waiter.take_wake_up()
                 token_due: float | None = None
                 if held is not None or looks_on or not self._poller.nothing_due_for(waiter.filter):
                     batch = await look(held)
+                    looked = True
                     if batch.events:
                         if batch.full:
                             self._wake_one_more(waiter, batch)
@@ -150,6 +154,10 @@ class Claiming(abc.ABC):
                 if deadline is not None:
                     remaining = deadline - loop.time()
                     if remaining <= 0 or self.waits_ended:
+                        if not looked and not self._poller.looked_since(registered):
+                            # Nothing answered for the database during this wait (it may be down): an
+                            # empty answer must rest on a look, or the answer is UNAVAILABLE.
+                            batch = await look(None)
                         return batch
                     timeout = remaining if timeout is None else min(timeout, remaining)
                 with contextlib.suppress(TimeoutError):
