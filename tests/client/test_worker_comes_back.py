@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import socket
 import time
 
 import pytest
 
+from inboxd.serving.embedded_pg import free_port
 from inboxd_client import AsyncInboxClient, EventContext, Worker
 from tests.client.helpers import running
 from tests.harness import serve_on_free_port
@@ -22,17 +22,11 @@ DOWN_SECONDS = 12.0
 BACK_WITHIN = 5.0
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.mark.parametrize("use_streams", [True, False], ids=["work-stream", "unary-claims"])
 async def test_a_worker_is_back_soon_after_its_server_and_says_so(
     database_url: str, ns: str, use_streams: bool, caplog: pytest.LogCaptureFixture
 ) -> None:
-    port = _free_port()
+    port = free_port()
     env = {"INBOXD_LISTEN": f"127.0.0.1:{port}", "INBOXD_SHUTDOWN_GRACE": "1s"}
     proc, _ = await asyncio.to_thread(serve_on_free_port, database_url, env, timeout=60)
     done: list[str] = []

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import socket
 import subprocess
 import sys
 import urllib.request
@@ -17,6 +16,7 @@ import pytest
 
 from inboxd.config.tokens import Scope, TokenRegistry, TokensFileError, entry_toml, load_tokens_file, new_token
 from inboxd.domain.errors import Unauthenticated
+from inboxd.serving.embedded_pg import free_port
 from inboxd.serving.tokens_admin import listing, revoke
 from inboxd_client.v1 import inbox_pb2_grpc
 from tests.harness import serve_on_free_port
@@ -106,12 +106,6 @@ def test_the_token_commands_from_the_command_line(tmp_path: Path) -> None:
     assert missing.returncode == 2 and "has no token named 'edge'" in missing.stderr
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 async def test_a_running_server_refuses_expired_and_revoked_tokens_and_counts_the_expiring(
     database_url: str, tmp_path: Path
 ) -> None:
@@ -123,7 +117,7 @@ async def test_a_running_server_refuses_expired_and_revoked_tokens_and_counts_th
         + entry_toml("lapsed", expired, [Scope.ACCEPT], ["*"], now - timedelta(minutes=1))
         + entry_toml("gone", revoked, [Scope.ACCEPT], ["*"])
     )
-    metrics = _free_port()
+    metrics = free_port()
     env = {"INBOXD_TOKENS_FILE": str(file), "INBOXD_METRICS_LISTEN": f"127.0.0.1:{metrics}"}
     proc, port = await asyncio.to_thread(serve_on_free_port, database_url, env, timeout=60)
     try:

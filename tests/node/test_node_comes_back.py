@@ -10,25 +10,19 @@ import asyncio
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
+from inboxd.serving.embedded_pg import free_port
 from inboxd_client import AsyncInboxClient
 from tests.harness import REPO, serve_on_free_port
 
 SCRIPT = REPO / "clients" / "node" / "test-support" / "comeback-worker.js"
 DOWN_SECONDS = 12.0
 BACK_WITHIN = 5.0
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 async def _seen(seen: list[str], prefix: str, within: float) -> None:
@@ -46,7 +40,7 @@ async def test_the_node_worker_is_back_soon_after_its_server_and_says_so(
     node = shutil.which("node")
     if node is None:
         pytest.fail("node is not on PATH: the Node worker tests need Node 20+")
-    port = _free_port()
+    port = free_port()
     env = {"INBOXD_LISTEN": f"127.0.0.1:{port}", "INBOXD_SHUTDOWN_GRACE": "1s"}
     proc, _ = await asyncio.to_thread(serve_on_free_port, database_url, env, timeout=60)
     child = await asyncio.create_subprocess_exec(
